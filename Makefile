@@ -1,0 +1,115 @@
+# tiled - build, test, run.  `make help` lists the targets.
+#
+# Variants use variables, not copies of rules:
+#   make CC=clang            build with clang
+#   make SAN=address         ASan+UBSan build (into build-address/)
+#   make SAN=thread          TSan build (into build-thread/)
+#   make OPT=-O0             unoptimised build
+
+CC      ?= cc
+OPT     ?= -O2
+SAN     ?=
+PREFIX  ?= /usr/local
+DESTDIR ?=
+
+ifeq ($(SAN),)
+  BUILD := build
+else
+  BUILD := build-$(SAN)
+endif
+
+WARN     := -Wall -Wextra -Werror -Wstrict-prototypes -Wshadow -Wno-missing-field-initializers
+CPPFLAGS += -Icore -Iapi -Iserver -D_GNU_SOURCE
+CFLAGS   += -std=c11 $(OPT) -g -pthread $(WARN) -fno-strict-aliasing
+LDLIBS   += -pthread -lm
+
+ifeq ($(SAN),address)
+  CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+  LDFLAGS += -fsanitize=address,undefined
+endif
+ifeq ($(SAN),thread)
+  CFLAGS  += -fsanitize=thread -fno-omit-frame-pointer
+  LDFLAGS += -fsanitize=thread
+endif
+
+PKGS        := libmicrohttpd jansson zlib
+PKG_CFLAGS   = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS     = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CMOCKA_LIBS  = $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
+
+CORE_SRC   := $(wildcard core/*.c)
+API_SRC    := $(wildcard api/*.c)
+SERVER_SRC := $(filter-out server/main.c,$(wildcard server/*.c))
+LIB_OBJ    := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC) $(API_SRC) $(SERVER_SRC))
+CORE_OBJ   := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC))
+TEST_SRC   := $(wildcard tests/core/test_*.c tests/api/test_*.c tests/server/test_*.c)
+TEST_BIN   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+TEST_HELP  := $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out $(TEST_SRC),$(wildcard tests/*/*.c)))
+BENCH_BIN  := $(BUILD)/bench/bench_kernel
+
+DEPS_STAMP := $(BUILD)/.deps-ok
+
+.PHONY: all deps test unit test-unit test-asan test-integration run bench clean help lib
+
+all: $(BUILD)/tiled
+
+help:
+	@echo "make            build $(BUILD)/tiled"
+	@echo "make test       unit tests (plain and ASan+UBSan) and integration tests"
+	@echo "make run        build and start the daemon on 127.0.0.1:8080"
+	@echo "make bench      kernel benchmark (and daemon benchmark when available)"
+	@echo "make clean      remove build outputs"
+
+# Installs the Debian packages the build and tests need when they are missing
+# (as root on Debian; elsewhere it only reports what is missing).
+$(DEPS_STAMP): scripts/deps.sh
+	@sh scripts/deps.sh build
+	@mkdir -p $(@D) && touch $@
+
+deps: $(DEPS_STAMP)
+
+$(BUILD)/obj/%.o: %.c $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/libtile.a: $(CORE_OBJ)
+	ar rcs $@ $^
+
+$(BUILD)/tiled: $(BUILD)/obj/server/main.o $(LIB_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(LDLIBS)
+
+$(BUILD)/tests/%: tests/%.c $(LIB_OBJ) $(TEST_HELP) $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) -Itests $(LDFLAGS) -o $@ $< $(LIB_OBJ) $(TEST_HELP) \
+	    $(PKG_LIBS) $(CMOCKA_LIBS) $(LDLIBS)
+
+$(BUILD)/bench/%: bench/%.c $(LIB_OBJ) $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_OBJ) $(PKG_LIBS) $(LDLIBS)
+
+lib: $(BUILD)/libtile.a
+
+# Unit tests of this build variant; stops at the first failing binary.
+test-unit: $(TEST_BIN) $(BUILD)/tiled
+	@set -e; for t in $(TEST_BIN); do echo "== $$t"; $$t; done
+
+test-asan:
+	$(MAKE) SAN=address test-unit
+
+test-integration: $(BUILD)/tiled
+	@sh scripts/deps.sh test
+	@TILED_BIN=$(BUILD)/tiled sh tests/run-integration.sh
+
+test: test-unit test-asan test-integration
+	@echo "all test suites passed"
+
+run: $(BUILD)/tiled
+	./$(BUILD)/tiled serve
+
+bench: $(BENCH_BIN) $(BUILD)/tiled
+	$(BENCH_BIN)
+
+clean:
+	rm -rf build build-address build-thread
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,2 @@
+build/obj/core/error.o: core/error.c core/error.h
+core/error.h:

@@ -1,0 +1,1 @@
+build/obj/server/main.o: server/main.c

@@ -1,0 +1,122 @@
+/* tensor.c - tensor allocation and shape arithmetic (see tensor.h). */
+#include "tensor.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+/* Above this size buffers come from mmap, where MADV_HUGEPAGE applies and the
+ * pages are returned to the system on free (glibc's threshold is similar). */
+#define TILE_MMAP_THRESHOLD (1u << 21)
+
+int tile_shape_elems(const int64_t *shape, int rank, uint64_t *out, struct tile_error *e)
+{
+    uint64_t n = 1;
+    bool zero = false;
+    for (int i = 0; i < rank; i++) {
+        if (shape[i] < 0)
+            return tile_error_set(e, TILE_EINVAL, "shape[%d] is %lld; dimensions must be >= 0", i,
+                                  (long long)shape[i]);
+        if (shape[i] == 0)
+            zero = true;
+    }
+    for (int i = 0; i < rank && !zero; i++) {
+        if (__builtin_mul_overflow(n, (uint64_t)shape[i], &n) || n > INT64_MAX)
+            return tile_error_set(e, TILE_ETOOBIG, "shape product overflows 64 bits at axis %d", i);
+    }
+    *out = zero ? 0 : n;
+    return 0;
+}
+
+void *tile_alloc_buffer(uint64_t n)
+{
+    if (n == 0)
+        n = 1;
+    if (n > SIZE_MAX / 2)
+        return NULL;
+    if (n < TILE_MMAP_THRESHOLD) {
+        void *p = NULL;
+        size_t rounded = (size_t)((n + 63) & ~(uint64_t)63);
+        if (posix_memalign(&p, 64, rounded) != 0)
+            return NULL;
+        return p;
+    }
+    void *p = mmap(NULL, (size_t)n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+#ifdef MADV_HUGEPAGE
+    madvise(p, (size_t)n, MADV_HUGEPAGE);
+#endif
+    return p;
+}
+
+void tile_free_buffer(void *ptr, uint64_t n)
+{
+    if (!ptr)
+        return;
+    if (n == 0)
+        n = 1;
+    if (n < TILE_MMAP_THRESHOLD)
+        free(ptr);
+    else
+        munmap(ptr, (size_t)n);
+}
+
+uint64_t tile_tensor_nbytes(const struct tile_tensor *t)
+{
+    return t->nelem * tile_dtype_size(t->dtype);
+}
+
+int tile_tensor_init(struct tile_tensor *t, enum tile_dtype dtype, int rank, const int64_t *shape,
+                     uint64_t max_bytes, struct tile_error *e)
+{
+    memset(t, 0, sizeof(*t));
+    t->dtype = TILE_DTYPE_INVALID;
+    if (!tile_dtype_traits(dtype))
+        return tile_error_set(e, TILE_EINVAL, "invalid dtype");
+    if (rank < 0 || rank > TILE_MAX_RANK)
+        return tile_error_set(e, TILE_EINVAL, "rank %d is outside 0..%d", rank, TILE_MAX_RANK);
+    uint64_t nelem, nbytes;
+    if (tile_shape_elems(shape, rank, &nelem, e) < 0)
+        return -1;
+    if (__builtin_mul_overflow(nelem, (uint64_t)tile_dtype_size(dtype), &nbytes))
+        return tile_error_set(e, TILE_ETOOBIG, "tensor byte size overflows 64 bits");
+    if (max_bytes && nbytes > max_bytes)
+        return tile_error_set(e, TILE_ETOOBIG, "tensor needs %llu bytes, above the limit of %llu",
+                              (unsigned long long)nbytes, (unsigned long long)max_bytes);
+    void *data = tile_alloc_buffer(nbytes);
+    if (!data)
+        return tile_error_set(e, TILE_ENOMEM, "cannot allocate %llu bytes", (unsigned long long)nbytes);
+    if (nbytes < TILE_MMAP_THRESHOLD)
+        memset(data, 0, (size_t)nbytes);
+    t->dtype = dtype;
+    t->rank = rank;
+    if (rank)
+        memcpy(t->shape, shape, sizeof(shape[0]) * (size_t)rank);
+    t->nelem = nelem;
+    t->data = data;
+    t->owns_data = true;
+    return 0;
+}
+
+void tile_tensor_free(struct tile_tensor *t)
+{
+    if (!t)
+        return;
+    if (t->owns_data)
+        tile_free_buffer(t->data, tile_tensor_nbytes(t));
+    free(t->blob);
+    memset(t, 0, sizeof(*t));
+    t->dtype = TILE_DTYPE_INVALID;
+}
+
+uint64_t tile_tensor_string_bytes(const struct tile_tensor *t)
+{
+    if (t->dtype != TILE_STRING || !t->data)
+        return 0;
+    const struct tile_str *s = t->data;
+    uint64_t sum = 0;
+    for (uint64_t i = 0; i < t->nelem; i++)
+        sum += s[i].len;
+    return sum;
+}

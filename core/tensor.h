@@ -1,0 +1,62 @@
+/* tensor.h - the plain tensor struct the core works on.
+ *
+ * A tensor is a dtype, a shape and a row-major buffer of elements in host
+ * byte order. Fixed-width elements sit directly in `data`; string elements
+ * are `struct tile_str` views whose bytes live elsewhere (in `blob` when the
+ * tensor owns them, or in another tensor when the views are borrowed, as in a
+ * tiled output, whose strings point into the input).
+ *
+ * Ownership: tile_tensor_init_*() allocate `data` (and `blob`) and
+ * tile_tensor_free() releases both. A tensor built by hand with borrowed
+ * buffers leaves `owns_data` / `blob` unset and is never freed by tiled.
+ */
+#ifndef TILE_TENSOR_H
+#define TILE_TENSOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dtype.h"
+#include "error.h"
+
+/* Structural maximum rank; configured limits can only be lower. */
+#define TILE_MAX_RANK 64
+
+struct tile_tensor {
+    enum tile_dtype dtype;
+    int rank;
+    int64_t shape[TILE_MAX_RANK];
+    void *data;      /* elements (strings: struct tile_str[]) */
+    uint64_t nelem;  /* product of shape */
+    bool owns_data;  /* tile_tensor_free() frees data */
+    char *blob;      /* owned string bytes (NULL if none) */
+    uint64_t blob_len;
+};
+
+/* Checked product of `rank` dims (each must be >= 0). Returns -1 and fills
+ * `e` on a negative dim or when the product exceeds INT64_MAX. */
+int tile_shape_elems(const int64_t *shape, int rank, uint64_t *out, struct tile_error *e);
+
+/* Sets dtype and shape and allocates a zeroed element buffer (cache-line
+ * aligned; large buffers ask for transparent huge pages). `max_bytes` bounds
+ * the allocation (0 = no bound). On error the tensor is left empty. */
+int tile_tensor_init(struct tile_tensor *t, enum tile_dtype dtype, int rank, const int64_t *shape,
+                     uint64_t max_bytes, struct tile_error *e);
+
+/* Releases what the tensor owns and zeroes it. NULL is fine. */
+void tile_tensor_free(struct tile_tensor *t);
+
+/* Byte size of the element buffer (nelem * element size). */
+uint64_t tile_tensor_nbytes(const struct tile_tensor *t);
+
+/* Sum of string lengths of a string tensor (0 for other dtypes). */
+uint64_t tile_tensor_string_bytes(const struct tile_tensor *t);
+
+/* Allocates `n` bytes aligned to 64, with MADV_HUGEPAGE for large sizes so
+ * first touch does not crawl at 4 KiB page-fault speed. NULL on failure.
+ * Free with tile_free_buffer(ptr, n). */
+void *tile_alloc_buffer(uint64_t n);
+void tile_free_buffer(void *ptr, uint64_t n);
+
+#endif

@@ -1,0 +1,43 @@
+/* tile.h - tiled's core: the public header of the tiling library.
+ *
+ * Typical use:
+ *     struct tile_plan plan;
+ *     struct tile_spec spec = { .semantics = TILE_SEM_ONNX, .repeats = r, .nrepeats = 2 };
+ *     if (tile_plan_init(&plan, in.dtype, in.rank, in.shape, &spec, &err) < 0) ...
+ *     tile_execute(&plan, in.data, out_buffer, pool);        // whole output
+ *     tile_read(&plan, in.data, offset, len, chunk);          // or any byte range
+ * or simply tile_run(&in, &spec, &out, pool, &err), which allocates `out`.
+ */
+#ifndef TILE_TILE_H
+#define TILE_TILE_H
+
+#include <stdint.h>
+
+#include "dtype.h"
+#include "error.h"
+#include "plan.h"
+#include "pool.h"
+#include "tensor.h"
+
+/* Writes output bytes [offset, offset+len) of `plan` applied to the input
+ * elements `in` into `dst`, without touching the rest of the output. For
+ * strings the bytes are those of the struct tile_str views. The range must
+ * lie inside [0, plan->out_bytes]. Single-threaded; thread-safe. */
+void tile_read(const struct tile_plan *plan, const void *in, uint64_t offset, uint64_t len, void *dst);
+
+/* Writes the whole output (plan->out_bytes bytes) into `out`. Large
+ * outputs are split across `pool` (NULL: the caller only); small ones never
+ * leave the calling thread. */
+void tile_execute(const struct tile_plan *plan, const void *in, void *out, struct tile_pool *pool);
+
+/* Plans, allocates and fills `out` (which the caller frees with
+ * tile_tensor_free). String outputs borrow the input's string bytes, so `in`
+ * must outlive `out`. On error `out` is left empty and `e` says why. */
+int tile_run(const struct tile_tensor *in, const struct tile_spec *spec, struct tile_tensor *out,
+             struct tile_pool *pool, struct tile_error *e);
+
+/* Outputs below this many bytes are tiled on the calling thread: a thread
+ * hand-off costs more than writing them. */
+#define TILE_PARALLEL_MIN_BYTES (1u << 20)
+
+#endif
