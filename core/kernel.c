@@ -18,6 +18,9 @@
 #include "tile.h"
 
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 /* A written tile at most this big is copied from instead of regenerated. */
 #define TILE_REPLICATE_MAX (256u << 10)
@@ -25,13 +28,82 @@
 #define TILE_DOUBLING_CAP (32u << 10)
 /* Per-thread chunks of a parallel run are aligned to whole pages. */
 #define TILE_SPLIT_ALIGN 4096u
+/* Whole outputs at least this big bypass the cache (see stream_copy). */
+#define TILE_STREAM_MIN_BYTES (8u << 20)
+/* Rows shorter than this are expanded into a pattern before streaming. */
+#define TILE_PATTERN_BYTES 1024u
 
-static void fill_level(const struct tile_plan *p, int l, const uint8_t *src, uint64_t lo, uint64_t hi,
+struct fill_ctx {
+    const struct tile_plan *plan;
+    bool stream; /* non-temporal stores; output is never read back */
+};
+
+static void fill_level(const struct fill_ctx *c, int l, const uint8_t *src, uint64_t lo, uint64_t hi,
                        uint8_t *dst);
 
-/* Writes bytes [a, b) of one tile of level l (input slice at src). */
-static void write_tile(const struct tile_plan *p, int l, const uint8_t *src, uint64_t a, uint64_t b, uint8_t *dst)
+/* Copies with non-temporal stores: an output far bigger than the cache is
+ * written without first reading each line into it (the read-for-ownership
+ * that makes plain stores cost ~1.5x a memset). Callers fence at the end. */
+static void stream_copy(uint8_t *dst, const uint8_t *src, uint64_t n)
 {
+#ifdef __SSE2__
+    uint64_t head = (uint64_t)(-(uintptr_t)dst & 15);
+    if (head > n)
+        head = n;
+    memcpy(dst, src, head);
+    dst += head;
+    src += head;
+    n -= head;
+    for (; n >= 64; n -= 64, dst += 64, src += 64) {
+        __m128i a = _mm_loadu_si128((const __m128i *)src), b = _mm_loadu_si128((const __m128i *)(src + 16));
+        __m128i x = _mm_loadu_si128((const __m128i *)(src + 32)), y = _mm_loadu_si128((const __m128i *)(src + 48));
+        _mm_stream_si128((__m128i *)dst, a);
+        _mm_stream_si128((__m128i *)(dst + 16), b);
+        _mm_stream_si128((__m128i *)(dst + 32), x);
+        _mm_stream_si128((__m128i *)(dst + 48), y);
+    }
+    for (; n >= 16; n -= 16, dst += 16, src += 16)
+        _mm_stream_si128((__m128i *)dst, _mm_loadu_si128((const __m128i *)src));
+#endif
+    memcpy(dst, src, n);
+}
+
+static void stream_fence(void)
+{
+#ifdef __SSE2__
+    _mm_sfence();
+#endif
+}
+
+/* Streams bytes [a, b) of the periodic sequence row[i mod period]. Short
+ * rows are first expanded into a cache-resident pattern so each store
+ * instruction moves a full 16 bytes. */
+static void stream_periodic(uint8_t *dst, const uint8_t *row, uint64_t period, uint64_t a, uint64_t b)
+{
+    uint8_t pattern[TILE_PATTERN_BYTES + 64];
+    const uint8_t *p = row;
+    uint64_t plen = period;
+    if (period < TILE_PATTERN_BYTES / 4) {
+        plen = TILE_PATTERN_BYTES / period * period;
+        memcpy(pattern, row, period);
+        for (uint64_t done = period; done < plen; done *= 2)
+            memcpy(pattern + done, pattern, done * 2 <= plen ? done : plen - done);
+        p = pattern;
+    }
+    while (a < b) {
+        uint64_t off = a % period, n = plen - off;
+        if (n > b - a)
+            n = b - a;
+        stream_copy(dst, p + off, n);
+        dst += n;
+        a += n;
+    }
+}
+
+/* Writes bytes [a, b) of one tile of level l (input slice at src). */
+static void write_tile(const struct fill_ctx *c, int l, const uint8_t *src, uint64_t a, uint64_t b, uint8_t *dst)
+{
+    const struct tile_plan *p = c->plan;
     if (l == p->nlev - 1) {
         memcpy(dst, src + a, b - a);
         return;
@@ -40,7 +112,7 @@ static void write_tile(const struct tile_plan *p, int l, const uint8_t *src, uin
     for (uint64_t j = a / sub; j * sub < b; j++) {
         uint64_t s0 = j * sub > a ? 0 : a - j * sub;
         uint64_t s1 = (j + 1) * sub < b ? sub : b - j * sub;
-        fill_level(p, l + 1, src + j * stride, s0, s1, dst);
+        fill_level(c, l + 1, src + j * stride, s0, s1, dst);
         dst += s1 - s0;
     }
 }
@@ -64,41 +136,55 @@ static void replicate(uint8_t *dst, uint64_t tile, uint64_t total)
 }
 
 /* Writes bytes [lo, hi) of level l's block (lev_rep copies of its tile). */
-static void fill_level(const struct tile_plan *p, int l, const uint8_t *src, uint64_t lo, uint64_t hi,
+static void fill_level(const struct fill_ctx *c, int l, const uint8_t *src, uint64_t lo, uint64_t hi,
                        uint8_t *dst)
 {
+    const struct tile_plan *p = c->plan;
     uint64_t tile = p->lev_tile[l];
+    if (c->stream && l == p->nlev - 1) { /* the innermost block is periodic */
+        stream_periodic(dst, src, tile, lo, hi);
+        return;
+    }
     uint64_t a = lo % tile;
     if (a + (hi - lo) <= tile) { /* inside one tile */
-        write_tile(p, l, src, a, a + (hi - lo), dst);
+        write_tile(c, l, src, a, a + (hi - lo), dst);
         return;
     }
     if (a) { /* partial head */
-        write_tile(p, l, src, a, tile, dst);
+        write_tile(c, l, src, a, tile, dst);
         dst += tile - a;
         lo += tile - a;
     }
     uint64_t whole = (hi - lo) / tile * tile, tail = (hi - lo) - whole;
     if (whole == 0) {
-        write_tile(p, l, src, 0, tail, dst);
+        write_tile(c, l, src, 0, tail, dst);
         return;
     }
-    write_tile(p, l, src, 0, tile, dst);
-    if (tile <= TILE_REPLICATE_MAX) {
+    write_tile(c, l, src, 0, tile, dst);
+    if (tile <= TILE_REPLICATE_MAX && !c->stream) {
         replicate(dst, tile, whole);
         memcpy(dst + whole, dst, tail);
         return;
     }
     for (uint64_t off = tile; off < whole; off += tile)
-        write_tile(p, l, src, 0, tile, dst + off);
-    write_tile(p, l, src, 0, tail, dst + whole);
+        write_tile(c, l, src, 0, tile, dst + off);
+    write_tile(c, l, src, 0, tail, dst + whole);
+}
+
+static void fill_range(const struct tile_plan *p, bool stream, const void *in, uint64_t offset, uint64_t len,
+                       void *dst)
+{
+    if (len == 0 || p->nlev == 0)
+        return;
+    struct fill_ctx c = {p, stream};
+    fill_level(&c, 0, in, offset, offset + len, dst);
+    if (stream)
+        stream_fence();
 }
 
 void tile_read(const struct tile_plan *p, const void *in, uint64_t offset, uint64_t len, void *dst)
 {
-    if (len == 0 || p->nlev == 0)
-        return;
-    fill_level(p, 0, in, offset, offset + len, dst);
+    fill_range(p, false, in, offset, len, dst);
 }
 
 struct tile_exec {
@@ -113,14 +199,14 @@ static void exec_task(void *arg, uint64_t task)
     const struct tile_exec *x = arg;
     uint64_t lo = task * x->chunk;
     uint64_t hi = lo + x->chunk < x->plan->out_bytes ? lo + x->chunk : x->plan->out_bytes;
-    tile_read(x->plan, x->in, lo, hi - lo, x->out + lo);
+    fill_range(x->plan, x->plan->out_bytes >= TILE_STREAM_MIN_BYTES, x->in, lo, hi - lo, x->out + lo);
 }
 
 void tile_execute(const struct tile_plan *p, const void *in, void *out, struct tile_pool *pool)
 {
     int nth = tile_pool_size(pool);
     if (!pool || nth <= 1 || p->out_bytes < TILE_PARALLEL_MIN_BYTES) {
-        tile_read(p, in, 0, p->out_bytes, out);
+        fill_range(p, p->out_bytes >= TILE_STREAM_MIN_BYTES, in, 0, p->out_bytes, out);
         return;
     }
     /* One task per thread: ranges are independent, so finer splitting would

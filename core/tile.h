@@ -38,6 +38,6 @@ int tile_run(const struct tile_tensor *in, const struct tile_spec *spec, struct 
 
 /* Outputs below this many bytes are tiled on the calling thread: a thread
  * hand-off costs more than writing them. */
-#define TILE_PARALLEL_MIN_BYTES (1u << 20)
+#define TILE_PARALLEL_MIN_BYTES (4u << 20)
 
 #endif

@@ -1,0 +1,193 @@
+/* bench_kernel.c - throughput of the tiling kernel against memset/memcpy.
+ *
+ * DESIGN. Absolute GB/s mean little on a shared, noisy machine, so every
+ * case is reported as a ratio to memset (the DRAM write ceiling: a tile
+ * writes each output byte once while reading a cache-hot input) and memcpy
+ * of the same number of bytes, measured in the same run, as medians of
+ * several repetitions. Output buffers are reused and pre-faulted; large
+ * cases get a second row with a freshly allocated output per repetition to
+ * show the first-touch cost a server pays if it allocates per request.
+ *
+ * Reproduce: make bench   (or build/bench/bench_kernel [reps])
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tile.h"
+
+#define MAX_REPS 64
+
+struct bench_case {
+    const char *name;
+    enum tile_dtype dtype;
+    int rank;
+    int64_t shape[6];
+    int64_t repeats[6];
+};
+
+static const struct bench_case cases[] = {
+    {"float32 [1024,1024]x[4,4]", TILE_FLOAT32, 2, {1024, 1024}, {4, 4}},
+    {"float32 [1,1,256,256]x[1,1,8,8]", TILE_FLOAT32, 4, {1, 1, 256, 256}, {1, 1, 8, 8}},
+    {"uint8 [3,224,224]x[1,4,4]", TILE_UINT8, 3, {3, 224, 224}, {1, 4, 4}},
+    {"float32 [64]x[1048576]", TILE_FLOAT32, 1, {64}, {1048576}},
+    {"float32 [4096,1]x[1,4096]", TILE_FLOAT32, 2, {4096, 1}, {1, 4096}},
+    {"int64 [2,3,4,5,6]x[2,1,3,1,2]", TILE_INT64, 5, {2, 3, 4, 5, 6}, {2, 1, 3, 1, 2}},
+    {"float32 [8192,8192]x[1,1] (identity)", TILE_FLOAT32, 2, {8192, 8192}, {1, 1}},
+};
+
+static double now_sec(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(v[0]), cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* A compiler barrier so memset/memcpy into an unread buffer are not elided. */
+static void clobber(void *p)
+{
+    __asm__ volatile("" : : "r"(p) : "memory");
+}
+
+enum op { OP_MEMSET, OP_MEMCPY, OP_TILE, OP_TILE_FRESH };
+
+struct run {
+    const struct tile_plan *plan;
+    const void *in;
+    void *out, *src;
+    struct tile_pool *pool;
+};
+
+static double time_once(enum op op, const struct run *r)
+{
+    uint64_t n = r->plan->out_bytes;
+    double t0 = now_sec(), t1;
+    switch (op) {
+    case OP_MEMSET:
+        memset(r->out, 1, n);
+        break;
+    case OP_MEMCPY:
+        memcpy(r->out, r->src, n);
+        break;
+    case OP_TILE:
+        tile_execute(r->plan, r->in, r->out, r->pool);
+        break;
+    case OP_TILE_FRESH: {
+        void *fresh = tile_alloc_buffer(n);
+        t0 = now_sec();
+        tile_execute(r->plan, r->in, fresh, r->pool);
+        t1 = now_sec();
+        clobber(fresh);
+        tile_free_buffer(fresh, n);
+        return t1 - t0;
+    }
+    }
+    t1 = now_sec();
+    clobber(r->out);
+    return t1 - t0;
+}
+
+/* Median GB/s of `reps` runs. */
+static double gbps(enum op op, const struct run *r, int reps)
+{
+    double v[MAX_REPS];
+    time_once(op, r); /* warm-up */
+    for (int i = 0; i < reps; i++)
+        v[i] = time_once(op, r);
+    return (double)r->plan->out_bytes / median(v, reps) / 1e9;
+}
+
+static void fill_input(void *in, uint64_t n)
+{
+    uint8_t *p = in;
+    for (uint64_t i = 0; i < n; i++)
+        p[i] = (uint8_t)(i * 2654435761u >> 13);
+}
+
+static void bench_case(const struct bench_case *c, struct tile_pool *pool, int reps)
+{
+    struct tile_spec spec = {.semantics = TILE_SEM_ONNX, .repeats = c->repeats, .nrepeats = c->rank};
+    struct tile_plan plan;
+    struct tile_error err = {0};
+    if (tile_plan_init(&plan, c->dtype, c->rank, c->shape, &spec, &err) < 0) {
+        fprintf(stderr, "%s: %s\n", c->name, err.text);
+        exit(1);
+    }
+    void *in = tile_alloc_buffer(plan.in_bytes), *out = tile_alloc_buffer(plan.out_bytes);
+    void *src = tile_alloc_buffer(plan.out_bytes);
+    fill_input(in, plan.in_bytes);
+    memset(out, 0, plan.out_bytes);
+    memset(src, 2, plan.out_bytes);
+    struct run one = {&plan, in, out, src, NULL}, all = {&plan, in, out, src, pool};
+
+    double ms = gbps(OP_MEMSET, &one, reps), mc = gbps(OP_MEMCPY, &one, reps);
+    double t1 = gbps(OP_TILE, &one, reps), tn = gbps(OP_TILE, &all, reps);
+    double mib = (double)plan.out_bytes / (1 << 20);
+    printf("| %-36s | %9.1f | %6.1f | %6.1f | %6.1f | %6.1f | %5.2f | %5.2f |\n", c->name, mib, t1, tn, ms, mc,
+           t1 / ms, t1 / mc);
+    if (plan.out_bytes >= (16u << 20)) {
+        double f1 = gbps(OP_TILE_FRESH, &one, reps), fn = gbps(OP_TILE_FRESH, &all, reps);
+        printf("| %-36s | %9s | %6.1f | %6.1f | %6s | %6s | %5.2f | %5.2f |\n", "  (fresh output buffer)", "", f1,
+               fn, "", "", f1 / ms, f1 / mc);
+    }
+    fflush(stdout);
+    tile_free_buffer(in, plan.in_bytes);
+    tile_free_buffer(out, plan.out_bytes);
+    tile_free_buffer(src, plan.out_bytes);
+}
+
+/* The tiny case: plan + execute of 2x2 float32 by [2,2], ns per call. */
+static void bench_tiny(int reps)
+{
+    const int64_t shape[2] = {2, 2}, rep[2] = {2, 2};
+    const float in[4] = {1, 2, 3, 4};
+    float out[16];
+    struct tile_spec spec = {.semantics = TILE_SEM_ONNX, .repeats = rep, .nrepeats = 2};
+    enum { CALLS = 200000 };
+    double v[MAX_REPS];
+    for (int r = 0; r < reps; r++) {
+        double t0 = now_sec();
+        for (int i = 0; i < CALLS; i++) {
+            struct tile_plan plan;
+            tile_plan_init(&plan, TILE_FLOAT32, 2, shape, &spec, NULL);
+            tile_execute(&plan, in, out, NULL);
+            clobber(out);
+        }
+        v[r] = (now_sec() - t0) / CALLS * 1e9;
+    }
+    printf("\ntiny case float32 [2,2]x[2,2], plan + execute: %.0f ns per call (median of %d x %d calls)\n",
+           median(v, reps), reps, CALLS);
+}
+
+int main(int argc, char **argv)
+{
+    int reps = argc > 1 ? (int)strtol(argv[1], NULL, 10) : 9;
+    if (reps < 1 || reps > MAX_REPS)
+        reps = 9;
+    struct tile_pool *pool = tile_pool_init(0, 0, NULL);
+    printf("tiled kernel benchmark: GB/s of output written, medians of %d runs; %d workers\n", reps,
+           tile_pool_size(pool));
+    printf("reproduce: make bench   (or: build/bench/bench_kernel %d)\n\n", reps);
+    printf("| %-36s | %9s | %6s | %6s | %6s | %6s | %5s | %5s |\n", "case", "out MiB", "1 thr", "all", "memset",
+           "memcpy", "1/set", "1/cpy");
+    printf("|%s|%s|%s|%s|%s|%s|%s|%s|\n", "--------------------------------------", "-----------", "--------",
+           "--------", "--------", "--------", "-------", "-------");
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        bench_case(&cases[i], pool, reps);
+    bench_tiny(reps);
+    tile_pool_free(pool);
+    return 0;
+}
