@@ -1,2 +1,0 @@
-build/obj/core/dtype.o: core/dtype.c core/dtype.h
-core/dtype.h:

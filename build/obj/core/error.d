@@ -1,2 +1,0 @@
-build/obj/core/error.o: core/error.c core/error.h
-core/error.h:

@@ -1,1 +1,0 @@
-build/obj/server/main.o: server/main.c
