@@ -13,9 +13,9 @@ PREFIX  ?= /usr/local
 DESTDIR ?=
 
 ifeq ($(SAN),)
-  BUILD := build
+  BUILD ?= build
 else
-  BUILD := build-$(SAN)
+  BUILD ?= build-$(SAN)
 endif
 
 WARN     := -Wall -Wextra -Werror -Wstrict-prototypes -Wshadow -Wno-missing-field-initializers
@@ -49,7 +49,7 @@ BENCH_BIN  := $(BUILD)/bench/bench_kernel
 
 DEPS_STAMP := $(BUILD)/.deps-ok
 
-.PHONY: all deps test unit test-unit test-asan test-integration run bench clean help lib
+.PHONY: all deps test test-unit test-asan test-integration check-clang run bench clean help lib
 
 all: $(BUILD)/tiled
 
@@ -100,7 +100,12 @@ test-integration: $(BUILD)/tiled
 	@sh scripts/deps.sh test
 	@TILED_BIN=$(BUILD)/tiled sh tests/run-integration.sh
 
-test: test-unit test-asan test-integration
+# The same sources must also build warning-free with clang.
+check-clang:
+	@sh scripts/deps.sh fuzz
+	$(MAKE) CC=clang BUILD=build-clang all
+
+test: test-unit test-asan check-clang test-integration
 	@echo "all test suites passed"
 
 run: $(BUILD)/tiled
@@ -108,8 +113,10 @@ run: $(BUILD)/tiled
 
 bench: $(BENCH_BIN) $(BUILD)/tiled
 	$(BENCH_BIN)
+	@sh scripts/deps.sh bench
+	TILED_BIN=$(BUILD)/tiled sh bench/bench_http.sh
 
 clean:
-	rm -rf build build-address build-thread
+	rm -rf build build-address build-thread build-clang
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

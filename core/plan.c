@@ -157,7 +157,8 @@ static int compute_sizes(struct tile_plan *p, const struct tile_spec *s, struct 
 {
     if (tile_shape_elems(p->in_shape, p->out_rank, &p->in_elems, e) < 0)
         return -1;
-    p->in_bytes = p->in_elems * p->elem_size; /* cannot overflow: elems <= INT64_MAX, size <= 16 */
+    if (__builtin_mul_overflow(p->in_elems, p->elem_size, &p->in_bytes))
+        return tile_error_set(e, TILE_ETOOBIG, "input byte size overflows 64 bits");
     uint64_t prod = 1;
     bool zero = false;
     for (int i = 0; i < p->out_rank; i++) {

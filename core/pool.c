@@ -31,6 +31,7 @@ struct tile_pool {
     pthread_mutex_t lock;
     pthread_cond_t wake;
     struct tile_ring jobs, help;
+    struct tile_pool_task *cont_head, *cont_tail; /* continuations, FIFO */
     bool stopping;
     int nthreads;
     atomic_int busy;
@@ -74,13 +75,25 @@ static bool ring_pop(struct tile_ring *r, struct tile_job *out)
     return true;
 }
 
+static bool cont_pop(struct tile_pool *pool, struct tile_job *out)
+{
+    struct tile_pool_task *t = pool->cont_head;
+    if (!t)
+        return false;
+    pool->cont_head = t->next;
+    if (!pool->cont_head)
+        pool->cont_tail = NULL;
+    *out = (struct tile_job){t->fn, t->arg};
+    return true;
+}
+
 static void *worker_main(void *arg)
 {
     struct tile_pool *pool = arg;
     struct tile_job job;
     pthread_mutex_lock(&pool->lock);
     for (;;) {
-        if (ring_pop(&pool->help, &job) || ring_pop(&pool->jobs, &job)) {
+        if (ring_pop(&pool->help, &job) || cont_pop(pool, &job) || ring_pop(&pool->jobs, &job)) {
             atomic_fetch_add(&pool->busy, 1);
             pthread_mutex_unlock(&pool->lock);
             job.fn(job.arg);
@@ -158,6 +171,19 @@ int tile_pool_submit(struct tile_pool *pool, tile_job_fn fn, void *arg)
         pthread_cond_signal(&pool->wake);
     pthread_mutex_unlock(&pool->lock);
     return ok ? 0 : -1;
+}
+
+void tile_pool_continue(struct tile_pool *pool, struct tile_pool_task *task)
+{
+    task->next = NULL;
+    pthread_mutex_lock(&pool->lock);
+    if (pool->cont_tail)
+        pool->cont_tail->next = task;
+    else
+        pool->cont_head = task;
+    pool->cont_tail = task;
+    pthread_cond_signal(&pool->wake);
+    pthread_mutex_unlock(&pool->lock);
 }
 
 static void parallel_release(struct tile_parallel *par)

@@ -33,6 +33,17 @@ void tile_pool_free(struct tile_pool *pool);
  * stopping (fn is then not called and arg stays the caller's). */
 int tile_pool_submit(struct tile_pool *pool, tile_job_fn fn, void *arg);
 
+/* A continuation of work already admitted (e.g. the next chunk of a
+ * streamed response). It is embedded in the caller's state, so queueing it
+ * needs no memory and cannot fail; workers run continuations before new
+ * jobs. The caller must not queue a task that is still queued. */
+struct tile_pool_task {
+    tile_job_fn fn;
+    void *arg;
+    struct tile_pool_task *next; /* owned by the pool while queued */
+};
+void tile_pool_continue(struct tile_pool *pool, struct tile_pool_task *task);
+
 /* Runs fn(arg, 0..ntasks-1) across the caller and idle workers; returns when
  * all are done. With pool NULL or ntasks <= 1 it runs on the caller only. */
 void tile_pool_parallel(struct tile_pool *pool, uint64_t ntasks, tile_task_fn fn, void *arg);

@@ -1,11 +1,18 @@
-/* main.c - the tiled binary: dispatches to its subcommands. */
-#include <stdio.h>
+/* main.c - the tiled binary: dispatches to its subcommands.
+ *
+ *   tiled tile ...              tile a .npy file offline (cli_tile.c)
+ *   tiled [serve] [options]     run the HTTP daemon (serve.c)
+ */
 #include <string.h>
+
+#include "cli.h"
+#include "serve.h"
 
 int main(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    printf("tiled\n");
-    return 0;
+    if (argc > 1 && strcmp(argv[1], "tile") == 0)
+        return tiled_cli_tile(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "serve") == 0)
+        return tiled_serve_main(argc - 1, argv + 1);
+    return tiled_serve_main(argc, argv); /* options alone (or none) mean serve */
 }

@@ -1,0 +1,387 @@
+/* encode.c - streamed response bodies (see encode.h).
+ *
+ * DESIGN. Every output element is a copy of some input element, so any
+ * per-element encoding (JSON text, the length-prefixed string form) only has
+ * to be computed once per *input* element. The encoder builds these "pieces"
+ * for the input, then tiles the input's element indices with the same plan
+ * (resized to index width) and concatenates pieces in output order. This
+ * makes a large JSON body cost a memcpy per element rather than a float
+ * formatting per element, and gives its exact length up front:
+ * sum(piece lengths) x repeat product, plus separators. Fixed-width data
+ * (numbers in raw and .npy, strings in .npy) needs no pieces: the kernel
+ * produces its bytes directly from any offset.
+ */
+#include "encode.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "npy.h"
+#include "numfmt.h"
+
+#define TILE_INDEX_BATCH 4096
+#define TILE_METRIC_WIDTH 10
+
+static const char *const tile_media_types[TILE_FMT_COUNT] = {
+    [TILE_FMT_JSON] = "application/json",
+    [TILE_FMT_RAW] = "application/octet-stream",
+    [TILE_FMT_NPY] = "application/x-npy",
+};
+
+const char *tile_format_media_type(enum tile_format f)
+{
+    return (unsigned)f < TILE_FMT_COUNT ? tile_media_types[f] : "application/octet-stream";
+}
+
+int tile_format_from_media_type(const char *s, size_t len, enum tile_format *out)
+{
+    size_t n = 0;
+    while (n < len && s[n] != ';')
+        n++;
+    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+        n--;
+    while (n > 0 && (*s == ' ' || *s == '\t')) {
+        s++;
+        n--;
+    }
+    for (int f = 0; f < TILE_FMT_COUNT; f++) {
+        if (strlen(tile_media_types[f]) == n && strncasecmp(tile_media_types[f], s, n) == 0) {
+            *out = (enum tile_format)f;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+size_t tile_format_shape(const int64_t *shape, int rank, bool brackets, char *buf, size_t cap)
+{
+    size_t n = 0;
+    if (brackets && n + 1 < cap)
+        buf[n++] = '[';
+    for (int i = 0; i < rank && n < cap; i++) {
+        int w = snprintf(buf + n, cap - n, "%s%lld", i ? "," : "", (long long)shape[i]);
+        if (w < 0 || (size_t)w >= cap - n)
+            break;
+        n += (size_t)w;
+    }
+    if (brackets && n + 1 < cap)
+        buf[n++] = ']';
+    if (n < cap)
+        buf[n] = '\0';
+    return n;
+}
+
+/* ---- pieces: one encoded text per input element ------------------------ */
+
+struct piece_builder {
+    char *blob;
+    uint64_t len, cap;
+};
+
+/* Makes room for n more bytes. */
+static int builder_reserve(struct piece_builder *b, uint64_t n, struct tile_error *e)
+{
+    if (b->len + n <= b->cap)
+        return 0;
+    uint64_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->len + n)
+        cap *= 2;
+    char *nb = realloc(b->blob, cap);
+    if (!nb)
+        return tile_error_set(e, TILE_ENOMEM, "cannot allocate %llu bytes for the response", (unsigned long long)cap);
+    b->blob = nb;
+    b->cap = cap;
+    return 0;
+}
+
+static int builder_append(struct piece_builder *b, const void *p, uint64_t n, struct tile_error *e)
+{
+    if (builder_reserve(b, n, e) < 0)
+        return -1;
+    memcpy(b->blob + b->len, p, n);
+    b->len += n;
+    return 0;
+}
+
+/* Appends input element i encoded for `fmt`. */
+static int append_piece(struct piece_builder *b, enum tile_format fmt, const struct tile_tensor *in, uint64_t i,
+                        struct tile_error *e)
+{
+    if (in->dtype != TILE_STRING) {
+        char text[TILE_NUMFMT_MAX];
+        size_t n = tile_json_format_element(in->dtype, (const char *)in->data + i * tile_dtype_size(in->dtype), text);
+        return builder_append(b, text, n, e);
+    }
+    const struct tile_str *s = (const struct tile_str *)in->data + i;
+    if (fmt == TILE_FMT_RAW) {
+        if (s->len > UINT32_MAX)
+            return tile_error_set(e, TILE_ENOTACCEPT, "string element %llu is longer than 4 GiB",
+                                  (unsigned long long)i);
+        uint32_t n32 = (uint32_t)s->len;
+        if (builder_append(b, &n32, 4, e) < 0)
+            return -1;
+        return builder_append(b, s->ptr, s->len, e);
+    }
+    long need = tile_json_escape_string(s->ptr, s->len, NULL, 0);
+    if (need < 0)
+        return tile_error_set(e, TILE_ENOTACCEPT,
+                              "string element %llu is not valid UTF-8 and cannot be sent as JSON; "
+                              "ask for application/octet-stream",
+                              (unsigned long long)i);
+    if (builder_reserve(b, (uint64_t)need, e) < 0)
+        return -1;
+    tile_json_escape_string(s->ptr, s->len, b->blob + b->len, (size_t)need);
+    b->len += (uint64_t)need;
+    return 0;
+}
+
+static void fill_iota(void *dst, uint64_t n, uint64_t width)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        if (width == 4)
+            ((uint32_t *)dst)[i] = (uint32_t)i;
+        else
+            ((uint64_t *)dst)[i] = i;
+    }
+}
+
+static int init_pieces(struct tile_encoder *enc, struct tile_error *e)
+{
+    const struct tile_tensor *in = enc->in;
+    const struct tile_plan *p = enc->plan;
+    struct piece_builder b = {0};
+    uint64_t n = p->in_elems;
+    enc->piece_off = malloc((n + 1) * sizeof(uint64_t));
+    if (!enc->piece_off)
+        return tile_error_set(e, TILE_ENOMEM, "cannot allocate the response index");
+    for (uint64_t i = 0; i < n; i++) {
+        enc->piece_off[i] = b.len;
+        if (append_piece(&b, enc->fmt, in, i, e) < 0) {
+            free(b.blob);
+            return -1;
+        }
+    }
+    enc->piece_off[n] = b.len;
+    enc->blob = b.blob;
+    enc->separators = enc->fmt == TILE_FMT_JSON;
+    uint64_t data;
+    if (__builtin_mul_overflow(b.len, p->repeat_product, &data) ||
+        __builtin_add_overflow(data, enc->separators && p->out_elems ? p->out_elems - 1 : 0, &data))
+        return tile_error_set(e, TILE_ETOOBIG, "response size overflows 64 bits");
+    enc->data_len = data;
+    enc->index_width = n <= UINT32_MAX ? 4 : 8;
+    enc->index_in = malloc(n ? n * enc->index_width : 1);
+    enc->index_buf = malloc(TILE_INDEX_BATCH * enc->index_width);
+    if (!enc->index_in || !enc->index_buf)
+        return tile_error_set(e, TILE_ENOMEM, "cannot allocate the response index");
+    fill_iota(enc->index_in, n, enc->index_width);
+    tile_plan_with_elem_size(p, enc->index_width, &enc->index_plan);
+    return 0;
+}
+
+/* .npy strings become fixed-width elements, tiled like numbers. */
+static int init_npy_strings(struct tile_encoder *enc, const struct tile_request *req, uint64_t *width,
+                            enum tile_npy_strkind *kind, struct tile_error *e)
+{
+    const struct tile_plan *p = enc->plan;
+    const struct tile_str *s = enc->in->data;
+    *kind = req ? req->npy_strkind : TILE_NPY_STR_UNICODE;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        uint64_t item = tile_npy_string_itemsize(s, p->in_elems, *kind, width), bytes;
+        if (__builtin_mul_overflow(item, p->in_elems ? p->in_elems : 1, &bytes))
+            return tile_error_set(e, TILE_ETOOBIG, "string output size overflows 64 bits");
+        free(enc->fixed_owned);
+        enc->fixed_owned = calloc(1, bytes);
+        if (!enc->fixed_owned)
+            return tile_error_set(e, TILE_ENOMEM, "cannot allocate %llu bytes", (unsigned long long)bytes);
+        struct tile_error local = {0};
+        if (tile_npy_encode_strings(s, p->in_elems, *kind, *width, enc->fixed_owned, &local) == 0) {
+            enc->fixed_in = enc->fixed_owned;
+            tile_plan_with_elem_size(p, item, &enc->fixed_plan);
+            return 0;
+        }
+        if (*kind == TILE_NPY_STR_BYTES)
+            return tile_error_set(e, local.code, "%s", local.text);
+        *kind = TILE_NPY_STR_BYTES; /* not UTF-8: keep the bytes as they are */
+    }
+    return -1;
+}
+
+static int init_head(struct tile_encoder *enc, const struct tile_request *req, struct tile_error *e)
+{
+    const struct tile_plan *p = enc->plan;
+    if (enc->fmt == TILE_FMT_JSON) {
+        char shape[TILE_MAX_RANK * 24];
+        tile_format_shape(p->out_shape, p->out_rank, true, shape, sizeof(shape));
+        int n = snprintf(enc->head, sizeof(enc->head), "{\"output\":{\"dtype\":\"%s\",\"shape\":%s,\"data\":[",
+                         tile_dtype_name(p->dtype), shape);
+        enc->head_len = (uint64_t)n;
+        return 0;
+    }
+    if (enc->fmt == TILE_FMT_NPY) {
+        uint64_t width = 0;
+        enum tile_npy_strkind kind = TILE_NPY_STR_UNICODE;
+        if (p->dtype == TILE_STRING && init_npy_strings(enc, req, &width, &kind, e) < 0)
+            return -1;
+        long n = tile_npy_write_header(enc->head, sizeof(enc->head), p->dtype, p->out_rank, p->out_shape, kind,
+                                       width, e);
+        if (n < 0)
+            return -1;
+        enc->head_len = (uint64_t)n;
+    }
+    return 0;
+}
+
+static uint64_t tail_len(const struct tile_encoder *enc)
+{
+    /* ]},"metrics":{"queue_us":N,"decode_us":N,"tile_us":N,"encode_us":N,"total_us":N}} */
+    return enc->fmt == TILE_FMT_JSON ? strlen("]},\"metrics\":{\"queue_us\":,\"decode_us\":,\"tile_us\":,"
+                                              "\"encode_us\":,\"total_us\":}}") +
+                                           5 * TILE_METRIC_WIDTH
+                                     : 0;
+}
+
+int tile_encoder_init(struct tile_encoder *enc, enum tile_format fmt, const struct tile_plan *plan,
+                      const struct tile_tensor *in, const struct tile_request *req,
+                      const struct tile_timings *metrics, uint64_t max_bytes, struct tile_error *e)
+{
+    memset(enc, 0, sizeof(*enc));
+    enc->fmt = fmt;
+    enc->plan = plan;
+    enc->in = in;
+    enc->metrics = metrics;
+    if (init_head(enc, req, e) < 0)
+        goto fail;
+    if (fmt == TILE_FMT_JSON || (fmt == TILE_FMT_RAW && plan->dtype == TILE_STRING)) {
+        if (init_pieces(enc, e) < 0)
+            goto fail;
+    } else if (!enc->fixed_in) {
+        enc->fixed_in = in->data;
+        enc->fixed_plan = *plan;
+    }
+    if (!enc->piece_off)
+        enc->data_len = enc->fixed_plan.out_bytes;
+    enc->size = enc->head_len + enc->data_len + tail_len(enc);
+    if (max_bytes && enc->size > max_bytes) {
+        tile_error_set(e, TILE_ETOOBIG, "response would be %llu bytes, above the limit of %llu bytes",
+                       (unsigned long long)enc->size, (unsigned long long)max_bytes);
+        goto fail;
+    }
+    return 0;
+fail:
+    tile_encoder_free(enc);
+    return -1;
+}
+
+void tile_encoder_free(struct tile_encoder *enc)
+{
+    free(enc->blob);
+    free(enc->piece_off);
+    free(enc->index_in);
+    free(enc->index_buf);
+    free(enc->fixed_owned);
+    enc->blob = NULL;
+    enc->piece_off = NULL;
+    enc->index_in = NULL;
+    enc->index_buf = NULL;
+    enc->fixed_owned = NULL;
+}
+
+/* Input index of output element k (refills the index batch as needed). */
+static uint64_t source_index(struct tile_encoder *enc, uint64_t k)
+{
+    if (k < enc->index_first || k >= enc->index_first + enc->index_count) {
+        uint64_t n = enc->plan->out_elems - k < TILE_INDEX_BATCH ? enc->plan->out_elems - k : TILE_INDEX_BATCH;
+        tile_read(&enc->index_plan, enc->index_in, k * enc->index_width, n * enc->index_width, enc->index_buf);
+        enc->index_first = k;
+        enc->index_count = n;
+    }
+    uint64_t j = k - enc->index_first;
+    return enc->index_width == 4 ? enc->index_buf[j] : ((uint64_t *)(void *)enc->index_buf)[j];
+}
+
+/* Copies data bytes from the pieces, continuing at the cursor. */
+static size_t read_pieces(struct tile_encoder *enc, char *buf, size_t cap)
+{
+    size_t n = 0;
+    uint64_t total = enc->plan->out_elems;
+    while (n < cap && enc->elem < total) {
+        uint64_t src = source_index(enc, enc->elem);
+        uint64_t plen = enc->piece_off[src + 1] - enc->piece_off[src];
+        uint64_t with_sep = plen + (enc->separators && enc->elem + 1 < total);
+        if (enc->elem_off < plen) {
+            uint64_t take = plen - enc->elem_off < cap - n ? plen - enc->elem_off : cap - n;
+            memcpy(buf + n, enc->blob + enc->piece_off[src] + enc->elem_off, take);
+            n += take;
+            enc->elem_off += take;
+        }
+        if (enc->elem_off == plen && with_sep > plen && n < cap) {
+            buf[n++] = ',';
+            enc->elem_off++;
+        }
+        if (enc->elem_off == with_sep) {
+            enc->elem++;
+            enc->elem_off = 0;
+        }
+    }
+    return n;
+}
+
+/* Writes the closing text with the metrics, padded to a fixed width when
+ * `width` is non-zero. */
+static size_t write_tail(const struct tile_encoder *enc, int width, char *out)
+{
+    const struct tile_timings *m = enc->metrics;
+    static const struct tile_timings zero;
+    if (!m)
+        m = &zero;
+    return (size_t)snprintf(out, 256,
+                            "]},\"metrics\":{\"queue_us\":%*llu,\"decode_us\":%*llu,\"tile_us\":%*llu,"
+                            "\"encode_us\":%*llu,\"total_us\":%*llu}}",
+                            width, (unsigned long long)m->queue_us, width, (unsigned long long)m->decode_us,
+                            width, (unsigned long long)m->tile_us, width, (unsigned long long)m->encode_us, width,
+                            (unsigned long long)m->total_us);
+}
+
+uint64_t tile_encoder_rewrite_metrics(const struct tile_encoder *enc, char *body)
+{
+    char tail[256];
+    if (enc->fmt != TILE_FMT_JSON)
+        return enc->size;
+    uint64_t start = enc->size - tail_len(enc);
+    size_t n = write_tail(enc, 0, tail);
+    memcpy(body + start, tail, n);
+    return start + n;
+}
+
+size_t tile_encoder_read(struct tile_encoder *enc, void *out, size_t cap)
+{
+    char *buf = out;
+    size_t n = 0;
+    while (n < cap && enc->pos < enc->size) {
+        uint64_t pos = enc->pos, want = cap - n, got;
+        if (pos < enc->head_len) {
+            got = enc->head_len - pos < want ? enc->head_len - pos : want;
+            memcpy(buf + n, enc->head + pos, got);
+        } else if (pos < enc->head_len + enc->data_len) {
+            uint64_t off = pos - enc->head_len, left = enc->data_len - off;
+            if (enc->piece_off) {
+                got = read_pieces(enc, buf + n, left < want ? left : want);
+            } else {
+                got = left < want ? left : want;
+                tile_read(&enc->fixed_plan, enc->fixed_in, off, got, buf + n);
+            }
+        } else {
+            char tail[256];
+            size_t tl = write_tail(enc, TILE_METRIC_WIDTH, tail);
+            uint64_t off = pos - enc->head_len - enc->data_len;
+            got = tl - off < want ? tl - off : want;
+            memcpy(buf + n, tail + off, got);
+        }
+        n += got;
+        enc->pos += got;
+    }
+    return n;
+}

@@ -1,0 +1,830 @@
+/* jsonlex.c - strict JSON pull parser (see jsonlex.h).
+ *
+ * DESIGN. Request bodies can be hundreds of megabytes of numbers, so the
+ * lexer is a flat state machine over the buffer that allocates nothing: a
+ * token is a pointer and a length into the input, the open containers are a
+ * bit stack inside the lexer, and the lexer itself is a small value that can
+ * be copied to remember a position. Grammar, escapes and UTF-8 are all
+ * checked in the one pass that finds a token's end, so a token handed out is
+ * known good and later conversions cannot fail on syntax: unescaping is a
+ * straight copy loop, and integers are read digit by digit, exactly, over the
+ * full 64-bit range.
+ *
+ * Doubles: short numbers (<= 15 significant digits, power of ten <= 22) take
+ * the exact fast path (one correctly rounded IEEE multiply or divide of two
+ * exact doubles); everything else is rewritten as "<digits>e<exp>" - at most
+ * 800 significant digits plus a sticky digit, which is enough for correct
+ * rounding because no rounding boundary of a double has more than 767
+ * significant digits - and handed to strtod. That text has no decimal point,
+ * so the result does not depend on the process locale.
+ */
+#include "jsonlex.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum lex_state {
+    ST_VALUE,          /* a value is required (start, after ':' or an array ',') */
+    ST_VALUE_OR_CLOSE, /* after '[' */
+    ST_KEY,            /* after an object ',' */
+    ST_KEY_OR_CLOSE,   /* after '{' */
+    ST_AFTER,          /* after a value inside a container */
+    ST_DONE            /* the top-level value is complete */
+};
+
+/* Byte classes inside a string: 0 is an ordinary ASCII byte. */
+enum { SC_PLAIN, SC_QUOTE, SC_ESCAPE, SC_CONTROL, SC_HIGH };
+
+static uint8_t str_class(unsigned char c)
+{
+    if (c == '"')
+        return SC_QUOTE;
+    if (c == '\\')
+        return SC_ESCAPE;
+    if (c < 0x20)
+        return SC_CONTROL;
+    return c >= 0x80 ? SC_HIGH : SC_PLAIN;
+}
+
+static bool is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* Characters that may not directly follow a number or a literal. */
+static bool is_word_char(char c)
+{
+    return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '.' || c == '+' || c == '-' ||
+           c == '_';
+}
+
+void tile_json_lexer_init(struct tile_json_lexer *lx, const char *buf, size_t len, int max_depth)
+{
+    memset(lx, 0, sizeof(*lx));
+    lx->buf = buf;
+    lx->len = len;
+    lx->max_depth = max_depth <= 0 || max_depth > TILE_JSON_MAX_DEPTH ? TILE_JSON_MAX_DEPTH : max_depth;
+    lx->state = ST_VALUE;
+}
+
+static int lex_fail(struct tile_json_lexer *lx, struct tile_error *e, size_t pos, const char *what)
+{
+    lx->failed = true;
+    return tile_error_set(e, TILE_EINVAL, "invalid JSON: %s at byte %zu", what, pos);
+}
+
+static bool top_is_object(const struct tile_json_lexer *lx)
+{
+    int i = lx->depth - 1;
+    return (lx->is_object[i >> 3] >> (i & 7)) & 1;
+}
+
+/* ---- UTF-8 ----------------------------------------------------------- */
+
+static bool is_cont(unsigned char c)
+{
+    return (c & 0xC0) == 0x80;
+}
+
+/* Length of the valid multi-byte sequence at p (n bytes available), or 0. */
+static size_t utf8_seq(const unsigned char *p, size_t n)
+{
+    unsigned c = p[0];
+    if (c < 0xC2 || c > 0xF4)
+        return 0;
+    if (c < 0xE0)
+        return n >= 2 && is_cont(p[1]) ? 2 : 0;
+    if (c < 0xF0) {
+        if (n < 3 || !is_cont(p[1]) || !is_cont(p[2]))
+            return 0;
+        if ((c == 0xE0 && p[1] < 0xA0) || (c == 0xED && p[1] >= 0xA0)) /* overlong, surrogate */
+            return 0;
+        return 3;
+    }
+    if (n < 4 || !is_cont(p[1]) || !is_cont(p[2]) || !is_cont(p[3]))
+        return 0;
+    if ((c == 0xF0 && p[1] < 0x90) || (c == 0xF4 && p[1] >= 0x90)) /* overlong, > U+10FFFF */
+        return 0;
+    return 4;
+}
+
+bool tile_utf8_valid(const char *s, size_t len, size_t *bad)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < len) {
+        if (len - i >= 8) {
+            uint64_t w;
+            memcpy(&w, p + i, 8);
+            if (!(w & UINT64_C(0x8080808080808080))) {
+                i += 8;
+                continue;
+            }
+        }
+        if (p[i] < 0x80) {
+            i++;
+            continue;
+        }
+        size_t n = utf8_seq(p + i, len - i);
+        if (!n) {
+            if (bad)
+                *bad = i;
+            return false;
+        }
+        i += n;
+    }
+    return true;
+}
+
+/* ---- strings ---------------------------------------------------------- */
+
+static int hex_value(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* The 4 hex digits at p as a code unit, or -1. */
+static long hex4(const char *p)
+{
+    long v = 0;
+    for (int i = 0; i < 4; i++) {
+        int h = hex_value(p[i]);
+        if (h < 0)
+            return -1;
+        v = v * 16 + h;
+    }
+    return v;
+}
+
+static size_t esc_fail(struct tile_json_lexer *lx, struct tile_error *e, size_t pos, const char *what)
+{
+    lex_fail(lx, e, pos, what);
+    return 0;
+}
+
+/* Validates the escape at buf[i] == '\\'; returns its length or 0 (error set). */
+static size_t check_escape(struct tile_json_lexer *lx, size_t i, struct tile_error *e)
+{
+    const char *b = lx->buf;
+    size_t left = lx->len - i;
+    if (left < 2)
+        return esc_fail(lx, e, i, "unterminated string");
+    if (strchr("\"\\/bfnrt", b[i + 1]) && b[i + 1] != '\0')
+        return 2;
+    if (b[i + 1] != 'u') {
+        char what[64];
+        snprintf(what, sizeof(what), "invalid escape '\\%c'", b[i + 1] >= 0x20 && b[i + 1] < 0x7F ? b[i + 1] : '?');
+        return esc_fail(lx, e, i, what);
+    }
+    long cu = left >= 6 ? hex4(b + i + 2) : -1;
+    if (cu < 0)
+        return esc_fail(lx, e, i, "invalid \\u escape (4 hex digits needed)");
+    if (cu >= 0xDC00 && cu <= 0xDFFF)
+        return esc_fail(lx, e, i, "lone low surrogate in a \\u escape");
+    if (cu < 0xD800 || cu > 0xDBFF)
+        return 6;
+    long lo = left >= 12 && b[i + 6] == '\\' && b[i + 7] == 'u' ? hex4(b + i + 8) : -1;
+    if (lo < 0xDC00 || lo > 0xDFFF)
+        return esc_fail(lx, e, i, "lone high surrogate in a \\u escape");
+    return 12;
+}
+
+/* Scans the string whose '"' is at lx->pos; fills ptr/len/flags. */
+static int scan_string(struct tile_json_lexer *lx, struct tile_json_token *tok, struct tile_error *e)
+{
+    const unsigned char *b = (const unsigned char *)lx->buf;
+    size_t start = lx->pos + 1, i = start, len = lx->len;
+    unsigned flags = 0;
+    for (;;) {
+        while (i < len && str_class(b[i]) == SC_PLAIN)
+            i++;
+        if (i == len)
+            return lex_fail(lx, e, lx->pos, "unterminated string starting");
+        uint8_t cls = str_class(b[i]);
+        if (cls == SC_QUOTE)
+            break;
+        if (cls == SC_CONTROL) {
+            char what[80];
+            snprintf(what, sizeof(what), "unescaped control character 0x%02x in a string", b[i]);
+            return lex_fail(lx, e, i, what);
+        }
+        size_t n;
+        if (cls == SC_ESCAPE) {
+            n = check_escape(lx, i, e);
+            flags |= TILE_JSON_TOK_ESCAPED;
+        } else {
+            n = utf8_seq(b + i, len - i);
+            if (!n)
+                lex_fail(lx, e, i, "invalid UTF-8 in a string");
+        }
+        if (!n)
+            return -1;
+        i += n;
+    }
+    tok->ptr = lx->buf + start;
+    tok->len = i - start;
+    tok->flags = flags;
+    lx->pos = i + 1;
+    return 0;
+}
+
+static size_t put_utf8(char *out, unsigned long cp)
+{
+    unsigned char *o = (unsigned char *)out;
+    if (cp < 0x80) {
+        o[0] = (unsigned char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        o[0] = (unsigned char)(0xC0 | (cp >> 6));
+        o[1] = (unsigned char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        o[0] = (unsigned char)(0xE0 | (cp >> 12));
+        o[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+        o[2] = (unsigned char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    o[0] = (unsigned char)(0xF0 | (cp >> 18));
+    o[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
+    o[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+    o[3] = (unsigned char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* Decodes the (validated) escape at p into out; *in_len gets its length. */
+static size_t unescape_one(const char *p, char *out, size_t *in_len)
+{
+    static const char simple_from[] = "\"\\/bfnrt";
+    static const char simple_to[] = "\"\\/\b\f\n\r\t";
+    const char *hit = strchr(simple_from, p[1]);
+    if (p[1] != 'u' && hit) {
+        *out = simple_to[hit - simple_from];
+        *in_len = 2;
+        return 1;
+    }
+    unsigned long cp = (unsigned long)hex4(p + 2);
+    *in_len = 6;
+    if (cp >= 0xD800 && cp <= 0xDBFF) {
+        cp = 0x10000 + ((cp - 0xD800) << 10) + ((unsigned long)hex4(p + 8) - 0xDC00);
+        *in_len = 12;
+    }
+    return put_utf8(out, cp);
+}
+
+size_t tile_json_unescape(const struct tile_json_token *tok, char *out)
+{
+    if (!(tok->flags & TILE_JSON_TOK_ESCAPED)) {
+        if (tok->len)
+            memcpy(out, tok->ptr, tok->len);
+        return tok->len;
+    }
+    size_t i = 0, o = 0;
+    while (i < tok->len) {
+        const char *bs = memchr(tok->ptr + i, '\\', tok->len - i);
+        size_t run = bs ? (size_t)(bs - (tok->ptr + i)) : tok->len - i;
+        memcpy(out + o, tok->ptr + i, run);
+        i += run;
+        o += run;
+        if (!bs)
+            break;
+        size_t used;
+        o += unescape_one(tok->ptr + i, out + o, &used);
+        i += used;
+    }
+    return o;
+}
+
+bool tile_json_string_equals(const struct tile_json_token *tok, const char *s)
+{
+    size_t n = strlen(s);
+    if (!(tok->flags & TILE_JSON_TOK_ESCAPED))
+        return tok->len == n && memcmp(tok->ptr, s, n) == 0;
+    char buf[256];
+    if (tok->len > sizeof(buf) || tok->len < n) /* escapes only shrink a string */
+        return false;
+    size_t got = tile_json_unescape(tok, buf);
+    return got == n && memcmp(buf, s, n) == 0;
+}
+
+/* ---- numbers and literals --------------------------------------------- */
+
+static size_t skip_digits(const char *b, size_t i, size_t len)
+{
+    while (i < len && is_digit(b[i]))
+        i++;
+    return i;
+}
+
+static int scan_number(struct tile_json_lexer *lx, struct tile_json_token *tok, struct tile_error *e)
+{
+    const char *b = lx->buf;
+    size_t i = lx->pos, len = lx->len;
+    unsigned flags = 0;
+    if (b[i] == '-')
+        i++;
+    if (i == len || !is_digit(b[i]))
+        return lex_fail(lx, e, lx->pos, "invalid number");
+    i = b[i] == '0' ? i + 1 : skip_digits(b, i, len);
+    if (i < len && b[i] == '.') {
+        size_t d = skip_digits(b, i + 1, len);
+        if (d == i + 1)
+            return lex_fail(lx, e, lx->pos, "invalid number (digits must follow '.')");
+        i = d;
+        flags |= TILE_JSON_TOK_FRAC;
+    }
+    if (i < len && (b[i] == 'e' || b[i] == 'E')) {
+        i++;
+        if (i < len && (b[i] == '+' || b[i] == '-'))
+            i++;
+        size_t d = skip_digits(b, i, len);
+        if (d == i)
+            return lex_fail(lx, e, lx->pos, "invalid number (digits must follow the exponent)");
+        i = d;
+        flags |= TILE_JSON_TOK_EXP;
+    }
+    if (i < len && is_word_char(b[i]))
+        return lex_fail(lx, e, lx->pos, "invalid number");
+    tok->ptr = b + lx->pos;
+    tok->len = i - lx->pos;
+    tok->flags = flags;
+    lx->pos = i;
+    return 0;
+}
+
+static int scan_literal(struct tile_json_lexer *lx, struct tile_json_token *tok, struct tile_error *e)
+{
+    static const struct {
+        const char *text;
+        enum tile_json_type type;
+    } lits[] = {{"true", TILE_JSON_TRUE}, {"false", TILE_JSON_FALSE}, {"null", TILE_JSON_NULL}};
+    size_t left = lx->len - lx->pos;
+    for (size_t k = 0; k < sizeof(lits) / sizeof(lits[0]); k++) {
+        size_t n = strlen(lits[k].text);
+        if (left < n || memcmp(lx->buf + lx->pos, lits[k].text, n) != 0)
+            continue;
+        if (left > n && is_word_char(lx->buf[lx->pos + n]))
+            break;
+        tok->type = lits[k].type;
+        tok->ptr = lx->buf + lx->pos;
+        tok->len = n;
+        tok->flags = 0;
+        lx->pos += n;
+        return 0;
+    }
+    return lex_fail(lx, e, lx->pos, "invalid literal (expected true, false or null)");
+}
+
+/* ---- the state machine ------------------------------------------------ */
+
+static void skip_ws(struct tile_json_lexer *lx)
+{
+    const char *b = lx->buf;
+    size_t i = lx->pos;
+    while (i < lx->len && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t'))
+        i++;
+    lx->pos = i;
+}
+
+static void after_value(struct tile_json_lexer *lx)
+{
+    lx->state = lx->depth == 0 ? ST_DONE : ST_AFTER;
+}
+
+static int open_container(struct tile_json_lexer *lx, struct tile_json_token *tok, bool object, struct tile_error *e)
+{
+    if (lx->depth >= lx->max_depth) {
+        lx->failed = true;
+        return tile_error_set(e, TILE_EINVAL, "JSON nesting deeper than %d at byte %zu", lx->max_depth, lx->pos);
+    }
+    int i = lx->depth++;
+    uint8_t bit = (uint8_t)(1u << (i & 7));
+    lx->is_object[i >> 3] = (uint8_t)(object ? lx->is_object[i >> 3] | bit : lx->is_object[i >> 3] & ~bit);
+    tok->type = object ? TILE_JSON_OBJECT_BEGIN : TILE_JSON_ARRAY_BEGIN;
+    lx->pos++;
+    lx->state = object ? ST_KEY_OR_CLOSE : ST_VALUE_OR_CLOSE;
+    return 0;
+}
+
+static int close_container(struct tile_json_lexer *lx, struct tile_json_token *tok)
+{
+    tok->type = top_is_object(lx) ? TILE_JSON_OBJECT_END : TILE_JSON_ARRAY_END;
+    lx->depth--;
+    lx->pos++;
+    after_value(lx);
+    return 0;
+}
+
+static int unexpected(struct tile_json_lexer *lx, struct tile_error *e, const char *expected)
+{
+    unsigned char c = (unsigned char)lx->buf[lx->pos];
+    char what[120];
+    if (c >= 0x20 && c < 0x7F)
+        snprintf(what, sizeof(what), "expected %s but found '%c'", expected, c);
+    else
+        snprintf(what, sizeof(what), "expected %s but found byte 0x%02x", expected, c);
+    return lex_fail(lx, e, lx->pos, what);
+}
+
+static int read_value(struct tile_json_lexer *lx, struct tile_json_token *tok, struct tile_error *e)
+{
+    char c = lx->buf[lx->pos];
+    int rc;
+    if (c == '{' || c == '[')
+        return open_container(lx, tok, c == '{', e);
+    if (c == '"') {
+        tok->type = TILE_JSON_STRING;
+        rc = scan_string(lx, tok, e);
+    } else if (c == '-' || is_digit(c)) {
+        tok->type = TILE_JSON_NUMBER;
+        rc = scan_number(lx, tok, e);
+    } else if (c == 't' || c == 'f' || c == 'n') {
+        rc = scan_literal(lx, tok, e);
+    } else {
+        return unexpected(lx, e, "a value");
+    }
+    if (rc == 0)
+        after_value(lx);
+    return rc;
+}
+
+static int read_key(struct tile_json_lexer *lx, struct tile_json_token *tok, struct tile_error *e)
+{
+    if (lx->buf[lx->pos] != '"')
+        return unexpected(lx, e, "a string key");
+    tok->type = TILE_JSON_KEY;
+    if (scan_string(lx, tok, e) < 0)
+        return -1;
+    skip_ws(lx);
+    if (lx->pos == lx->len)
+        return lex_fail(lx, e, lx->pos, "unexpected end of input");
+    if (lx->buf[lx->pos] != ':')
+        return unexpected(lx, e, "':' after an object key");
+    lx->pos++;
+    lx->state = ST_VALUE;
+    return 0;
+}
+
+/* After a value inside a container: ',' (then loop for the next token) or
+ * the container's end. Returns 1 when a comma was consumed. */
+static int read_after(struct tile_json_lexer *lx, struct tile_json_token *tok, struct tile_error *e)
+{
+    bool obj = top_is_object(lx);
+    char c = lx->buf[lx->pos];
+    if (c == ',') {
+        lx->pos++;
+        lx->state = obj ? ST_KEY : ST_VALUE;
+        return 1;
+    }
+    if (c == (obj ? '}' : ']'))
+        return close_container(lx, tok);
+    return unexpected(lx, e, obj ? "',' or '}'" : "',' or ']'");
+}
+
+int tile_json_next(struct tile_json_lexer *lx, struct tile_json_token *tok, struct tile_error *e)
+{
+    if (lx->failed)
+        return tile_error_set(e, TILE_EINVAL, "invalid JSON (reading past an earlier error)");
+    for (;;) {
+        skip_ws(lx);
+        tok->pos = lx->pos;
+        tok->ptr = lx->buf + lx->pos;
+        tok->len = 1;
+        tok->flags = 0;
+        if (lx->pos == lx->len) {
+            if (lx->state != ST_DONE)
+                return lex_fail(lx, e, lx->pos, "unexpected end of input");
+            tok->type = TILE_JSON_END;
+            tok->len = 0;
+            return 0;
+        }
+        char c = lx->buf[lx->pos];
+        switch (lx->state) {
+        case ST_DONE:
+            return lex_fail(lx, e, lx->pos, "unexpected data after the top-level value");
+        case ST_AFTER: {
+            int rc = read_after(lx, tok, e);
+            if (rc == 1)
+                continue;
+            return rc;
+        }
+        case ST_KEY_OR_CLOSE:
+            if (c == '}')
+                return close_container(lx, tok);
+            return read_key(lx, tok, e);
+        case ST_KEY:
+            if (c == '}')
+                return lex_fail(lx, e, lx->pos, "trailing comma before '}'");
+            return read_key(lx, tok, e);
+        case ST_VALUE_OR_CLOSE:
+            if (c == ']')
+                return close_container(lx, tok);
+            return read_value(lx, tok, e);
+        default:
+            if (c == ']' && lx->depth > 0 && !top_is_object(lx))
+                return lex_fail(lx, e, lx->pos, "trailing comma before ']'");
+            return read_value(lx, tok, e);
+        }
+    }
+}
+
+bool tile_json_is_scalar(enum tile_json_type type)
+{
+    return type == TILE_JSON_STRING || type == TILE_JSON_NUMBER || type == TILE_JSON_TRUE ||
+           type == TILE_JSON_FALSE || type == TILE_JSON_NULL;
+}
+
+int tile_json_skip_value(struct tile_json_lexer *lx, const struct tile_json_token *first, struct tile_error *e)
+{
+    if (tile_json_is_scalar(first->type))
+        return 0;
+    if (first->type != TILE_JSON_OBJECT_BEGIN && first->type != TILE_JSON_ARRAY_BEGIN)
+        return tile_error_set(e, TILE_EINVAL, "internal: skipping %s, which does not start a value",
+                              tile_json_type_name(first->type));
+    int target = lx->depth - 1;
+    struct tile_json_token t;
+    do {
+        if (tile_json_next(lx, &t, e) < 0)
+            return -1;
+    } while (lx->depth > target || (t.type != TILE_JSON_OBJECT_END && t.type != TILE_JSON_ARRAY_END));
+    return 0;
+}
+
+const char *tile_json_type_name(enum tile_json_type type)
+{
+    static const char *const names[] = {
+        [TILE_JSON_END] = "the end of the input",
+        [TILE_JSON_OBJECT_BEGIN] = "an object",
+        [TILE_JSON_OBJECT_END] = "the end of an object",
+        [TILE_JSON_ARRAY_BEGIN] = "an array",
+        [TILE_JSON_ARRAY_END] = "the end of an array",
+        [TILE_JSON_KEY] = "a key",
+        [TILE_JSON_STRING] = "a string",
+        [TILE_JSON_NUMBER] = "a number",
+        [TILE_JSON_TRUE] = "true",
+        [TILE_JSON_FALSE] = "false",
+        [TILE_JSON_NULL] = "null",
+    };
+    if ((unsigned)type >= sizeof(names) / sizeof(names[0]))
+        return "an unknown token";
+    return names[type];
+}
+
+/* ---- number conversion ------------------------------------------------ */
+
+/* A JSON number split into its parts; value = digits * 10^(exp - nfrac)
+ * where digits are the integer digits followed by the fraction digits. */
+struct decimal {
+    bool neg;
+    const char *ip, *fp;
+    size_t ni, nf;
+    int64_t exp; /* saturated to +-TILE_EXP_SAT */
+};
+
+#define TILE_EXP_SAT INT64_C(1000000000000000)
+
+static void decimal_split(const char *s, size_t len, struct decimal *d)
+{
+    size_t i = 0;
+    memset(d, 0, sizeof(*d));
+    d->neg = len && s[0] == '-';
+    i = d->neg;
+    d->ip = s + i;
+    i = skip_digits(s, i, len);
+    d->ni = (size_t)(s + i - d->ip);
+    d->fp = s + i;
+    if (i < len && s[i] == '.') {
+        d->fp = s + i + 1;
+        i = skip_digits(s, i + 1, len);
+        d->nf = (size_t)(s + i - d->fp);
+    }
+    if (i < len && (s[i] == 'e' || s[i] == 'E')) {
+        i++;
+        bool eneg = i < len && s[i] == '-';
+        if (i < len && (s[i] == '-' || s[i] == '+'))
+            i++;
+        int64_t x = 0;
+        for (; i < len && is_digit(s[i]); i++)
+            x = x < TILE_EXP_SAT ? x * 10 + (s[i] - '0') : TILE_EXP_SAT;
+        d->exp = eneg ? -x : x;
+    }
+}
+
+static char decimal_digit(const struct decimal *d, size_t k)
+{
+    return k < d->ni ? d->ip[k] : d->fp[k - d->ni];
+}
+
+int tile_json_number_integer(const char *s, size_t len, unsigned flags, bool *neg, uint64_t *mag)
+{
+    struct decimal d;
+    decimal_split(s, len, &d);
+    *neg = d.neg;
+    *mag = 0;
+    if ((d.nf || d.exp) && !(flags & TILE_JSON_INT_INTEGRAL_FLOATS))
+        return TILE_JSON_NUM_NOT_INTEGER;
+    size_t n = d.ni + d.nf;
+    int64_t scale = d.exp - (int64_t)d.nf;
+    /* Digits at index >= keep would be fractional: they must all be zero. */
+    size_t keep = scale >= 0 ? n : (-scale >= (int64_t)n ? 0 : n - (size_t)-scale);
+    for (size_t k = keep; k < n; k++) {
+        if (decimal_digit(&d, k) != '0')
+            return TILE_JSON_NUM_NOT_INTEGER;
+    }
+    uint64_t m = 0;
+    for (size_t k = 0; k < keep; k++) {
+        if (__builtin_mul_overflow(m, 10, &m) || __builtin_add_overflow(m, (uint64_t)(decimal_digit(&d, k) - '0'), &m))
+            return TILE_JSON_NUM_RANGE;
+    }
+    for (int64_t z = 0; m && z < scale; z++) {
+        if (__builtin_mul_overflow(m, 10, &m))
+            return TILE_JSON_NUM_RANGE;
+    }
+    *mag = m;
+    return TILE_JSON_NUM_OK;
+}
+
+int tile_json_number_int64(const char *s, size_t len, unsigned flags, int64_t *out)
+{
+    bool neg;
+    uint64_t mag;
+    int rc = tile_json_number_integer(s, len, flags, &neg, &mag);
+    if (rc != TILE_JSON_NUM_OK)
+        return rc;
+    if (mag > (neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX))
+        return TILE_JSON_NUM_RANGE;
+    *out = neg ? (int64_t)(0 - mag) : (int64_t)mag;
+    return TILE_JSON_NUM_OK;
+}
+
+int tile_json_number_uint64(const char *s, size_t len, unsigned flags, uint64_t *out)
+{
+    bool neg;
+    uint64_t mag;
+    int rc = tile_json_number_integer(s, len, flags, &neg, &mag);
+    if (rc != TILE_JSON_NUM_OK)
+        return rc;
+    if (neg && mag)
+        return TILE_JSON_NUM_RANGE;
+    *out = mag;
+    return TILE_JSON_NUM_OK;
+}
+
+/* Significant digits kept for strtod; see DESIGN. */
+#define TILE_SIG_DIGITS 800
+
+struct sig_digits {
+    uint64_t m;    /* first up to 19 significant digits */
+    size_t count;  /* significant digits (after leading zeros) */
+    int64_t first; /* index of the first significant digit, or -1 for zero */
+};
+
+/* Scans the significant digits; trailing zeros of the text count too. */
+static void sig_scan(const struct decimal *d, struct sig_digits *sd)
+{
+    size_t n = d->ni + d->nf;
+    sd->m = 0;
+    sd->count = 0;
+    sd->first = -1;
+    for (size_t k = 0; k < n; k++) {
+        char c = decimal_digit(d, k);
+        if (sd->first < 0 && c == '0')
+            continue;
+        if (sd->first < 0)
+            sd->first = (int64_t)k;
+        if (sd->count < 19)
+            sd->m = sd->m * 10 + (uint64_t)(c - '0');
+        sd->count++;
+    }
+}
+
+/* Writes "[-]<digits>e<exp>" with at most TILE_SIG_DIGITS digits and a
+ * sticky '1' when non-zero digits were dropped. */
+static void sig_text(const struct decimal *d, const struct sig_digits *sd, char *out, size_t cap)
+{
+    size_t n = d->ni + d->nf, o = 0, k = (size_t)sd->first;
+    if (d->neg)
+        out[o++] = '-';
+    size_t taken = 0;
+    for (; k < n && taken < TILE_SIG_DIGITS; k++, taken++)
+        out[o++] = decimal_digit(d, k);
+    bool sticky = false;
+    for (; k < n && !sticky; k++)
+        sticky = decimal_digit(d, k) != '0';
+    if (sticky) {
+        out[o++] = '1';
+        taken++;
+    }
+    /* value = 0.<digits from first> * 10^(ni + exp - first) */
+    int64_t e10 = (int64_t)d->ni + d->exp - sd->first - (int64_t)taken;
+    if (e10 > 100000)
+        e10 = 100000;
+    if (e10 < -100000)
+        e10 = -100000;
+    snprintf(out + o, cap - o, "e%lld", (long long)e10);
+}
+
+static const double pow10_exact[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                     1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* Both conversions: fast exact path when possible, else strtod/strtof. */
+static int parse_real(const char *s, size_t len, bool single, double *dout, float *fout)
+{
+    struct decimal d;
+    struct sig_digits sd;
+    decimal_split(s, len, &d);
+    sig_scan(&d, &sd);
+    if (sd.first < 0) {
+        *dout = d.neg ? -0.0 : 0.0;
+        *fout = d.neg ? -0.0f : 0.0f;
+        return TILE_JSON_NUM_OK;
+    }
+#if FLT_EVAL_METHOD == 0
+    /* value = m * 10^e10 when all significant digits are in m */
+    int64_t e10 = d.exp - (int64_t)d.nf;
+    if (single && sd.count <= 7 && e10 >= -10 && e10 <= 10) {
+        float m = (float)sd.m, p = (float)pow10_exact[e10 < 0 ? -e10 : e10];
+        float v = e10 < 0 ? m / p : m * p;
+        *fout = d.neg ? -v : v;
+        return TILE_JSON_NUM_OK;
+    }
+    if (!single && sd.count <= 15 && e10 >= -22 && e10 <= 22) {
+        double m = (double)sd.m, p = pow10_exact[e10 < 0 ? -e10 : e10];
+        double v = e10 < 0 ? m / p : m * p;
+        *dout = d.neg ? -v : v;
+        return TILE_JSON_NUM_OK;
+    }
+#endif
+    char text[TILE_SIG_DIGITS + 32];
+    sig_text(&d, &sd, text, sizeof(text));
+    if (single) {
+        *fout = strtof(text, NULL);
+        return isinf(*fout) ? TILE_JSON_NUM_RANGE : TILE_JSON_NUM_OK;
+    }
+    *dout = strtod(text, NULL);
+    return isinf(*dout) ? TILE_JSON_NUM_RANGE : TILE_JSON_NUM_OK;
+}
+
+int tile_json_number_double(const char *s, size_t len, double *out)
+{
+    float unused;
+    return parse_real(s, len, false, out, &unused);
+}
+
+int tile_json_number_float(const char *s, size_t len, float *out)
+{
+    double unused;
+    return parse_real(s, len, true, &unused, out);
+}
+
+/* Compares |number| with a > 0: the exact expansion of a double has at most
+ * 767 significant digits, so "%.770e" prints it exactly. */
+static int compare_magnitude(const struct decimal *d, const struct sig_digits *sd, double a)
+{
+    char buf[800], dg[780];
+    size_t nd = 0;
+    snprintf(buf, sizeof(buf), "%.*e", 770, a);
+    const char *c = buf;
+    for (; *c && *c != 'e' && *c != 'E'; c++) {
+        if (is_digit(*c) && nd < sizeof(dg))
+            dg[nd++] = *c;
+    }
+    long xv = *c ? strtol(c + 1, NULL, 10) : 0;
+    int64_t xt = (int64_t)d->ni + d->exp - sd->first - 1; /* number = t0.t1t2... * 10^xt */
+    if (xt != xv)
+        return xt < xv ? -1 : 1;
+    size_t n = d->ni + d->nf;
+    for (size_t i = 0, k = (size_t)sd->first; k < n || i < nd; i++, k++) {
+        char t = k < n ? decimal_digit(d, k) : '0';
+        char u = i < nd ? dg[i] : '0';
+        if (t != u)
+            return t < u ? -1 : 1;
+    }
+    return 0;
+}
+
+int tile_json_number_compare(const char *s, size_t len, double v)
+{
+    struct decimal d;
+    struct sig_digits sd;
+    decimal_split(s, len, &d);
+    sig_scan(&d, &sd);
+    int sn = sd.first < 0 ? 0 : (d.neg ? -1 : 1);
+    int sv = v == 0 ? 0 : (v < 0 ? -1 : 1);
+    if (sn != sv)
+        return sn < sv ? -1 : 1;
+    if (sn == 0)
+        return 0;
+    int mag = compare_magnitude(&d, &sd, fabs(v));
+    return sn > 0 ? mag : -mag;
+}

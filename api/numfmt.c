@@ -1,0 +1,523 @@
+/* numfmt.c - JSON text of elements, and elements from JSON tokens (see numfmt.h).
+ *
+ * DESIGN. Everything is driven by the dtype's class and width from the
+ * trait table. The four float widths (float16, bfloat16, float32, float64;
+ * complex parts are one of the last two) differ only in a handful of facts,
+ * collected in one `struct real_kind` row each: how to widen the bits to a
+ * double, how to round a decimal to the bits, and how many digits can be
+ * needed. Formatting and parsing are then written once.
+ *
+ * Shortest output: a value that is an integer of at most 2^precision (all
+ * integers there are representable, so its digits are the shortest) is
+ * printed directly, which covers most data. Otherwise glibc's exact printf
+ * rounds the value to P significant digits for increasing P and the first
+ * text that parses back to the same bits wins. The search starts at the
+ * format's DIG (15, 6, 3, 2): for normal numbers any decimal of at most DIG
+ * digits survives a round trip unchanged, so if a shorter text existed the
+ * DIG-digit rounding would be it padded with zeros, and stripping those zeros
+ * finds it. Subnormals have fewer digits of precision, so their search starts
+ * at 1. Each check uses this file's own parser, so whatever is printed reads
+ * back exactly.
+ *
+ * float16 and bfloat16 input is parsed to a double and rounded again. That
+ * second rounding can only go wrong when the double lands exactly on a
+ * halfway point between two 16-bit values while the decimal itself was a
+ * little above or below it; that case is detected (tile_f16_is_tie) and
+ * settled by comparing the decimal digits with the halfway point exactly.
+ */
+#include "numfmt.h"
+
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "half.h"
+
+/* ---- float widths ---------------------------------------------------- */
+
+struct real_kind {
+    size_t size;
+    int min_digits, max_digits;    /* DIG, and digits that always round-trip */
+    double exact_int;              /* 2^precision: integers up to it are exact */
+    double min_normal;
+    double (*to_double)(uint64_t bits);
+    uint64_t (*from_double)(double v); /* exact for NaN, infinities, zero */
+    uint64_t (*from_text)(const char *s, size_t len); /* correctly rounded */
+};
+
+static double f16_to_double(uint64_t b)
+{
+    return tile_f16_to_f32((uint16_t)b);
+}
+
+static double bf16_to_double(uint64_t b)
+{
+    return tile_bf16_to_f32((uint16_t)b);
+}
+
+static double f32_to_double(uint64_t b)
+{
+    uint32_t u = (uint32_t)b;
+    float f;
+    memcpy(&f, &u, sizeof(f));
+    return f;
+}
+
+static double f64_to_double(uint64_t b)
+{
+    double d;
+    memcpy(&d, &b, sizeof(d));
+    return d;
+}
+
+static uint64_t f16_from_double(double v)
+{
+    return tile_f64_to_f16(v);
+}
+
+static uint64_t bf16_from_double(double v)
+{
+    return tile_f64_to_bf16(v);
+}
+
+static uint64_t f32_from_double(double v)
+{
+    float f = (float)v;
+    uint32_t u;
+    memcpy(&u, &f, sizeof(u));
+    return u;
+}
+
+static uint64_t f64_from_double(double v)
+{
+    uint64_t u;
+    memcpy(&u, &v, sizeof(u));
+    return u;
+}
+
+/* Decimal -> double -> 16 bits, with the halfway case settled exactly. */
+static uint64_t half_from_text(const char *s, size_t len, uint16_t (*round)(double), bool (*is_tie)(double))
+{
+    double d;
+    tile_json_number_double(s, len, &d);
+    if (is_tie(d)) {
+        int cmp = tile_json_number_compare(s, len, d);
+        if (cmp != 0) /* the decimal is off the halfway point: step off it the same way */
+            d = nextafter(d, (cmp > 0) ? INFINITY : -INFINITY);
+    }
+    return round(d);
+}
+
+static uint64_t f16_from_text(const char *s, size_t len)
+{
+    return half_from_text(s, len, tile_f64_to_f16, tile_f16_is_tie);
+}
+
+static uint64_t bf16_from_text(const char *s, size_t len)
+{
+    return half_from_text(s, len, tile_f64_to_bf16, tile_bf16_is_tie);
+}
+
+static uint64_t f32_from_text(const char *s, size_t len)
+{
+    float f;
+    tile_json_number_float(s, len, &f);
+    uint32_t u;
+    memcpy(&u, &f, sizeof(u));
+    return u;
+}
+
+static uint64_t f64_from_text(const char *s, size_t len)
+{
+    double d;
+    tile_json_number_double(s, len, &d);
+    return f64_from_double(d);
+}
+
+static const struct real_kind kind_f16 = {2, 3, 5, 2048.0, 0x1p-14, f16_to_double, f16_from_double, f16_from_text};
+static const struct real_kind kind_bf16 = {2, 2, 4, 256.0, 0x1p-126, bf16_to_double, bf16_from_double,
+                                           bf16_from_text};
+static const struct real_kind kind_f32 = {4, 6, 9, 0x1p24, FLT_MIN, f32_to_double, f32_from_double, f32_from_text};
+static const struct real_kind kind_f64 = {8, 15, 17, 0x1p53, DBL_MIN, f64_to_double, f64_from_double, f64_from_text};
+
+/* The float width of a float, bfloat or complex dtype (complex: one part). */
+static const struct real_kind *real_kind_of(const struct tile_dtype_traits *tr)
+{
+    if (tr->cls == TILE_CLASS_BFLOAT)
+        return &kind_bf16;
+    if (tr->cls != TILE_CLASS_FLOAT && tr->cls != TILE_CLASS_COMPLEX)
+        return NULL;
+    size_t w = tr->cls == TILE_CLASS_COMPLEX ? tr->size / 2 : tr->size;
+    return w == 2 ? &kind_f16 : w == 4 ? &kind_f32 : w == 8 ? &kind_f64 : NULL;
+}
+
+/* Little-endian host: the low `size` bytes of a uint64_t are the element. */
+static uint64_t load_bits(const void *p, size_t size)
+{
+    uint64_t u = 0;
+    memcpy(&u, p, size);
+    return u;
+}
+
+/* ---- output ------------------------------------------------------------ */
+
+static size_t put_str(char *out, const char *s)
+{
+    size_t n = strlen(s);
+    memcpy(out, s, n);
+    return n;
+}
+
+static size_t put_uint(char *out, uint64_t v)
+{
+    char tmp[20];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (size_t i = 0; i < n; i++)
+        out[i] = tmp[n - 1 - i];
+    return n;
+}
+
+static size_t put_int(char *out, bool neg, uint64_t mag)
+{
+    size_t o = 0;
+    if (neg)
+        out[o++] = '-';
+    return o + put_uint(out + o, mag);
+}
+
+/* |v| rounded to p significant digits (glibc's printf is exact), trailing
+ * zeros dropped; |v| = d0.d1d2... * 10^x. Any decimal point the locale uses
+ * is skipped, so this does not depend on the locale. */
+static int round_digits(double v, int p, char *dg, int *x)
+{
+    char tmp[48];
+    int nd = 0;
+    snprintf(tmp, sizeof(tmp), "%.*e", p - 1, fabs(v));
+    const char *c = tmp;
+    for (; *c && *c != 'e' && *c != 'E'; c++) {
+        if (*c >= '0' && *c <= '9' && nd < 24)
+            dg[nd++] = *c;
+    }
+    int ex = 0;
+    bool eneg = false;
+    if (*c)
+        c++;
+    if (*c == '-' || *c == '+')
+        eneg = *c++ == '-';
+    for (; *c >= '0' && *c <= '9'; c++)
+        ex = ex * 10 + (*c - '0');
+    *x = eneg ? -ex : ex;
+    while (nd > 1 && dg[nd - 1] == '0')
+        nd--;
+    return nd;
+}
+
+/* Python repr layout of digits d0.d1... * 10^x. */
+static size_t layout(bool neg, const char *dg, int nd, int x, char *out)
+{
+    size_t o = 0;
+    if (neg)
+        out[o++] = '-';
+    if (x < -4 || x >= 16) {
+        out[o++] = dg[0];
+        if (nd > 1) {
+            out[o++] = '.';
+            memcpy(out + o, dg + 1, (size_t)nd - 1);
+            o += (size_t)nd - 1;
+        }
+        out[o++] = 'e';
+        out[o++] = x < 0 ? '-' : '+';
+        int ax = x < 0 ? -x : x;
+        if (ax < 10)
+            out[o++] = '0';
+        return o + put_uint(out + o, (uint64_t)ax);
+    }
+    if (x < 0) {
+        out[o++] = '0';
+        out[o++] = '.';
+        for (int i = 0; i < -x - 1; i++)
+            out[o++] = '0';
+        memcpy(out + o, dg, (size_t)nd);
+        return o + (size_t)nd;
+    }
+    for (int i = 0; i <= x; i++)
+        out[o++] = i < nd ? dg[i] : '0';
+    out[o++] = '.';
+    if (nd <= x + 1) {
+        out[o++] = '0';
+        return o;
+    }
+    memcpy(out + o, dg + x + 1, (size_t)(nd - x - 1));
+    return o + (size_t)(nd - x - 1);
+}
+
+static size_t format_real(const struct real_kind *k, uint64_t bits, char *out)
+{
+    double v = k->to_double(bits);
+    if (isnan(v))
+        return put_str(out, "\"NaN\"");
+    if (isinf(v))
+        return put_str(out, v > 0 ? "\"Infinity\"" : "\"-Infinity\"");
+    double a = fabs(v);
+    if (a <= k->exact_int && a == floor(a)) {
+        size_t o = put_int(out, signbit(v), (uint64_t)a);
+        return o + put_str(out + o, ".0");
+    }
+    char dg[24];
+    int x = 0;
+    size_t n = 0;
+    for (int p = a < k->min_normal ? 1 : k->min_digits; p <= k->max_digits; p++) {
+        int nd = round_digits(v, p, dg, &x);
+        n = layout(signbit(v), dg, nd, x, out);
+        if (k->from_text(out, n) == bits)
+            break;
+    }
+    return n; /* max_digits always round-trips */
+}
+
+size_t tile_json_format_element(enum tile_dtype dtype, const void *elem, char *buf)
+{
+    const struct tile_dtype_traits *tr = tile_dtype_traits(dtype);
+    if (!tr)
+        return 0;
+    uint64_t u;
+    switch (tr->cls) {
+    case TILE_CLASS_BOOL:
+        return put_str(buf, *(const uint8_t *)elem ? "true" : "false");
+    case TILE_CLASS_INT: {
+        u = load_bits(elem, tr->size);
+        unsigned sh = (unsigned)(64 - 8 * tr->size);
+        int64_t v = (int64_t)(u << sh) >> sh; /* sign-extend */
+        return put_int(buf, v < 0, v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
+    }
+    case TILE_CLASS_UINT:
+        return put_uint(buf, load_bits(elem, tr->size));
+    case TILE_CLASS_FLOAT:
+    case TILE_CLASS_BFLOAT:
+        return format_real(real_kind_of(tr), load_bits(elem, tr->size), buf);
+    case TILE_CLASS_COMPLEX: {
+        const struct real_kind *k = real_kind_of(tr);
+        size_t o = put_str(buf, "[");
+        o += format_real(k, load_bits(elem, k->size), buf + o);
+        o += put_str(buf + o, ",");
+        o += format_real(k, load_bits((const char *)elem + k->size, k->size), buf + o);
+        return o + put_str(buf + o, "]");
+    }
+    default:
+        return 0;
+    }
+}
+
+/* Copies what fits of src[0, n) to buf at *o (cap bytes); counts all of it. */
+static void emit(char *buf, size_t cap, size_t *o, const char *src, size_t n)
+{
+    if (*o < cap)
+        memcpy(buf + *o, src, n < cap - *o ? n : cap - *o);
+    *o += n;
+}
+
+/* The escape for byte c, or 0 when c needs none. */
+static size_t escape_byte(unsigned char c, char *esc)
+{
+    static const char hex[] = "0123456789abcdef";
+    const char *simple = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n" : c == '\t' ? "\\t"
+                       : c == '\r' ? "\\r" : c == '\b' ? "\\b" : c == '\f' ? "\\f" : NULL;
+    if (simple) {
+        memcpy(esc, simple, 2);
+        return 2;
+    }
+    if (c >= 0x20)
+        return 0;
+    memcpy(esc, "\\u00", 4);
+    esc[4] = hex[c >> 4];
+    esc[5] = hex[c & 15];
+    return 6;
+}
+
+long tile_json_escape_string(const char *s, size_t len, char *buf, size_t cap)
+{
+    if (len > (size_t)(LONG_MAX - 2) / 6 || !tile_utf8_valid(s, len, NULL))
+        return -1;
+    size_t o = 0, run = 0;
+    emit(buf, cap, &o, "\"", 1);
+    for (size_t i = 0; i < len; i++) {
+        char esc[6];
+        size_t n = escape_byte((unsigned char)s[i], esc);
+        if (!n)
+            continue;
+        emit(buf, cap, &o, s + run, i - run);
+        emit(buf, cap, &o, esc, n);
+        run = i + 1;
+    }
+    emit(buf, cap, &o, s + run, len - run);
+    emit(buf, cap, &o, "\"", 1);
+    return (long)o;
+}
+
+/* ---- input ------------------------------------------------------------- */
+
+size_t tile_json_path_format(const struct tile_json_path *where, char *buf, size_t cap)
+{
+    if (!cap)
+        return 0;
+    int n = snprintf(buf, cap, "%s", where && where->name ? where->name : "value");
+    size_t o = n < 0 ? 0 : (size_t)n;
+    for (int i = 0; where && i < where->depth && o < cap; i++) {
+        n = snprintf(buf + o, cap - o, "[%llu]", (unsigned long long)where->index[i]);
+        o += n < 0 ? 0 : (size_t)n;
+    }
+    return o < cap ? o : cap - 1;
+}
+
+#define TILE_PATH_MAX 160
+#define TILE_SHOWN_MAX 40
+
+/* The token's text for a message, cut at TILE_SHOWN_MAX bytes. */
+static int shown_len(const struct tile_json_token *tok)
+{
+    return (int)(tok->len > TILE_SHOWN_MAX ? TILE_SHOWN_MAX : tok->len);
+}
+
+static const char *shown_more(const struct tile_json_token *tok)
+{
+    return tok->len > TILE_SHOWN_MAX ? "..." : "";
+}
+
+static int wrong_token(const struct tile_dtype_traits *tr, const struct tile_json_token *tok,
+                       const struct tile_json_path *where, struct tile_error *e)
+{
+    static const char *const needs[] = {
+        [TILE_CLASS_BOOL] = "true or false",
+        [TILE_CLASS_INT] = "numbers",
+        [TILE_CLASS_UINT] = "numbers",
+        [TILE_CLASS_FLOAT] = "numbers (or \"NaN\", \"Infinity\", \"-Infinity\")",
+        [TILE_CLASS_BFLOAT] = "numbers (or \"NaN\", \"Infinity\", \"-Infinity\")",
+        [TILE_CLASS_COMPLEX] = "numbers (or \"NaN\", \"Infinity\", \"-Infinity\")",
+        [TILE_CLASS_STRING] = "strings",
+    };
+    char path[TILE_PATH_MAX];
+    tile_json_path_format(where, path, sizeof(path));
+    return tile_error_set(e, TILE_EINVAL, "%s is %s, but dtype %s needs %s", path, tile_json_type_name(tok->type),
+                          tr->name, needs[tr->cls]);
+}
+
+/* "value 300 is out of range for uint8 at data[5]" or "value 1.5 at data[2]
+ * is not an integer (dtype int32)". */
+static int value_error(const struct tile_dtype_traits *tr, const struct tile_json_token *tok, bool range,
+                       const struct tile_json_path *where, struct tile_error *e)
+{
+    char path[TILE_PATH_MAX];
+    tile_json_path_format(where, path, sizeof(path));
+    if (range)
+        return tile_error_set(e, TILE_EINVAL, "value %.*s%s is out of range for %s at %s", shown_len(tok), tok->ptr,
+                              shown_more(tok), tr->name, path);
+    return tile_error_set(e, TILE_EINVAL, "value %.*s%s at %s is not an integer (dtype %s)", shown_len(tok),
+                          tok->ptr, shown_more(tok), path, tr->name);
+}
+
+static int parse_bool(const struct tile_dtype_traits *tr, const struct tile_json_token *tok, void *elem,
+                      const struct tile_json_path *where, struct tile_error *e)
+{
+    if (tok->type != TILE_JSON_TRUE && tok->type != TILE_JSON_FALSE)
+        return wrong_token(tr, tok, where, e);
+    *(uint8_t *)elem = tok->type == TILE_JSON_TRUE;
+    return 0;
+}
+
+/* NaN / Infinity spellings in any case, with an optional sign: true and
+ * the double they stand for in *out. */
+static bool parse_special(const struct tile_json_token *tok, double *out)
+{
+    char buf[16];
+    if (tok->len >= sizeof(buf))
+        return false;
+    size_t n = tile_json_unescape(tok, buf);
+    const char *p = buf;
+    bool neg = n && p[0] == '-';
+    if (n && (p[0] == '-' || p[0] == '+')) {
+        p++;
+        n--;
+    }
+    bool nan = n == 3 && strncasecmp(p, "nan", 3) == 0;
+    bool inf = (n == 3 && strncasecmp(p, "inf", 3) == 0) || (n == 8 && strncasecmp(p, "infinity", 8) == 0);
+    if (!nan && !inf)
+        return false;
+    *out = copysign(nan ? NAN : INFINITY, neg ? -1.0 : 1.0);
+    return true;
+}
+
+static int parse_int(const struct tile_dtype_traits *tr, const struct tile_json_token *tok, void *elem,
+                     const struct tile_json_path *where, struct tile_error *e)
+{
+    double special;
+    if (tok->type == TILE_JSON_STRING && parse_special(tok, &special)) {
+        char path[TILE_PATH_MAX];
+        tile_json_path_format(where, path, sizeof(path));
+        return tile_error_set(e, TILE_EINVAL, "%s is \"%.*s\", but dtype %s has no NaN or Infinity", path,
+                              shown_len(tok), tok->ptr, tr->name);
+    }
+    if (tok->type != TILE_JSON_NUMBER)
+        return wrong_token(tr, tok, where, e);
+    bool neg;
+    uint64_t mag;
+    int rc = tile_json_number_integer(tok->ptr, tok->len, TILE_JSON_INT_INTEGRAL_FLOATS, &neg, &mag);
+    if (rc == TILE_JSON_NUM_NOT_INTEGER)
+        return value_error(tr, tok, false, where, e);
+    unsigned bits = (unsigned)(8 * tr->size);
+    bool is_signed = tr->cls == TILE_CLASS_INT;
+    uint64_t max = bits == 64 ? UINT64_MAX : (UINT64_C(1) << bits) - 1;
+    if (is_signed)
+        max >>= 1;
+    bool ok = rc == TILE_JSON_NUM_OK &&
+              (neg ? (is_signed ? mag <= max + 1 : mag == 0) : mag <= max);
+    if (!ok)
+        return value_error(tr, tok, true, where, e);
+    uint64_t u = neg ? 0 - mag : mag; /* two's complement; the low bytes are the element */
+    memcpy(elem, &u, tr->size);
+    return 0;
+}
+
+static int parse_real(const struct tile_dtype_traits *tr, const struct tile_json_token *tok, void *elem,
+                      const struct tile_json_path *where, struct tile_error *e)
+{
+    const struct real_kind *k = real_kind_of(tr);
+    uint64_t bits;
+    double special;
+    if (tok->type == TILE_JSON_STRING && parse_special(tok, &special)) {
+        bits = k->from_double(special);
+    } else if (tok->type == TILE_JSON_NUMBER) {
+        bits = k->from_text(tok->ptr, tok->len);
+        if (isinf(k->to_double(bits)))
+            return value_error(tr, tok, true, where, e);
+    } else {
+        return wrong_token(tr, tok, where, e);
+    }
+    memcpy(elem, &bits, k->size);
+    return 0;
+}
+
+int tile_json_parse_element(enum tile_dtype dtype, const struct tile_json_token *tok, void *elem,
+                            const struct tile_json_path *where, struct tile_error *e)
+{
+    const struct tile_dtype_traits *tr = tile_dtype_traits(dtype);
+    if (!tr)
+        return tile_error_set(e, TILE_EINVAL, "invalid dtype");
+    switch (tr->cls) {
+    case TILE_CLASS_BOOL:
+        return parse_bool(tr, tok, elem, where, e);
+    case TILE_CLASS_INT:
+    case TILE_CLASS_UINT:
+        return parse_int(tr, tok, elem, where, e);
+    case TILE_CLASS_STRING:
+        return tok->type == TILE_JSON_STRING ? 0 : wrong_token(tr, tok, where, e);
+    default:
+        return parse_real(tr, tok, elem, where, e);
+    }
+}

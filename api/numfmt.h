@@ -1,0 +1,74 @@
+/* numfmt.h - tensor elements as JSON text, and back.
+ *
+ * Output (tile_json_format_element), per dtype class:
+ *   bool      true / false (any non-zero byte is true)
+ *   integers  exact decimal
+ *   floats    the shortest decimal that reads back to the same value of
+ *             the element's own width (float32 0.1 is "0.1", float16 0x2E66
+ *             is "0.1"), laid out like Python's repr: integral values keep
+ *             ".0" ("1.0", "-0.0"), exponent form below 1e-4 and from 1e16
+ *             on ("1e-05", "1e+20", "1.5e+300"); NaN and the infinities are
+ *             the JSON strings "NaN", "Infinity" and "-Infinity" (the sign
+ *             and payload of a NaN are not kept)
+ *   complex   [re,im], each part formatted as a float of half the width
+ * Input (tile_json_parse_element) accepts what output produces and more;
+ * see its contract below.
+ */
+#ifndef TILE_NUMFMT_H
+#define TILE_NUMFMT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dtype.h"
+#include "error.h"
+#include "jsonlex.h"
+
+/* Longest text tile_json_format_element() writes (a complex128 needs 51). */
+#define TILE_NUMFMT_MAX 80
+
+/* Writes the JSON text of one element of `dtype` (read from `elem`, host
+ * order) to buf, which holds TILE_NUMFMT_MAX bytes; no NUL is written.
+ * Returns the length; 0 for strings and invalid dtypes. Thread-safe. */
+size_t tile_json_format_element(enum tile_dtype dtype, const void *elem, char *buf);
+
+/* Writes `s` as a quoted JSON string: '"' and '\\' escaped, control
+ * characters as \n \t \r \b \f or \u00XX, everything else (UTF-8 included)
+ * as is. Returns the full length of the quoted text even when `cap` is
+ * smaller; writes only the first min(cap, length) bytes (no NUL), so a
+ * NULL/0 call measures. Returns -1 when `s` is not valid UTF-8. */
+long tile_json_escape_string(const char *s, size_t len, char *buf, size_t cap);
+
+/* Where an element sits, for messages: name[i][j]..., formatted only when
+ * an error is reported. */
+struct tile_json_path {
+    const char *name;      /* "data" */
+    const uint64_t *index; /* subscripts, outermost first */
+    int depth;
+};
+
+/* Writes "data[1][2]" into buf (NUL-terminated, truncated to cap). */
+size_t tile_json_path_format(const struct tile_json_path *where, char *buf, size_t cap);
+
+/* Converts one scalar token to an element of `dtype` at `elem`:
+ *   bool      true and false only (numbers are refused, so 0/1 never mean
+ *             a boolean by accident)
+ *   integers  numbers with an exactly integral value ("3", "-0", "3.0",
+ *             "3e2"); a fraction is "value 1.5 is not an integer ...", a
+ *             value outside the type "value 300 is out of range for uint8
+ *             at data[5]"
+ *   floats    numbers, correctly rounded to the element's width (float16
+ *             and bfloat16 from the decimal digits, see numfmt.c); a finite
+ *             number beyond the largest finite value is out of range; the
+ *             strings "NaN", "Infinity", "-Infinity", "inf", "-inf", "nan"
+ *             in any case
+ *   complex   one part: `elem` receives a float32 (complex64) or float64
+ *             (complex128); the caller reads re and im separately
+ *   string    only checks that the token is a string; the caller copies the
+ *             bytes (tile_json_unescape) and `elem` is not touched
+ * Any other token is "data[3] is a string, but dtype int32 needs numbers".
+ * Returns 0 or -1 with `e` filled (TILE_EINVAL). */
+int tile_json_parse_element(enum tile_dtype dtype, const struct tile_json_token *tok, void *elem,
+                            const struct tile_json_path *where, struct tile_error *e);
+
+#endif

@@ -1,0 +1,12 @@
+/* cli.h - `tiled tile`: tile a .npy file offline, without the daemon. */
+#ifndef TILED_CLI_H
+#define TILED_CLI_H
+
+/* tiled tile --repeats 2,3 [--semantics S] [--tiles N --axis K]
+ *            [--threads N] IN.npy OUT.npy        ('-' is stdin / stdout)
+ * argv[0] is the subcommand name ("tile"). Returns the process exit status:
+ * 0 on success, 1 when the input cannot be read, tiled or written (the
+ * message goes to stderr as "tiled: ..."), 2 on a usage error. */
+int tiled_cli_tile(int argc, char **argv);
+
+#endif

@@ -1,0 +1,52 @@
+/* config.h - every daemon option, defined once.
+ *
+ * One table (config.c) yields each option's --flag, its TILED_* environment
+ * variable, its default, its range and its --help line; --help,
+ * --print-config and the README's configuration table all loop over it.
+ * Precedence: default < environment < command line.
+ */
+#ifndef TILED_CONFIG_H
+#define TILED_CONFIG_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "error.h"
+
+enum tiled_log_format { TILED_LOG_JSON, TILED_LOG_TEXT };
+enum tiled_log_level { TILED_LOG_ERROR, TILED_LOG_WARN, TILED_LOG_INFO, TILED_LOG_DEBUG };
+
+struct tiled_config {
+    char host[256];
+    int64_t port;
+    int64_t workers;          /* tiling worker threads; 0 = online CPUs */
+    int64_t http_threads;     /* libmicrohttpd event-loop threads */
+    int64_t queue;            /* queued requests before 503 */
+    int64_t max_body;         /* bytes */
+    int64_t max_output;       /* bytes materialised in memory */
+    int64_t max_stream;       /* bytes of a streamed output */
+    int64_t max_rank;
+    int64_t max_json_depth;
+    int64_t max_connections;
+    int64_t idle_timeout;     /* seconds */
+    int64_t drain_timeout;    /* seconds */
+    int64_t stream_threshold; /* bytes above which outputs are streamed */
+    int64_t stream_chunk;     /* bytes per streamed chunk */
+    int64_t inline_max;       /* bytes of body/output handled on the HTTP thread */
+    int64_t log_format;       /* enum tiled_log_format */
+    int64_t log_level;        /* enum tiled_log_level */
+};
+
+/* Fills defaults, then TILED_* variables from `environ`, then argv flags
+ * (argv[0] is the subcommand name). Returns 0, 1 when --help or
+ * --print-config was handled (output written to `out`), or -1 with `e`. */
+int tiled_config_load(struct tiled_config *cfg, int argc, char **argv, FILE *out, struct tile_error *e);
+
+/* --help text and the effective configuration (`flag = value` lines). */
+void tiled_config_help(FILE *out);
+void tiled_config_print(const struct tiled_config *cfg, FILE *out);
+
+/* The README's configuration table in Markdown. */
+void tiled_config_markdown(FILE *out);
+
+#endif

@@ -1,0 +1,477 @@
+/* http.c - the libmicrohttpd adapter: connections in, replies out.
+ *
+ * DESIGN. MHD calls the access handler several times per request: first
+ * with only headers (we allocate the request state and route it), then per
+ * body piece (copied into a buffer bounded by --max-body, sized from
+ * Content-Length when given), then once more with nothing (dispatch). A
+ * handler either finishes the reply on the spot or hands the request to the
+ * worker pool; then the connection is suspended and the worker resumes it
+ * when the reply is ready, and MHD calls us again to queue it. The request
+ * lock orders "suspend" strictly before "resume". Nothing here knows about
+ * tensors.
+ */
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "server.h"
+
+uint64_t tiled_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static const struct tiled_route tiled_routes[] = {
+    {"POST", "/v1/tile", tiled_handle_tile, true, true},
+    {"GET", "/v2/health/live", tiled_handle_live, false, false},
+    {"GET", "/v2/health/ready", tiled_handle_ready, false, false},
+};
+
+#define NROUTES (sizeof(tiled_routes) / sizeof(tiled_routes[0]))
+
+/* ---- replies ------------------------------------------------------------ */
+
+void tiled_reply_header(struct tiled_reply *r, const char *name, const char *value)
+{
+    if (r->nheaders >= (int)(sizeof(r->headers) / sizeof(r->headers[0])))
+        return;
+    snprintf(r->headers[r->nheaders][0], sizeof(r->headers[0][0]), "%s", name);
+    snprintf(r->headers[r->nheaders][1], sizeof(r->headers[0][1]), "%s", value);
+    r->nheaders++;
+}
+
+void tiled_reply_json(struct tiled_reply *r, int status, const char *json)
+{
+    free(r->body);
+    r->status = status;
+    snprintf(r->content_type, sizeof(r->content_type), "application/json");
+    r->body_len = strlen(json);
+    r->body = malloc(r->body_len + 1);
+    if (r->body)
+        memcpy(r->body, json, r->body_len + 1);
+    else
+        r->body_len = 0;
+}
+
+/* Appends s to out as JSON string content (quotes not included). */
+static size_t json_escape_into(const char *s, char *out, size_t cap)
+{
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p && n + 7 < cap; p++) {
+        if (*p == '"' || *p == '\\') {
+            out[n++] = '\\';
+            out[n++] = (char)*p;
+        } else if (*p < 0x20) {
+            n += (size_t)snprintf(out + n, cap - n, "\\u%04x", *p);
+        } else {
+            out[n++] = (char)*p;
+        }
+    }
+    out[n] = '\0';
+    return n;
+}
+
+void tiled_reply_error(struct tiled_reply *r, int status, const char *fmt, ...)
+{
+    char msg[512], esc[1100], json[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    json_escape_into(msg, esc, sizeof(esc));
+    snprintf(json, sizeof(json), "{\"error\":\"%s\"}", esc);
+    tiled_reply_json(r, status, json);
+}
+
+void tiled_reply_tile_error(struct tiled_reply *r, const struct tile_error *e)
+{
+    static const int status_of[TILE_ERRCODE_COUNT] = {
+        [TILE_OK] = 500,          [TILE_EINVAL] = 400, [TILE_ETOOBIG] = 413,       [TILE_ENOMEM] = 503,
+        [TILE_EIO] = 500,         [TILE_EUNSUPPORTED] = 400, [TILE_ENOTACCEPT] = 406,
+    };
+    int status = (unsigned)e->code < TILE_ERRCODE_COUNT ? status_of[e->code] : 500;
+    tiled_reply_error(r, status, "%s", e->text[0] ? e->text : "internal error");
+}
+
+void tiled_reply_free(struct tiled_reply *r)
+{
+    free(r->body);
+    r->body = NULL;
+    if (r->stream)
+        tiled_stream_free(r->stream);
+    r->stream = NULL;
+}
+
+void tiled_server_timing(const struct tile_timings *tm, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "queue;dur=%.3f, decode;dur=%.3f, tile;dur=%.3f, encode;dur=%.3f, total;dur=%.3f",
+             tm->queue_us / 1e3, tm->decode_us / 1e3, tm->tile_us / 1e3, tm->encode_us / 1e3, tm->total_us / 1e3);
+}
+
+/* ---- request state ------------------------------------------------------ */
+
+static bool valid_request_id(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 64)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] <= 0x20 || s[i] >= 0x7f || s[i] == '"' || s[i] == '\\')
+            return false;
+    }
+    return true;
+}
+
+static enum MHD_Result collect_query(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    (void)kind;
+    struct tiled_req *req = cls;
+    if (req->nquery >= (int)(sizeof(req->query) / sizeof(req->query[0])) || strlen(key) >= sizeof(req->query[0].key)) {
+        req->query_overflow = true;
+        return MHD_YES;
+    }
+    struct tiled_kv *kv = &req->query[req->nquery++];
+    snprintf(kv->key, sizeof(kv->key), "%s", key);
+    kv->value = strdup(value ? value : "");
+    return MHD_YES;
+}
+
+static void copy_header(struct MHD_Connection *c, const char *name, char *dst, size_t cap)
+{
+    const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
+    snprintf(dst, cap, "%s", v ? v : "");
+}
+
+static void remote_address(struct MHD_Connection *c, char *dst, size_t cap)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    dst[0] = '\0';
+    if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)(const void *)ci->client_addr;
+        const unsigned char *b = (const unsigned char *)&in->sin_addr;
+        snprintf(dst, cap, "%u.%u.%u.%u", b[0], b[1], b[2], b[3]);
+    }
+}
+
+static const struct tiled_route *find_route(const char *method, const char *path, char *allow, size_t cap)
+{
+    allow[0] = '\0';
+    for (size_t i = 0; i < NROUTES; i++) {
+        if (strcmp(tiled_routes[i].path, path) != 0)
+            continue;
+        if (strcmp(tiled_routes[i].method, method) == 0)
+            return &tiled_routes[i];
+        snprintf(allow + strlen(allow), cap - strlen(allow), "%s%s", allow[0] ? ", " : "", tiled_routes[i].method);
+    }
+    return NULL;
+}
+
+static struct tiled_req *req_init(struct tiled_server *srv, struct MHD_Connection *c, const char *url,
+                                  const char *method)
+{
+    struct tiled_req *req = calloc(1, sizeof(*req));
+    if (!req)
+        return NULL;
+    req->srv = srv;
+    req->conn = c;
+    req->t_start = tiled_now_us();
+    pthread_mutex_init(&req->lock, NULL);
+    tile_request_init(&req->treq);
+    snprintf(req->method, sizeof(req->method), "%s", method);
+    snprintf(req->path, sizeof(req->path), "%s", url);
+    copy_header(c, "X-Request-Id", req->request_id, sizeof(req->request_id));
+    if (!valid_request_id(req->request_id))
+        snprintf(req->request_id, sizeof(req->request_id), "%016llx-%llx", (unsigned long long)srv->start_us,
+                 (unsigned long long)atomic_fetch_add(&srv->next_id, 1));
+    copy_header(c, MHD_HTTP_HEADER_CONTENT_TYPE, req->content_type, sizeof(req->content_type));
+    copy_header(c, MHD_HTTP_HEADER_ACCEPT, req->accept, sizeof(req->accept));
+    const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "TE");
+    req->want_trailers = te && strcasestr(te, "trailers");
+    remote_address(c, req->remote, sizeof(req->remote));
+    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_query, req);
+    atomic_fetch_add(&srv->inflight, 1);
+    return req;
+}
+
+static void req_free(struct tiled_req *req)
+{
+    tiled_reply_free(&req->reply);
+    if (req->has_enc)
+        tile_encoder_free(&req->enc);
+    tile_request_free(&req->treq);
+    for (int i = 0; i < req->nquery; i++)
+        free(req->query[i].value);
+    free(req->body);
+    pthread_mutex_destroy(&req->lock);
+    atomic_fetch_sub(&req->srv->inflight, 1);
+    free(req);
+}
+
+/* ---- body --------------------------------------------------------------- */
+
+static void set_early_error(struct tiled_req *req, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void set_early_error(struct tiled_req *req, int status, const char *fmt, ...)
+{
+    if (req->early_status)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(req->early_error, sizeof(req->early_error), fmt, ap);
+    va_end(ap);
+    req->early_status = status;
+    free(req->body);
+    req->body = NULL;
+    req->body_cap = req->body_len = 0;
+}
+
+/* Sizes the body buffer from Content-Length; refuses oversize bodies. */
+static void body_prepare(struct tiled_req *req)
+{
+    const char *cl = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    uint64_t max = req->srv->lim.max_body;
+    if (!cl)
+        return;
+    char *end;
+    unsigned long long n = strtoull(cl, &end, 10);
+    if (n > max) {
+        set_early_error(req, 413, "request body of %llu bytes exceeds the max-body limit of %llu bytes", n,
+                        (unsigned long long)max);
+        return;
+    }
+    req->body = malloc(n ? n : 1);
+    if (!req->body)
+        set_early_error(req, 503, "cannot allocate %llu bytes for the request body", n);
+    else
+        req->body_cap = n ? n : 1;
+}
+
+static void body_append(struct tiled_req *req, const char *data, size_t n)
+{
+    if (req->early_status)
+        return;
+    uint64_t max = req->srv->lim.max_body;
+    if (req->body_len + n > max) {
+        set_early_error(req, 413, "request body exceeds the max-body limit of %llu bytes", (unsigned long long)max);
+        return;
+    }
+    if (req->body_len + n > req->body_cap) {
+        uint64_t cap = req->body_cap ? req->body_cap * 2 : 65536;
+        while (cap < req->body_len + n)
+            cap *= 2;
+        if (cap > max)
+            cap = max;
+        char *nb = realloc(req->body, cap);
+        if (!nb) {
+            set_early_error(req, 503, "cannot allocate the request body");
+            return;
+        }
+        req->body = nb;
+        req->body_cap = cap;
+    }
+    memcpy(req->body + req->body_len, data, n);
+    req->body_len += n;
+}
+
+/* ---- responses ---------------------------------------------------------- */
+
+static void finish_timings(struct tiled_req *req)
+{
+    if (!req->timings_final)
+        req->tm.total_us = tiled_now_us() - req->t_start;
+}
+
+static struct MHD_Response *make_response(struct tiled_req *req)
+{
+    struct tiled_reply *r = &req->reply;
+    struct MHD_Response *resp;
+    if (r->stream) {
+        uint64_t size = req->want_trailers ? MHD_SIZE_UNKNOWN : tiled_stream_size(r->stream);
+        resp = MHD_create_response_from_callback(size, (size_t)req->srv->cfg.stream_chunk,
+                                                 (MHD_ContentReaderCallback)tiled_stream_read, r->stream,
+                                                 tiled_stream_free);
+        if (resp) {
+            tiled_stream_set_response(r->stream, resp);
+            r->stream = NULL; /* MHD owns it now */
+            if (req->want_trailers)
+                MHD_add_response_header(resp, "Trailer", "Server-Timing");
+        }
+    } else {
+        resp = MHD_create_response_from_buffer((size_t)r->body_len, r->body, MHD_RESPMEM_MUST_FREE);
+        if (resp)
+            r->body = NULL;
+    }
+    if (!resp)
+        return NULL;
+    char timing[256];
+    finish_timings(req);
+    tiled_server_timing(&req->tm, timing, sizeof(timing));
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->content_type[0] ? r->content_type : "application/json");
+    MHD_add_response_header(resp, "X-Request-Id", req->request_id);
+    MHD_add_response_header(resp, "Server-Timing", timing);
+    for (int i = 0; i < r->nheaders; i++)
+        MHD_add_response_header(resp, r->headers[i][0], r->headers[i][1]);
+    if (atomic_load(&req->srv->draining))
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    return resp;
+}
+
+static enum MHD_Result queue_reply(struct tiled_req *req)
+{
+    req->bytes_out = req->reply.stream ? tiled_stream_size(req->reply.stream) : req->reply.body_len;
+    struct MHD_Response *resp = make_response(req);
+    if (!resp)
+        return MHD_NO;
+    enum MHD_Result ret = MHD_queue_response(req->conn, (unsigned)req->reply.status, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+/* ---- dispatch ----------------------------------------------------------- */
+
+static void worker_job(void *arg)
+{
+    struct tiled_req *req = arg;
+    req->t_work = tiled_now_us();
+    req->tm.queue_us = req->t_work - req->t_queued;
+    tiled_tile_work(req);
+    pthread_mutex_lock(&req->lock);
+    req->done = true;
+    if (req->suspended) {
+        req->suspended = false;
+        MHD_resume_connection(req->conn);
+    }
+    pthread_mutex_unlock(&req->lock);
+}
+
+/* Hands the request to the pool; false when the queue is full. */
+static bool offload(struct tiled_req *req)
+{
+    bool ok;
+    pthread_mutex_lock(&req->lock);
+    req->t_queued = tiled_now_us();
+    ok = tile_pool_submit(req->srv->pool, worker_job, req) == 0;
+    if (ok) {
+        req->suspended = true;
+        MHD_suspend_connection(req->conn);
+    }
+    pthread_mutex_unlock(&req->lock);
+    return ok;
+}
+
+static enum MHD_Result dispatch(struct tiled_req *req)
+{
+    if (req->early_status) {
+        tiled_reply_error(&req->reply, req->early_status, "%s", req->early_error);
+        return queue_reply(req);
+    }
+    req->route->handler(req);
+    if (req->reply.status)
+        return queue_reply(req); /* finished inline */
+    if (offload(req))
+        return MHD_YES;
+    tiled_reply_error(&req->reply, 503, "server overloaded: %lld requests are already queued; retry later",
+                      (long long)req->srv->cfg.queue);
+    tiled_reply_header(&req->reply, "Retry-After", "1");
+    return queue_reply(req);
+}
+
+static enum MHD_Result first_call(struct tiled_server *srv, struct MHD_Connection *c, const char *url,
+                                  const char *method, void **req_cls)
+{
+    struct tiled_req *req = req_init(srv, c, url, method);
+    if (!req)
+        return MHD_NO;
+    *req_cls = req;
+    char allow[64];
+    req->route = find_route(method, url, allow, sizeof(allow));
+    if (!req->route) {
+        if (allow[0]) {
+            tiled_reply_error(&req->reply, 405, "method %s is not allowed on %s (allowed: %s)", method, url, allow);
+            tiled_reply_header(&req->reply, "Allow", allow);
+        } else {
+            tiled_reply_error(&req->reply, 404, "no such endpoint: %s %s", method, url);
+        }
+        return queue_reply(req);
+    }
+    if (req->route->needs_body)
+        body_prepare(req);
+    return MHD_YES;
+}
+
+static enum MHD_Result access_handler(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                      const char *version, const char *upload_data, size_t *upload_size,
+                                      void **req_cls)
+{
+    (void)version;
+    struct tiled_req *req = *req_cls;
+    if (!req)
+        return first_call(cls, c, url, method, req_cls);
+    if (*upload_size) {
+        body_append(req, upload_data, *upload_size);
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (req->done) /* resumed by a worker */
+        return queue_reply(req);
+    return dispatch(req);
+}
+
+static void request_completed(void *cls, struct MHD_Connection *c, void **req_cls,
+                              enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)c;
+    struct tiled_req *req = *req_cls;
+    if (!req)
+        return;
+    tiled_log_access(req, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? req->reply.status : 499);
+    req_free(req);
+    *req_cls = NULL;
+}
+
+int tiled_http_start(struct tiled_server *srv, struct tile_error *e)
+{
+    struct sockaddr_in addr = {0};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons((uint16_t)srv->cfg.port);
+    if (inet_pton(AF_INET, srv->cfg.host, &addr.sin_addr) != 1)
+        return tile_error_set(e, TILE_EINVAL, "host '%s' is not an IPv4 address", srv->cfg.host);
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO;
+    srv->daemon = MHD_start_daemon(
+        flags, 0, NULL, NULL, access_handler, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+        MHD_OPTION_NOTIFY_COMPLETED, request_completed, srv, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)srv->cfg.max_connections, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)srv->cfg.idle_timeout,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024), MHD_OPTION_THREAD_POOL_SIZE,
+        (unsigned)(srv->cfg.http_threads > 1 ? srv->cfg.http_threads : 0), MHD_OPTION_LISTEN_BACKLOG_SIZE,
+        (unsigned)1024, MHD_OPTION_END);
+    if (!srv->daemon)
+        return tile_error_set(e, TILE_EIO, "cannot listen on %s:%lld", srv->cfg.host, (long long)srv->cfg.port);
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    srv->port = di ? di->port : (uint16_t)srv->cfg.port;
+    return 0;
+}
+
+void tiled_http_quiesce(struct tiled_server *srv)
+{
+    MHD_quiesce_daemon(srv->daemon);
+}
+
+unsigned tiled_http_connections(struct tiled_server *srv)
+{
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+    return di ? di->num_connections : 0;
+}
+
+void tiled_http_stop(struct tiled_server *srv)
+{
+    MHD_stop_daemon(srv->daemon);
+    srv->daemon = NULL;
+}

@@ -1,0 +1,92 @@
+/* serve.c - the daemon's lifecycle: configure, listen, drain, exit.
+ *
+ * DESIGN. Signals are blocked in every thread (the mask is inherited by
+ * the pool and MHD threads created after it is set) and taken
+ * synchronously by the main thread with sigwait, so shutdown logic runs in
+ * ordinary code, not in a handler. Drain: stop accepting (quiesce), report
+ * not-ready, wait for in-flight requests up to --drain-timeout, then stop.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "serve.h"
+#include "server.h"
+
+static void limits_from_config(struct tiled_server *srv)
+{
+    const struct tiled_config *c = &srv->cfg;
+    srv->lim = (struct tile_limits){
+        .max_body = (uint64_t)c->max_body,
+        .max_output = (uint64_t)c->max_output,
+        .max_stream = (uint64_t)c->max_stream,
+        .max_rank = (int)c->max_rank,
+        .max_depth = (int)c->max_json_depth,
+    };
+}
+
+static void drain(struct tiled_server *srv)
+{
+    atomic_store(&srv->draining, true);
+    tiled_http_quiesce(srv);
+    tiled_log_event(TILED_LOG_INFO, "drain", "\"inflight\":%d,\"timeout_s\":%lld", atomic_load(&srv->inflight),
+                    (long long)srv->cfg.drain_timeout);
+    uint64_t deadline = tiled_now_us() + (uint64_t)srv->cfg.drain_timeout * 1000000u;
+    while (atomic_load(&srv->inflight) > 0 && tiled_now_us() < deadline) {
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static int serve(struct tiled_server *srv)
+{
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    struct tile_error e = {0};
+    srv->pool = tile_pool_init((int)srv->cfg.workers, (int)srv->cfg.queue, &e);
+    if (!srv->pool || tiled_http_start(srv, &e) < 0) {
+        tiled_log_event(TILED_LOG_ERROR, "exit", "\"error\":\"%s\"", e.text);
+        fprintf(stderr, "tiled: %s\n", e.text);
+        tile_pool_free(srv->pool);
+        return 1;
+    }
+    tiled_log_event(TILED_LOG_INFO, "listening", "\"host\":\"%s\",\"port\":%u,\"workers\":%d", srv->cfg.host,
+                    srv->port, tile_pool_size(srv->pool));
+    printf("listening on http://%s:%u\n", srv->cfg.host, srv->port);
+    fflush(stdout);
+
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    tiled_log_event(TILED_LOG_INFO, "signal", "\"signal\":\"%s\"", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    drain(srv);
+    tiled_http_stop(srv);
+    tile_pool_free(srv->pool);
+    tiled_log_event(TILED_LOG_INFO, "exit", "\"status\":0");
+    return 0;
+}
+
+int tiled_serve_main(int argc, char **argv)
+{
+    static struct tiled_server srv;
+    struct tile_error e = {0};
+    int rc = tiled_config_load(&srv.cfg, argc, argv, stdout, &e);
+    if (rc < 0) {
+        fprintf(stderr, "tiled: %s\n", e.text);
+        return 2;
+    }
+    if (rc > 0)
+        return 0;
+    limits_from_config(&srv);
+    srv.start_us = (uint64_t)time(NULL);
+    tiled_log_init(&srv.cfg);
+    tiled_log_event(TILED_LOG_INFO, "start", "\"pid\":%d", (int)getpid());
+    return serve(&srv);
+}

@@ -1,0 +1,192 @@
+/* stream.c - streamed response bodies, produced on workers, sent by MHD.
+ *
+ * DESIGN. A streamed body is produced chunk by chunk by a pool
+ * continuation into two buffers while MHD sends from the other, so memory
+ * stays at two chunks whatever the output size and the HTTP thread only
+ * copies ready bytes. When MHD asks for bytes that are not ready yet, the
+ * content reader suspends the connection and the producer resumes it after
+ * the next chunk; the stream lock orders suspend before resume. The stream
+ * owns the decoded input and plan it reads (moved out of the request),
+ * because MHD may release the response after the request state is gone; it
+ * is freed by whichever of MHD and the producer lets go last.
+ */
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server.h"
+
+#define NSLOTS 2
+
+struct tiled_stream {
+    pthread_mutex_t lock;
+    struct tile_pool *pool;
+    struct MHD_Connection *conn;
+    struct MHD_Response *response; /* for the trailer; set once queued */
+    struct tile_request treq;
+    struct tile_plan plan;
+    struct tile_timings tm;
+    struct tile_encoder enc;
+    uint64_t size, chunk, produced, t_start;
+    char *buf[NSLOTS];
+    uint64_t buf_pos[NSLOTS], buf_len[NSLOTS];
+    bool ready[NSLOTS];
+    bool producing, suspended, released, chunked;
+    struct tile_pool_task task;
+};
+
+static void stream_destroy(struct tiled_stream *s)
+{
+    tile_encoder_free(&s->enc);
+    tile_request_free(&s->treq);
+    for (int i = 0; i < NSLOTS; i++)
+        free(s->buf[i]);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+}
+
+static int free_slot(const struct tiled_stream *s)
+{
+    for (int i = 0; i < NSLOTS; i++) {
+        if (!s->ready[i])
+            return i;
+    }
+    return -1;
+}
+
+/* Producer: fills free slots in order until the body is done or both are
+ * full, then returns its worker to the pool. Called with the lock held. */
+static void produce(void *arg)
+{
+    struct tiled_stream *s = arg;
+    pthread_mutex_lock(&s->lock);
+    for (;;) {
+        int slot = free_slot(s);
+        if (s->released || slot < 0 || s->produced >= s->size)
+            break;
+        uint64_t pos = s->produced, n = s->size - pos < s->chunk ? s->size - pos : s->chunk;
+        s->produced += n;
+        pthread_mutex_unlock(&s->lock);
+        uint64_t t0 = tiled_now_us();
+        tile_encoder_read(&s->enc, s->buf[slot], (size_t)n);
+        uint64_t dt = tiled_now_us() - t0;
+        pthread_mutex_lock(&s->lock);
+        s->tm.encode_us += dt;
+        s->buf_pos[slot] = pos;
+        s->buf_len[slot] = n;
+        s->ready[slot] = true;
+        if (s->suspended) {
+            s->suspended = false;
+            MHD_resume_connection(s->conn);
+        }
+    }
+    s->producing = false;
+    bool destroy = s->released;
+    pthread_mutex_unlock(&s->lock);
+    if (destroy)
+        stream_destroy(s);
+}
+
+static void kick_producer(struct tiled_stream *s)
+{
+    if (s->producing || s->released || s->produced >= s->size || free_slot(s) < 0)
+        return;
+    s->producing = true;
+    tile_pool_continue(s->pool, &s->task);
+}
+
+struct tiled_stream *tiled_stream_init(struct tiled_req *req, struct tile_encoder *enc, uint64_t chunk)
+{
+    struct tiled_stream *s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    for (int i = 0; i < NSLOTS; i++) {
+        s->buf[i] = malloc(chunk);
+        if (!s->buf[i]) {
+            for (int j = 0; j < i; j++)
+                free(s->buf[j]);
+            free(s);
+            return NULL;
+        }
+    }
+    pthread_mutex_init(&s->lock, NULL);
+    s->pool = req->srv->pool;
+    s->conn = req->conn;
+    s->chunk = chunk;
+    s->chunked = req->want_trailers;
+    s->t_start = req->t_start;
+    /* Take over what the encoder reads. */
+    s->treq = req->treq;
+    tile_request_init(&req->treq);
+    s->plan = req->plan;
+    s->tm = req->tm;
+    s->enc = *enc;
+    s->enc.plan = &s->plan;
+    s->enc.in = &s->treq.input;
+    s->enc.metrics = &s->tm;
+    s->size = tile_encoder_size(enc);
+    s->task = (struct tile_pool_task){.fn = produce, .arg = s};
+    pthread_mutex_lock(&s->lock);
+    kick_producer(s);
+    pthread_mutex_unlock(&s->lock);
+    return s;
+}
+
+uint64_t tiled_stream_size(const struct tiled_stream *s)
+{
+    return s->size;
+}
+
+void tiled_stream_set_response(struct tiled_stream *s, struct MHD_Response *resp)
+{
+    s->response = resp;
+}
+
+static long finish_chunked(struct tiled_stream *s)
+{
+    char timing[64];
+    snprintf(timing, sizeof(timing), "total;dur=%.3f", (double)(tiled_now_us() - s->t_start) / 1e3);
+    if (s->response)
+        MHD_add_response_footer(s->response, "Server-Timing", timing);
+    return MHD_CONTENT_READER_END_OF_STREAM;
+}
+
+long tiled_stream_read(void *cls, uint64_t pos, char *out, size_t max)
+{
+    struct tiled_stream *s = cls;
+    long n = 0;
+    pthread_mutex_lock(&s->lock);
+    if (pos >= s->size) {
+        pthread_mutex_unlock(&s->lock);
+        return s->chunked ? finish_chunked(s) : MHD_CONTENT_READER_END_OF_STREAM;
+    }
+    for (int i = 0; i < NSLOTS; i++) {
+        if (!s->ready[i] || pos < s->buf_pos[i] || pos >= s->buf_pos[i] + s->buf_len[i])
+            continue;
+        uint64_t off = pos - s->buf_pos[i], left = s->buf_len[i] - off;
+        n = (long)(left < max ? left : max);
+        memcpy(out, s->buf[i] + off, (size_t)n);
+        if ((uint64_t)n == left)
+            s->ready[i] = false; /* consumed: let the producer refill it */
+        break;
+    }
+    if (n == 0) {
+        s->suspended = true;
+        MHD_suspend_connection(s->conn);
+    }
+    kick_producer(s);
+    pthread_mutex_unlock(&s->lock);
+    return n;
+}
+
+void tiled_stream_free(void *cls)
+{
+    struct tiled_stream *s = cls;
+    pthread_mutex_lock(&s->lock);
+    s->released = true;
+    bool destroy = !s->producing;
+    pthread_mutex_unlock(&s->lock);
+    if (destroy)
+        stream_destroy(s);
+}
