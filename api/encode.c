@@ -106,13 +106,14 @@ static int builder_append(struct piece_builder *b, const void *p, uint64_t n, st
 }
 
 /* Appends input element i encoded for `fmt`. */
-static int append_piece(struct piece_builder *b, enum tile_format fmt, const struct tile_tensor *in, uint64_t i,
-                        struct tile_error *e)
+static int append_piece(struct piece_builder *b, enum tile_format fmt, bool complex_flat,
+                        const struct tile_tensor *in, uint64_t i, struct tile_error *e)
 {
     if (in->dtype != TILE_STRING) {
         char text[TILE_NUMFMT_MAX];
         size_t n = tile_json_format_element(in->dtype, (const char *)in->data + i * tile_dtype_size(in->dtype), text);
-        return builder_append(b, text, n, e);
+        bool strip = complex_flat && tile_dtype_traits(in->dtype)->cls == TILE_CLASS_COMPLEX;
+        return builder_append(b, text + strip, n - 2 * strip, e); /* "[re,im]" -> "re,im" */
     }
     const struct tile_str *s = (const struct tile_str *)in->data + i;
     if (fmt == TILE_FMT_RAW) {
@@ -158,7 +159,7 @@ static int init_pieces(struct tile_encoder *enc, struct tile_error *e)
         return tile_error_set(e, TILE_ENOMEM, "cannot allocate the response index");
     for (uint64_t i = 0; i < n; i++) {
         enc->piece_off[i] = b.len;
-        if (append_piece(&b, enc->fmt, in, i, e) < 0) {
+        if (append_piece(&b, enc->fmt, enc->complex_flat, in, i, e) < 0) {
             free(b.blob);
             return -1;
         }
@@ -236,6 +237,8 @@ static int init_head(struct tile_encoder *enc, const struct tile_request *req, s
 
 static uint64_t tail_len(const struct tile_encoder *enc)
 {
+    if (enc->tail)
+        return enc->tail_fixed_len;
     /* ]},"metrics":{"queue_us":N,"decode_us":N,"tile_us":N,"encode_us":N,"total_us":N}} */
     return enc->fmt == TILE_FMT_JSON ? strlen("]},\"metrics\":{\"queue_us\":,\"decode_us\":,\"tile_us\":,"
                                               "\"encode_us\":,\"total_us\":}}") +
@@ -247,12 +250,34 @@ int tile_encoder_init(struct tile_encoder *enc, enum tile_format fmt, const stru
                       const struct tile_tensor *in, const struct tile_request *req,
                       const struct tile_timings *metrics, uint64_t max_bytes, struct tile_error *e)
 {
+    if (tile_encoder_init_framed(enc, fmt, plan, in, req, NULL, max_bytes, e) < 0)
+        return -1;
+    enc->metrics = metrics;
+    return 0;
+}
+
+/* Installs a caller's frame in place of the format's head and tail. */
+static int apply_frame(struct tile_encoder *enc, const struct tile_encode_frame *f, struct tile_error *e)
+{
+    if (f->head_len > TILE_ENCODE_HEAD_MAX)
+        return tile_error_set(e, TILE_EINVAL, "response header of %zu bytes is too long", f->head_len);
+    memcpy(enc->head, f->head, f->head_len);
+    enc->head_len = f->head_len;
+    enc->tail = f->tail ? f->tail : "";
+    enc->tail_fixed_len = f->tail ? f->tail_len : 0;
+    enc->complex_flat = f->complex_flat;
+    return 0;
+}
+
+int tile_encoder_init_framed(struct tile_encoder *enc, enum tile_format fmt, const struct tile_plan *plan,
+                             const struct tile_tensor *in, const struct tile_request *req,
+                             const struct tile_encode_frame *frame, uint64_t max_bytes, struct tile_error *e)
+{
     memset(enc, 0, sizeof(*enc));
     enc->fmt = fmt;
     enc->plan = plan;
     enc->in = in;
-    enc->metrics = metrics;
-    if (init_head(enc, req, e) < 0)
+    if (frame ? apply_frame(enc, frame, e) < 0 : init_head(enc, req, e) < 0)
         goto fail;
     if (fmt == TILE_FMT_JSON || (fmt == TILE_FMT_RAW && plan->dtype == TILE_STRING)) {
         if (init_pieces(enc, e) < 0)
@@ -348,7 +373,7 @@ static size_t write_tail(const struct tile_encoder *enc, int width, char *out)
 uint64_t tile_encoder_rewrite_metrics(const struct tile_encoder *enc, char *body)
 {
     char tail[256];
-    if (enc->fmt != TILE_FMT_JSON)
+    if (enc->fmt != TILE_FMT_JSON || enc->tail)
         return enc->size;
     uint64_t start = enc->size - tail_len(enc);
     size_t n = write_tail(enc, 0, tail);
@@ -375,10 +400,11 @@ size_t tile_encoder_read(struct tile_encoder *enc, void *out, size_t cap)
             }
         } else {
             char tail[256];
-            size_t tl = write_tail(enc, TILE_METRIC_WIDTH, tail);
+            const char *t = enc->tail;
+            size_t tl = t ? enc->tail_fixed_len : write_tail(enc, TILE_METRIC_WIDTH, tail);
             uint64_t off = pos - enc->head_len - enc->data_len;
             got = tl - off < want ? tl - off : want;
-            memcpy(buf + n, tail + off, got);
+            memcpy(buf + n, (t ? t : tail) + off, got);
         }
         n += got;
         enc->pos += got;

@@ -57,10 +57,26 @@ struct tile_encoder {
     uint64_t index_width, index_first, index_count; /* buffered output elements */
     uint64_t elem, elem_off;  /* cursor: output element, byte within its piece (+separator) */
     bool separators;          /* JSON: ',' between pieces */
+    bool complex_flat;        /* JSON complex as "re,im" without brackets */
+    const char *tail;         /* a caller's closing text instead of the metrics */
+    uint64_t tail_fixed_len;
     /* Data as fixed-width elements (raw numbers, .npy strings). */
     struct tile_plan fixed_plan;
     const void *fixed_in;
     void *fixed_owned;        /* converted .npy strings */
+};
+
+/* A caller-supplied frame around the data, for protocols with their own
+ * envelope (the Open Inference Protocol): `head` (copied; at most
+ * TILE_ENCODE_HEAD_MAX bytes) and `tail` (borrowed) replace the format's
+ * own head and metrics tail. */
+#define TILE_ENCODE_HEAD_MAX 4096
+struct tile_encode_frame {
+    const char *head;
+    size_t head_len;
+    const char *tail;
+    size_t tail_len;
+    bool complex_flat; /* JSON complex elements as two flat numbers */
 };
 
 /* Prepares the body. Fails with TILE_ENOTACCEPT when the format cannot
@@ -69,6 +85,10 @@ struct tile_encoder {
 int tile_encoder_init(struct tile_encoder *enc, enum tile_format fmt, const struct tile_plan *plan,
                       const struct tile_tensor *in, const struct tile_request *req,
                       const struct tile_timings *metrics, uint64_t max_bytes, struct tile_error *e);
+/* The same with a caller's frame (see struct tile_encode_frame). */
+int tile_encoder_init_framed(struct tile_encoder *enc, enum tile_format fmt, const struct tile_plan *plan,
+                             const struct tile_tensor *in, const struct tile_request *req,
+                             const struct tile_encode_frame *frame, uint64_t max_bytes, struct tile_error *e);
 
 /* Total body length. */
 static inline uint64_t tile_encoder_size(const struct tile_encoder *enc)

@@ -589,6 +589,7 @@ struct decimal {
     const char *ip, *fp;
     size_t ni, nf;
     int64_t exp; /* saturated to +-TILE_EXP_SAT */
+    bool real;   /* written with a fraction or an exponent */
 };
 
 #define TILE_EXP_SAT INT64_C(1000000000000000)
@@ -607,9 +608,11 @@ static void decimal_split(const char *s, size_t len, struct decimal *d)
         d->fp = s + i + 1;
         i = skip_digits(s, i + 1, len);
         d->nf = (size_t)(s + i - d->fp);
+        d->real = true;
     }
     if (i < len && (s[i] == 'e' || s[i] == 'E')) {
         i++;
+        d->real = true;
         bool eneg = i < len && s[i] == '-';
         if (i < len && (s[i] == '-' || s[i] == '+'))
             i++;
@@ -631,7 +634,7 @@ int tile_json_number_integer(const char *s, size_t len, unsigned flags, bool *ne
     decimal_split(s, len, &d);
     *neg = d.neg;
     *mag = 0;
-    if ((d.nf || d.exp) && !(flags & TILE_JSON_INT_INTEGRAL_FLOATS))
+    if (d.real && !(flags & TILE_JSON_INT_INTEGRAL_FLOATS))
         return TILE_JSON_NUM_NOT_INTEGER;
     size_t n = d.ni + d.nf;
     int64_t scale = d.exp - (int64_t)d.nf;

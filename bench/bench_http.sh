@@ -22,7 +22,9 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 mkdir -p "$WORK/static"
+chmod 755 "$WORK" "$WORK/static"
 head -c $((1 << 30)) /dev/zero > "$WORK/static/big.bin"
+chmod 644 "$WORK/static/big.bin"
 cat > "$WORK/nginx.conf" <<CONF
 worker_processes 1;
 daemon on;

@@ -28,10 +28,20 @@ uint64_t tiled_now_us(void)
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+uint64_t tiled_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
 static const struct tiled_route tiled_routes[] = {
-    {"POST", "/v1/tile", tiled_handle_tile, true, true},
+    {"POST", "/v1/tile", tiled_handle_tile, true, false},
+    {"GET", "/v2", tiled_handle_server_metadata, false, false},
+    {"GET", "/v2/", tiled_handle_server_metadata, false, false},
     {"GET", "/v2/health/live", tiled_handle_live, false, false},
     {"GET", "/v2/health/ready", tiled_handle_ready, false, false},
+    {"*", "/v2/models/", tiled_handle_models, true, true},
 };
 
 #define NROUTES (sizeof(tiled_routes) / sizeof(tiled_routes[0]))
@@ -164,7 +174,10 @@ static const struct tiled_route *find_route(const char *method, const char *path
 {
     allow[0] = '\0';
     for (size_t i = 0; i < NROUTES; i++) {
-        if (strcmp(tiled_routes[i].path, path) != 0)
+        const struct tiled_route *r = &tiled_routes[i];
+        if (r->prefix && strncmp(r->path, path, strlen(r->path)) == 0)
+            return r;
+        if (strcmp(r->path, path) != 0)
             continue;
         if (strcmp(tiled_routes[i].method, method) == 0)
             return &tiled_routes[i];
@@ -192,6 +205,7 @@ static struct tiled_req *req_init(struct tiled_server *srv, struct MHD_Connectio
                  (unsigned long long)atomic_fetch_add(&srv->next_id, 1));
     copy_header(c, MHD_HTTP_HEADER_CONTENT_TYPE, req->content_type, sizeof(req->content_type));
     copy_header(c, MHD_HTTP_HEADER_ACCEPT, req->accept, sizeof(req->accept));
+    copy_header(c, MHD_HTTP_HEADER_ACCEPT_ENCODING, req->accept_encoding, sizeof(req->accept_encoding));
     const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "TE");
     req->want_trailers = te && strcasestr(te, "trailers");
     remote_address(c, req->remote, sizeof(req->remote));
@@ -203,6 +217,7 @@ static struct tiled_req *req_init(struct tiled_server *srv, struct MHD_Connectio
 static void req_free(struct tiled_req *req)
 {
     tiled_reply_free(&req->reply);
+    tile_v2_request_free(&req->v2);
     if (req->has_enc)
         tile_encoder_free(&req->enc);
     tile_request_free(&req->treq);
@@ -341,7 +356,7 @@ static void worker_job(void *arg)
     struct tiled_req *req = arg;
     req->t_work = tiled_now_us();
     req->tm.queue_us = req->t_work - req->t_queued;
-    tiled_tile_work(req);
+    tiled_work_run(req);
     pthread_mutex_lock(&req->lock);
     req->done = true;
     if (req->suspended) {
@@ -370,6 +385,12 @@ static enum MHD_Result dispatch(struct tiled_req *req)
 {
     if (req->early_status) {
         tiled_reply_error(&req->reply, req->early_status, "%s", req->early_error);
+        return queue_reply(req);
+    }
+    const char *ce = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_ENCODING);
+    if (ce && tiled_coding_parse(ce, &req->request_coding) < 0) {
+        tiled_reply_error(&req->reply, 415, "unsupported Content-Encoding '%.60s' (use gzip, deflate or identity)", ce);
+        tiled_reply_header(&req->reply, "Accept-Encoding", "gzip, deflate");
         return queue_reply(req);
     }
     req->route->handler(req);
@@ -432,7 +453,10 @@ static void request_completed(void *cls, struct MHD_Connection *c, void **req_cl
     struct tiled_req *req = *req_cls;
     if (!req)
         return;
-    tiled_log_access(req, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? req->reply.status : 499);
+    int status = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? req->reply.status : 499;
+    tiled_log_access(req, status);
+    if (req->v2_version)
+        tiled_v2_record(req->srv, req, status == 200);
     req_free(req);
     *req_cls = NULL;
 }

@@ -18,11 +18,23 @@
 #include "encode.h"
 #include "request.h"
 #include "tile.h"
+#include "v2.h"
+
+#define TILED_VERSION "0.1.0"
 
 struct MHD_Daemon;
+
+enum tiled_coding { TILED_CODING_IDENTITY, TILED_CODING_GZIP, TILED_CODING_DEFLATE };
 struct MHD_Connection;
 
+/* Triton-style cumulative statistics of one model version. */
+struct tiled_v2_stats {
+    atomic_uint_fast64_t success_count, success_ns, fail_count, fail_ns;
+    atomic_uint_fast64_t queue_ns, input_ns, infer_ns, output_ns, last_ms;
+};
+
 struct tiled_server {
+    struct tiled_v2_stats v2_stats[3]; /* versions 13, 6, 1 */
     struct tiled_config cfg;
     struct tile_limits lim;
     struct tile_pool *pool;
@@ -55,6 +67,8 @@ struct tiled_req {
     char request_id[80];
     char content_type[128];
     char accept[256];
+    char accept_encoding[128];
+    enum tiled_coding request_coding;
     char remote[64];
     bool want_trailers;
     int early_status;         /* error found while receiving (0 = none) */
@@ -76,6 +90,11 @@ struct tiled_req {
     struct tile_plan plan;
     struct tile_encoder enc;  /* valid when has_enc */
     bool has_enc;
+    /* Protocol-specific decode + plan + encoder choice (v1.c, v2.c). */
+    int (*prepare)(struct tiled_req *req, struct tile_error *e);
+    int v2_version;           /* model version of a v2 infer request, else 0 */
+    struct tile_v2_request v2;
+    char infer_header_len[24];
     enum tile_format in_fmt, out_fmt;
     /* Query parameters, collected once. */
     struct tiled_kv {
@@ -93,11 +112,13 @@ struct tiled_route {
     const char *path;
     tiled_handler_fn handler;
     bool needs_body;
+    bool prefix;    /* path is a prefix; the handler routes the rest */
     bool offload;   /* may run on the worker pool */
 };
 
-/* Microseconds on the monotonic clock. */
+/* Microseconds on the monotonic clock; milliseconds since the epoch. */
 uint64_t tiled_now_us(void);
+uint64_t tiled_wall_ms(void);
 
 /* Sets an error reply {"error": msg} with `status`. */
 void tiled_reply_error(struct tiled_reply *r, int status, const char *fmt, ...)
@@ -113,9 +134,20 @@ void tiled_reply_free(struct tiled_reply *r);
 void tiled_handle_tile(struct tiled_req *req);
 void tiled_handle_live(struct tiled_req *req);
 void tiled_handle_ready(struct tiled_req *req);
+void tiled_handle_server_metadata(struct tiled_req *req);
+void tiled_handle_models(struct tiled_req *req);
+/* Adds a finished v2 infer request to its version's statistics. */
+void tiled_v2_record(struct tiled_server *srv, const struct tiled_req *req, bool ok);
 
-/* v1.c: the heavy part of a tile request, run inline or on a worker. */
-void tiled_tile_work(struct tiled_req *req);
+/* work.c: running a prepared request, inline or on a worker. */
+/* Plans req->treq into req->plan with the server's limits. */
+int tiled_work_plan(struct tiled_req *req, struct tile_error *e);
+/* Finishes small requests on the spot, leaves the rest for a worker. */
+void tiled_work_start(struct tiled_req *req);
+/* The worker side: prepare (if not yet) and produce the reply. */
+void tiled_work_run(struct tiled_req *req);
+/* Replaces the reply with an error reply for `e`. */
+void tiled_work_fail(struct tiled_req *req, const struct tile_error *e);
 
 /* Server-Timing value for the request's timings. */
 void tiled_server_timing(const struct tile_timings *tm, char *buf, size_t cap);
@@ -129,6 +161,15 @@ void tiled_stream_set_response(struct tiled_stream *s, struct MHD_Response *resp
 /* MHD content-reader callback and free callback. */
 long tiled_stream_read(void *cls, uint64_t pos, char *buf, size_t max);
 void tiled_stream_free(void *cls);
+
+/* compress.c */
+/* Parses a Content-Encoding value; -1 when unsupported. */
+int tiled_coding_parse(const char *s, enum tiled_coding *out);
+enum tiled_coding tiled_coding_negotiate(const char *accept_encoding);
+/* Inflates req->body in place of itself (bounded by max-body). */
+int tiled_body_decompress(struct tiled_req *req, struct tile_error *e);
+/* Compresses an in-memory reply body when Accept-Encoding asks for it. */
+int tiled_reply_compress(struct tiled_req *req, struct tile_error *e);
 
 /* Logging (log.c). */
 void tiled_log_init(const struct tiled_config *cfg);

@@ -371,6 +371,8 @@ static void test_integers(void **state)
     /* fractions and exponents */
     assert_int_equal(int64_of("1e3", 0, &i), TILE_JSON_NUM_NOT_INTEGER);
     assert_int_equal(int64_of("1.0", 0, &i), TILE_JSON_NUM_NOT_INTEGER);
+    assert_int_equal(int64_of("2e0", 0, &i), TILE_JSON_NUM_NOT_INTEGER);
+    assert_int_equal(int64_of("2E-0", 0, &i), TILE_JSON_NUM_NOT_INTEGER);
     assert_int_equal(int64_of("1e3", TILE_JSON_INT_INTEGRAL_FLOATS, &i), TILE_JSON_NUM_OK);
     assert_true(i == 1000);
     assert_int_equal(int64_of("1.0", TILE_JSON_INT_INTEGRAL_FLOATS, &i), TILE_JSON_NUM_OK);

@@ -1,0 +1,137 @@
+/* jsonread.c - typed JSON reads with uniform messages (see jsonread.h). */
+#include "jsonread.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Longest piece of offending input quoted in a message. */
+#define TILE_JR_SHOWN 40
+
+int tile_jr_next(struct tile_jr *r, struct tile_json_token *t)
+{
+    return tile_json_next(&r->lx, t, r->e);
+}
+
+static const char *label(char *buf, size_t cap, const char *what, int idx)
+{
+    if (idx < 0)
+        snprintf(buf, cap, "%s", what);
+    else
+        snprintf(buf, cap, "%s[%d]", what, idx);
+    return buf;
+}
+
+int tile_jr_int_token(struct tile_jr *r, const struct tile_json_token *t, const char *what, int idx, int64_t *out)
+{
+    char name[64];
+    if (t->type != TILE_JSON_NUMBER)
+        return tile_error_set(r->e, TILE_EINVAL, "%s must be an integer, not %s", label(name, sizeof(name), what, idx),
+                              tile_json_type_name(t->type));
+    int rc = tile_json_number_int64(t->ptr, t->len, 0, out);
+    int shown = (int)(t->len > TILE_JR_SHOWN ? TILE_JR_SHOWN : t->len);
+    if (rc == TILE_JSON_NUM_NOT_INTEGER)
+        return tile_error_set(r->e, TILE_EINVAL, "%s must be an integer, got %.*s", label(name, sizeof(name), what, idx),
+                              shown, t->ptr);
+    if (rc != TILE_JSON_NUM_OK)
+        return tile_error_set(r->e, TILE_EINVAL, "%s is %.*s, outside the 64-bit integer range",
+                              label(name, sizeof(name), what, idx), shown, t->ptr);
+    return 0;
+}
+
+int tile_jr_int(struct tile_jr *r, const char *what, int64_t *out)
+{
+    struct tile_json_token t;
+    return tile_jr_next(r, &t) < 0 ? -1 : tile_jr_int_token(r, &t, what, -1, out);
+}
+
+int tile_jr_int_list(struct tile_jr *r, const char *what, int64_t *out, int max, int *count)
+{
+    struct tile_json_token t;
+    if (tile_jr_next(r, &t) < 0)
+        return -1;
+    if (t.type != TILE_JSON_ARRAY_BEGIN)
+        return tile_error_set(r->e, TILE_EINVAL, "%s must be an array of integers, not %s", what,
+                              tile_json_type_name(t.type));
+    int n = 0;
+    for (;;) {
+        if (tile_jr_next(r, &t) < 0)
+            return -1;
+        if (t.type == TILE_JSON_ARRAY_END)
+            break;
+        if (n == max)
+            return tile_error_set(r->e, TILE_EINVAL, "%s has more than %d values", what, max);
+        if (tile_jr_int_token(r, &t, what, n, &out[n]) < 0)
+            return -1;
+        n++;
+    }
+    *count = n;
+    return 0;
+}
+
+int tile_jr_string(struct tile_jr *r, const char *what, char *buf, size_t cap, size_t *len)
+{
+    struct tile_json_token t;
+    if (tile_jr_next(r, &t) < 0)
+        return -1;
+    if (t.type != TILE_JSON_STRING)
+        return tile_error_set(r->e, TILE_EINVAL, "%s must be a string, not %s", what, tile_json_type_name(t.type));
+    if (t.len > cap) /* unescaping never lengthens */
+        return tile_error_set(r->e, TILE_EINVAL, "%s '%.*s...' is too long (at most %zu bytes)", what, TILE_JR_SHOWN,
+                              t.ptr, cap);
+    *len = tile_json_unescape(&t, buf);
+    return 0;
+}
+
+int tile_jr_bool(struct tile_jr *r, const char *what, bool *out)
+{
+    struct tile_json_token t;
+    if (tile_jr_next(r, &t) < 0)
+        return -1;
+    if (t.type != TILE_JSON_TRUE && t.type != TILE_JSON_FALSE)
+        return tile_error_set(r->e, TILE_EINVAL, "%s must be true or false, not %s", what,
+                              tile_json_type_name(t.type));
+    *out = t.type == TILE_JSON_TRUE;
+    return 0;
+}
+
+static int find_key(const struct tile_jr_key *keys, int n, const struct tile_json_token *t)
+{
+    for (int k = 0; k < n; k++) {
+        if (tile_json_string_equals(t, keys[k].name))
+            return k;
+    }
+    return -1;
+}
+
+int tile_jr_object(struct tile_jr *r, void *ctx, const struct tile_jr_key *keys, int n, const char *where,
+                   const char *expected, bool skip_unknown)
+{
+    struct tile_json_token t;
+    uint64_t seen = 0;
+    if (tile_jr_next(r, &t) < 0)
+        return -1;
+    if (t.type != TILE_JSON_OBJECT_BEGIN)
+        return tile_error_set(r->e, TILE_EINVAL, "%s must be an object, not %s", where, tile_json_type_name(t.type));
+    for (;;) {
+        if (tile_jr_next(r, &t) < 0)
+            return -1;
+        if (t.type == TILE_JSON_OBJECT_END)
+            return 0;
+        int shown = (int)(t.len > TILE_JR_SHOWN ? TILE_JR_SHOWN : t.len);
+        int k = find_key(keys, n, &t);
+        if (k < 0) {
+            if (!skip_unknown)
+                return tile_error_set(r->e, TILE_EINVAL, "unknown key '%.*s' in %s (expected %s)", shown, t.ptr,
+                                      where, expected);
+            struct tile_json_token v;
+            if (tile_jr_next(r, &v) < 0 || tile_json_skip_value(&r->lx, &v, r->e) < 0)
+                return -1;
+            continue;
+        }
+        if (seen & (UINT64_C(1) << k))
+            return tile_error_set(r->e, TILE_EINVAL, "duplicate key '%s' in %s", keys[k].name, where);
+        seen |= UINT64_C(1) << k;
+        if (keys[k].fn(ctx) < 0)
+            return -1;
+    }
+}

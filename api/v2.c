@@ -1,0 +1,553 @@
+/* v2.c - Open Inference Protocol infer requests for the `tile` model.
+ *
+ * DESIGN. The JSON header is read in one pass with the pull lexer. A
+ * tensor's "data" may come before its "datatype" and "shape", so its lexer
+ * position is remembered and read once the object is complete (as /v1
+ * does). Binary inputs are sliced from the bytes after the header in the
+ * order their inputs appear, as Triton's extension specifies, and every
+ * byte must be accounted for. Decoded tensors are then mapped onto a plain
+ * struct tile_request, so planning and encoding are the same as for /v1.
+ */
+#include "v2.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "encode.h"
+#include "jsondata.h"
+#include "jsonread.h"
+#include "numfmt.h"
+
+#define V2_MAX_INPUTS 4
+
+struct v2_input {
+    char name[32];
+    size_t name_len;
+    bool has_name, has_shape, has_dtype, has_data, has_binary;
+    enum tile_dtype dtype;
+    int rank;
+    int64_t shape[TILE_MAX_RANK];
+    uint64_t binary_size;
+    struct tile_json_lexer data_at;
+    struct tile_tensor t;
+};
+
+struct v2_ctx {
+    struct tile_jr jr;
+    struct tile_limits lim;
+    struct tile_v2_request *r;
+    struct v2_input in[V2_MAX_INPUTS];
+    int nin;
+    struct v2_input *cur;
+    bool has_outputs, has_semantics, binary_all, binary_output_set, binary_output;
+};
+
+bool tile_v2_version_known(int version)
+{
+    return version == 13 || version == 6 || version == 1;
+}
+
+static int max_rank_of(const struct v2_ctx *c)
+{
+    return c->lim.max_rank > 0 && c->lim.max_rank < TILE_MAX_RANK ? c->lim.max_rank : TILE_MAX_RANK;
+}
+
+/* ---- one input object ------------------------------------------------- */
+
+static int in_name(void *p)
+{
+    struct v2_ctx *c = p;
+    c->cur->has_name = true;
+    return tile_jr_string(&c->jr, "input name", c->cur->name, sizeof(c->cur->name), &c->cur->name_len);
+}
+
+static int in_shape(void *p)
+{
+    struct v2_ctx *c = p;
+    c->cur->has_shape = true;
+    if (tile_jr_int_list(&c->jr, "shape", c->cur->shape, max_rank_of(c), &c->cur->rank) < 0)
+        return -1;
+    for (int i = 0; i < c->cur->rank; i++) {
+        if (c->cur->shape[i] < 0)
+            return tile_error_set(c->jr.e, TILE_EINVAL, "shape[%d] is %lld; dimensions must be >= 0", i,
+                                  (long long)c->cur->shape[i]);
+    }
+    return 0;
+}
+
+static int in_datatype(void *p)
+{
+    struct v2_ctx *c = p;
+    char name[32];
+    size_t len;
+    if (tile_jr_string(&c->jr, "datatype", name, sizeof(name), &len) < 0)
+        return -1;
+    c->cur->dtype = tile_dtype_parse(name, len);
+    if (c->cur->dtype == TILE_DTYPE_INVALID)
+        return tile_error_set(c->jr.e, TILE_EINVAL,
+                              "unknown datatype '%.*s' (expected BOOL, UINT8..UINT64, INT8..INT64, FP16, BF16, FP32, "
+                              "FP64, BYTES, COMPLEX64 or COMPLEX128)",
+                              (int)len, name);
+    c->cur->has_dtype = true;
+    return 0;
+}
+
+static int in_data(void *p)
+{
+    struct v2_ctx *c = p;
+    struct tile_json_token t;
+    c->cur->has_data = true;
+    c->cur->data_at = c->jr.lx; /* read once datatype and shape are known */
+    if (tile_jr_next(&c->jr, &t) < 0)
+        return -1;
+    return tile_json_skip_value(&c->jr.lx, &t, c->jr.e);
+}
+
+static int in_binary_size(void *p)
+{
+    struct v2_ctx *c = p;
+    int64_t n;
+    if (tile_jr_int(&c->jr, "binary_data_size", &n) < 0)
+        return -1;
+    if (n < 0)
+        return tile_error_set(c->jr.e, TILE_EINVAL, "binary_data_size is %lld; it must be >= 0", (long long)n);
+    c->cur->has_binary = true;
+    c->cur->binary_size = (uint64_t)n;
+    return 0;
+}
+
+static int in_parameters(void *p)
+{
+    static const struct tile_jr_key keys[] = {{"binary_data_size", in_binary_size}};
+    struct v2_ctx *c = p;
+    return tile_jr_object(&c->jr, c, keys, 1, "input parameters", "binary_data_size", true);
+}
+
+static int read_input(struct v2_ctx *c)
+{
+    static const struct tile_jr_key keys[] = {{"name", in_name},         {"shape", in_shape}, {"datatype", in_datatype},
+                                              {"parameters", in_parameters}, {"data", in_data}};
+    if (c->nin == V2_MAX_INPUTS)
+        return tile_error_set(c->jr.e, TILE_EINVAL, "too many inputs (the tile model takes at most 3)");
+    c->cur = &c->in[c->nin++];
+    if (tile_jr_object(&c->jr, c, keys, 5, "an input", "name, shape, datatype, parameters or data", false) < 0)
+        return -1;
+    struct v2_input *in = c->cur;
+    const char *missing = !in->has_name ? "name" : !in->has_shape ? "shape" : !in->has_dtype ? "datatype" : NULL;
+    if (missing)
+        return tile_error_set(c->jr.e, TILE_EINVAL, "input %d has no '%s'", c->nin - 1, missing);
+    if (in->has_data == in->has_binary)
+        return tile_error_set(c->jr.e, TILE_EINVAL,
+                              "input '%.*s' must set exactly one of 'data' and 'binary_data_size' in 'parameters'",
+                              (int)in->name_len, in->name);
+    return 0;
+}
+
+static int key_inputs(void *p)
+{
+    struct v2_ctx *c = p;
+    struct tile_json_token t;
+    if (tile_jr_next(&c->jr, &t) < 0)
+        return -1;
+    if (t.type != TILE_JSON_ARRAY_BEGIN)
+        return tile_error_set(c->jr.e, TILE_EINVAL, "inputs must be an array, not %s", tile_json_type_name(t.type));
+    for (;;) {
+        struct tile_json_lexer at = c->jr.lx;
+        if (tile_jr_next(&c->jr, &t) < 0)
+            return -1;
+        if (t.type == TILE_JSON_ARRAY_END)
+            return 0;
+        c->jr.lx = at; /* let the object reader see its '{' */
+        if (read_input(c) < 0)
+            return -1;
+    }
+}
+
+/* ---- outputs and parameters -------------------------------------------- */
+
+static int out_binary(void *p)
+{
+    struct v2_ctx *c = p;
+    c->binary_output_set = true;
+    return tile_jr_bool(&c->jr, "binary_data", &c->binary_output);
+}
+
+static int out_name(void *p)
+{
+    struct v2_ctx *c = p;
+    char name[64];
+    size_t len;
+    if (tile_jr_string(&c->jr, "output name", name, sizeof(name), &len) < 0)
+        return -1;
+    if (len != 6 || memcmp(name, "output", 6) != 0)
+        return tile_error_set(c->jr.e, TILE_EINVAL, "unknown output '%.*s' (the tile model has one output, 'output')",
+                              (int)len, name);
+    return 0;
+}
+
+static int out_parameters(void *p)
+{
+    static const struct tile_jr_key keys[] = {{"binary_data", out_binary}};
+    struct v2_ctx *c = p;
+    return tile_jr_object(&c->jr, c, keys, 1, "output parameters", "binary_data", true);
+}
+
+static int key_outputs(void *p)
+{
+    static const struct tile_jr_key keys[] = {{"name", out_name}, {"parameters", out_parameters}};
+    struct v2_ctx *c = p;
+    struct tile_json_token t;
+    c->has_outputs = true;
+    if (tile_jr_next(&c->jr, &t) < 0)
+        return -1;
+    if (t.type != TILE_JSON_ARRAY_BEGIN)
+        return tile_error_set(c->jr.e, TILE_EINVAL, "outputs must be an array, not %s", tile_json_type_name(t.type));
+    for (;;) {
+        struct tile_json_lexer at = c->jr.lx;
+        if (tile_jr_next(&c->jr, &t) < 0)
+            return -1;
+        if (t.type == TILE_JSON_ARRAY_END)
+            return 0;
+        c->jr.lx = at;
+        if (tile_jr_object(&c->jr, c, keys, 2, "an output", "name or parameters", false) < 0)
+            return -1;
+    }
+}
+
+static int par_semantics(void *p)
+{
+    struct v2_ctx *c = p;
+    char name[32];
+    size_t len;
+    if (tile_jr_string(&c->jr, "parameters.semantics", name, sizeof(name), &len) < 0)
+        return -1;
+    c->has_semantics = true;
+    return tile_semantics_parse(name, len, &c->r->treq.semantics, c->jr.e);
+}
+
+static int par_binary_output(void *p)
+{
+    struct v2_ctx *c = p;
+    return tile_jr_bool(&c->jr, "parameters.binary_data_output", &c->binary_all);
+}
+
+static int key_parameters(void *p)
+{
+    static const struct tile_jr_key keys[] = {{"semantics", par_semantics}, {"binary_data_output", par_binary_output}};
+    struct v2_ctx *c = p;
+    return tile_jr_object(&c->jr, c, keys, 2, "parameters", "semantics or binary_data_output", true);
+}
+
+static int key_id(void *p)
+{
+    struct v2_ctx *c = p;
+    c->r->has_id = true;
+    return tile_jr_string(&c->jr, "id", c->r->id, sizeof(c->r->id), &c->r->id_len);
+}
+
+/* ---- tensors ----------------------------------------------------------- */
+
+static int read_json_tensor(struct v2_ctx *c, struct v2_input *in)
+{
+    struct tile_jr jr = {in->data_at, c->jr.e};
+    struct tile_json_data_opts o = {
+        .dtype = in->dtype,
+        .rank = in->rank,
+        .shape = in->shape,
+        .complex_form = TILE_JSON_COMPLEX_INTERLEAVED,
+        .max_rank = max_rank_of(c),
+        .max_bytes = c->lim.max_body,
+        .name = "data",
+    };
+    return tile_json_read_data(&jr.lx, &o, &in->t, c->jr.e);
+}
+
+static int read_binary_tensor(struct v2_ctx *c, struct v2_input *in, const char *bytes)
+{
+    struct tile_query_tensor qt = {.has_dtype = true, .has_shape = true, .dtype = in->dtype, .rank = in->rank};
+    memcpy(qt.shape, in->shape, sizeof(in->shape[0]) * (size_t)in->rank);
+    struct tile_request tmp;
+    tile_request_init(&tmp);
+    if (tile_v1_raw_decode(bytes, (size_t)in->binary_size, &qt, &c->lim, &tmp, c->jr.e) < 0) {
+        tile_request_free(&tmp);
+        return -1;
+    }
+    in->t = tmp.input; /* take the tensor */
+    return 0;
+}
+
+static int read_tensors(struct v2_ctx *c, const char *blob, uint64_t blob_len)
+{
+    uint64_t off = 0;
+    for (int i = 0; i < c->nin; i++) {
+        struct v2_input *in = &c->in[i];
+        if (in->has_data) {
+            if (read_json_tensor(c, in) < 0)
+                return -1;
+            continue;
+        }
+        if (in->binary_size > blob_len - off)
+            return tile_error_set(c->jr.e, TILE_EINVAL,
+                                  "input '%.*s' has binary_data_size %llu but only %llu bytes of binary data remain",
+                                  (int)in->name_len, in->name, (unsigned long long)in->binary_size,
+                                  (unsigned long long)(blob_len - off));
+        if (read_binary_tensor(c, in, blob + off) < 0)
+            return -1;
+        off += in->binary_size;
+    }
+    if (off != blob_len)
+        return tile_error_set(c->jr.e, TILE_EINVAL,
+                              "%llu bytes of binary data follow the header but the inputs account for %llu",
+                              (unsigned long long)blob_len, (unsigned long long)off);
+    return 0;
+}
+
+/* ---- mapping inputs onto the tile request -------------------------------- */
+
+static struct v2_input *find_input(struct v2_ctx *c, const char *name)
+{
+    for (int i = 0; i < c->nin; i++) {
+        if (strlen(name) == c->in[i].name_len && memcmp(c->in[i].name, name, c->in[i].name_len) == 0)
+            return &c->in[i];
+    }
+    return NULL;
+}
+
+/* Element i of an integer tensor as int64 (any integer width). */
+static int int_element(const struct v2_input *in, uint64_t i, int64_t *out, struct tile_error *e)
+{
+    const struct tile_dtype_traits *t = tile_dtype_traits(in->t.dtype);
+    const unsigned char *p = (const unsigned char *)in->t.data + i * t->size;
+    uint64_t raw = 0;
+    memcpy(&raw, p, t->size); /* little-endian host */
+    if (t->cls == TILE_CLASS_INT && t->size < 8 && (raw >> (t->size * 8 - 1)) & 1)
+        raw |= ~UINT64_C(0) << (t->size * 8); /* sign-extend */
+    if (t->cls == TILE_CLASS_UINT && raw > INT64_MAX)
+        return tile_error_set(e, TILE_EINVAL, "%.*s[%llu] is %llu, above the int64 range", (int)in->name_len,
+                              in->name, (unsigned long long)i, (unsigned long long)raw);
+    *out = (int64_t)raw;
+    return 0;
+}
+
+static int check_integer_input(const struct v2_input *in, struct tile_error *e)
+{
+    enum tile_dtype_class cls = tile_dtype_traits(in->t.dtype)->cls;
+    if (cls != TILE_CLASS_INT && cls != TILE_CLASS_UINT)
+        return tile_error_set(e, TILE_EINVAL, "input '%.*s' must have an integer datatype (INT64 preferred), not %s",
+                              (int)in->name_len, in->name, tile_dtype_traits(in->t.dtype)->kserve);
+    return 0;
+}
+
+static int map_scalar(struct v2_ctx *c, const char *name, int64_t *out, bool *has)
+{
+    struct v2_input *in = find_input(c, name);
+    if (!in)
+        return tile_error_set(c->jr.e, TILE_EINVAL, "missing input '%s' (model version 1 takes input, tiles and axis)",
+                              name);
+    if (check_integer_input(in, c->jr.e) < 0)
+        return -1;
+    if (in->t.nelem != 1)
+        return tile_error_set(c->jr.e, TILE_EINVAL, "input '%s' must hold one value, not %llu", name,
+                              (unsigned long long)in->t.nelem);
+    *has = true;
+    return int_element(in, 0, out, c->jr.e);
+}
+
+static int map_repeats(struct v2_ctx *c)
+{
+    struct v2_input *in = find_input(c, "repeats");
+    if (!in)
+        return tile_error_set(c->jr.e, TILE_EINVAL, "missing input 'repeats' (INT64, one value per input axis)");
+    if (check_integer_input(in, c->jr.e) < 0)
+        return -1;
+    if (in->t.rank != 1)
+        return tile_error_set(c->jr.e, TILE_EINVAL, "input 'repeats' must have rank 1, not %d", in->t.rank);
+    if (in->t.nelem > (uint64_t)max_rank_of(c))
+        return tile_error_set(c->jr.e, TILE_EINVAL, "input 'repeats' has %llu values, above the maximum rank of %d",
+                              (unsigned long long)in->t.nelem, max_rank_of(c));
+    c->r->treq.has_repeats = true;
+    c->r->treq.nrepeats = (int)in->t.nelem;
+    for (uint64_t i = 0; i < in->t.nelem; i++) {
+        if (int_element(in, i, &c->r->treq.repeats[i], c->jr.e) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int check_input_names(struct v2_ctx *c, const char *const *names, int n)
+{
+    for (int i = 0; i < c->nin; i++) {
+        bool known = false;
+        for (int k = 0; k < n; k++)
+            known |= strlen(names[k]) == c->in[i].name_len && memcmp(names[k], c->in[i].name, c->in[i].name_len) == 0;
+        if (!known)
+            return tile_error_set(c->jr.e, TILE_EINVAL, "unknown input '%.*s' for model version %d", (int)c->in[i].name_len,
+                                  c->in[i].name, c->r->version);
+        for (int j = 0; j < i; j++) {
+            if (c->in[j].name_len == c->in[i].name_len && memcmp(c->in[j].name, c->in[i].name, c->in[i].name_len) == 0)
+                return tile_error_set(c->jr.e, TILE_EINVAL, "input '%.*s' is given twice", (int)c->in[i].name_len,
+                                      c->in[i].name);
+        }
+    }
+    return 0;
+}
+
+static int map_inputs(struct v2_ctx *c)
+{
+    static const char *const names13[] = {"input", "repeats"}, *const names1[] = {"input", "tiles", "axis"};
+    struct tile_v2_request *r = c->r;
+    bool v1 = r->version == 1;
+    if (check_input_names(c, v1 ? names1 : names13, v1 ? 3 : 2) < 0)
+        return -1;
+    struct v2_input *in = find_input(c, "input");
+    if (!in)
+        return tile_error_set(c->jr.e, TILE_EINVAL, "missing input 'input' (the tensor to tile)");
+    if (v1) {
+        if (c->has_semantics && r->treq.semantics != TILE_SEM_ONNX1)
+            return tile_error_set(c->jr.e, TILE_EINVAL, "model version 1 follows ONNX Tile-1 (semantics onnx1) only");
+        r->treq.semantics = TILE_SEM_ONNX1;
+        if (map_scalar(c, "tiles", &r->treq.tiles, &r->treq.has_tiles) < 0 ||
+            map_scalar(c, "axis", &r->treq.axis, &r->treq.has_axis) < 0)
+            return -1;
+    } else {
+        if (r->treq.semantics == TILE_SEM_ONNX1)
+            return tile_error_set(c->jr.e, TILE_EINVAL, "semantics onnx1 is served by model version 1");
+        if (r->version == 6 && !tile_dtype_traits(in->t.dtype)->in_opset6)
+            return tile_error_set(c->jr.e, TILE_EINVAL, "datatype %s is not allowed by model version 6 (ONNX Tile-6)",
+                                  tile_dtype_traits(in->t.dtype)->kserve);
+        if (map_repeats(c) < 0)
+            return -1;
+    }
+    r->treq.input = in->t;
+    memset(&in->t, 0, sizeof(in->t)); /* moved */
+    return 0;
+}
+
+/* ---- entry points ---------------------------------------------------------- */
+
+static int parse_header(struct v2_ctx *c)
+{
+    static const struct tile_jr_key keys[] = {
+        {"id", key_id}, {"parameters", key_parameters}, {"inputs", key_inputs}, {"outputs", key_outputs}};
+    if (tile_jr_object(&c->jr, c, keys, 4, "the request", "id, parameters, inputs or outputs", false) < 0)
+        return -1;
+    struct tile_json_token t;
+    if (tile_jr_next(&c->jr, &t) < 0)
+        return -1;
+    if (c->nin == 0)
+        return tile_error_set(c->jr.e, TILE_EINVAL, "the request has no 'inputs'");
+    return 0;
+}
+
+int tile_v2_decode(const char *body, size_t len, int64_t header_len, int version, const struct tile_limits *lim,
+                   struct tile_v2_request *r, struct tile_error *e)
+{
+    memset(r, 0, sizeof(*r));
+    tile_request_init(&r->treq);
+    r->version = version;
+    if (header_len > (int64_t)len || header_len == 0 || header_len < -1)
+        return tile_error_set(e, TILE_EINVAL,
+                              "Inference-Header-Content-Length is %lld but the body has %zu bytes (it must be in 1..%zu)",
+                              (long long)header_len, len, len);
+    size_t hlen = header_len < 0 ? len : (size_t)header_len;
+    struct v2_ctx *c = calloc(1, sizeof(*c));
+    if (!c)
+        return tile_error_set(e, TILE_ENOMEM, "cannot allocate the request state");
+    c->jr.e = e;
+    c->lim = *lim;
+    c->r = r;
+    tile_json_lexer_init(&c->jr.lx, body, hlen, lim->max_depth > 0 ? lim->max_depth : TILE_JSON_MAX_DEPTH);
+    int rc = parse_header(c);
+    if (rc == 0)
+        rc = read_tensors(c, body + hlen, len - hlen);
+    if (rc == 0)
+        rc = map_inputs(c);
+    r->binary_output = c->binary_output_set ? c->binary_output : c->binary_all;
+    for (int i = 0; i < c->nin; i++)
+        tile_tensor_free(&c->in[i].t);
+    free(c);
+    return rc;
+}
+
+void tile_v2_request_free(struct tile_v2_request *r)
+{
+    tile_request_free(&r->treq);
+}
+
+int tile_v2_response_frame(const struct tile_v2_request *r, const struct tile_plan *plan, uint64_t binary_size,
+                           char *head, size_t cap, size_t *head_len, const char **tail, size_t *tail_len,
+                           struct tile_error *e)
+{
+    char id[TILE_V2_ID_MAX * 6 + 16] = "", shape[TILE_MAX_RANK * 24];
+    if (r->has_id) {
+        long n = tile_json_escape_string(r->id, r->id_len, NULL, 0);
+        if (n < 0 || (size_t)n + 8 > sizeof(id))
+            return tile_error_set(e, TILE_EINVAL, "the request id is not valid UTF-8");
+        memcpy(id, "\"id\":", 5);
+        tile_json_escape_string(r->id, r->id_len, id + 5, (size_t)n);
+        memcpy(id + 5 + n, ",", 2);
+    }
+    tile_format_shape(plan->out_shape, plan->out_rank, true, shape, sizeof(shape));
+    int n;
+    if (r->binary_output)
+        n = snprintf(head, cap,
+                     "{%s\"model_name\":\"tile\",\"model_version\":\"%d\",\"outputs\":[{\"name\":\"output\","
+                     "\"datatype\":\"%s\",\"shape\":%s,\"parameters\":{\"binary_data_size\":%llu}}]}",
+                     id, r->version, tile_dtype_traits(plan->dtype)->kserve, shape, (unsigned long long)binary_size);
+    else
+        n = snprintf(head, cap,
+                     "{%s\"model_name\":\"tile\",\"model_version\":\"%d\",\"outputs\":[{\"name\":\"output\","
+                     "\"datatype\":\"%s\",\"shape\":%s,\"data\":[",
+                     id, r->version, tile_dtype_traits(plan->dtype)->kserve, shape);
+    if (n < 0 || (size_t)n >= cap)
+        return tile_error_set(e, TILE_EINVAL, "the response header does not fit");
+    *head_len = (size_t)n;
+    *tail = r->binary_output ? "" : "]}]}";
+    *tail_len = strlen(*tail);
+    return 0;
+}
+
+static char *dup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *dup_printf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0)
+        s = NULL;
+    va_end(ap);
+    return s;
+}
+
+/* The inputs of a version as a JSON array body, in metadata or config form. */
+static const char *input_list(int version, bool config)
+{
+    if (version == 1)
+        return config ? "{\"name\":\"input\",\"data_type\":\"TYPE_FP32\",\"dims\":[-1]},"
+                        "{\"name\":\"tiles\",\"data_type\":\"TYPE_INT64\",\"dims\":[1]},"
+                        "{\"name\":\"axis\",\"data_type\":\"TYPE_INT64\",\"dims\":[1]}"
+                      : "{\"name\":\"input\",\"datatype\":\"FP32\",\"shape\":[-1]},"
+                        "{\"name\":\"tiles\",\"datatype\":\"INT64\",\"shape\":[1]},"
+                        "{\"name\":\"axis\",\"datatype\":\"INT64\",\"shape\":[1]}";
+    return config ? "{\"name\":\"input\",\"data_type\":\"TYPE_FP32\",\"dims\":[-1]},"
+                    "{\"name\":\"repeats\",\"data_type\":\"TYPE_INT64\",\"dims\":[-1]}"
+                  : "{\"name\":\"input\",\"datatype\":\"FP32\",\"shape\":[-1]},"
+                    "{\"name\":\"repeats\",\"datatype\":\"INT64\",\"shape\":[-1]}";
+}
+
+char *tile_v2_model_metadata(int version)
+{
+    return dup_printf("{\"name\":\"tile\",\"versions\":[\"1\",\"6\",\"13\"],\"platform\":\"onnx_onnxv1\","
+                      "\"inputs\":[%s],\"outputs\":[{\"name\":\"output\",\"datatype\":\"FP32\",\"shape\":[-1]}]}",
+                      input_list(version, false));
+}
+
+char *tile_v2_model_config(int version)
+{
+    return dup_printf("{\"name\":\"tile\",\"platform\":\"onnxruntime_onnx\",\"backend\":\"tiled\",\"version_policy\":"
+                      "{\"specific\":{\"versions\":[%d]}},\"max_batch_size\":0,\"input\":[%s],\"output\":[{\"name\":"
+                      "\"output\",\"data_type\":\"TYPE_FP32\",\"dims\":[-1]}]}",
+                      version, input_list(version, true));
+}

@@ -1,0 +1,151 @@
+/* compress.c - Content-Encoding gzip/deflate for request and response bodies.
+ *
+ * DESIGN. As Triton does: a request body with Content-Encoding gzip or
+ * deflate (a zlib stream) is inflated before decoding, bounded by
+ * --max-body *after* inflation so a small bomb cannot exhaust memory; a
+ * response built in memory is compressed when Accept-Encoding prefers gzip
+ * or deflate. Streamed responses are sent as they are (identity is always
+ * acceptable unless a client forbids it). Both run on the worker side.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <zlib.h>
+
+#include "server.h"
+
+/* zlib windowBits: 15 = zlib stream, +16 = gzip wrapper. */
+static int window_bits(enum tiled_coding c)
+{
+    return c == TILED_CODING_GZIP ? 15 + 16 : 15;
+}
+
+int tiled_coding_parse(const char *s, enum tiled_coding *out)
+{
+    if (!s[0] || strcasecmp(s, "identity") == 0)
+        *out = TILED_CODING_IDENTITY;
+    else if (strcasecmp(s, "gzip") == 0 || strcasecmp(s, "x-gzip") == 0)
+        *out = TILED_CODING_GZIP;
+    else if (strcasecmp(s, "deflate") == 0)
+        *out = TILED_CODING_DEFLATE;
+    else
+        return -1;
+    return 0;
+}
+
+int tiled_body_decompress(struct tiled_req *req, struct tile_error *e)
+{
+    if (req->request_coding == TILED_CODING_IDENTITY)
+        return 0;
+    uint64_t max = req->srv->lim.max_body, cap = req->body_len * 4 + 4096;
+    if (cap > max)
+        cap = max;
+    char *out = malloc(cap ? cap : 1);
+    z_stream z = {0};
+    if (!out || inflateInit2(&z, window_bits(req->request_coding)) != Z_OK) {
+        free(out);
+        return tile_error_set(e, TILE_ENOMEM, "cannot set up decompression");
+    }
+    z.next_in = (Bytef *)req->body;
+    z.avail_in = (uInt)req->body_len;
+    int rc = Z_OK;
+    uint64_t used = 0;
+    while (rc != Z_STREAM_END) {
+        if (used == cap) {
+            if (cap >= max) {
+                rc = Z_MEM_ERROR;
+                break;
+            }
+            cap = cap * 2 > max ? max : cap * 2;
+            char *nb = realloc(out, cap);
+            if (!nb) {
+                rc = Z_BUF_ERROR;
+                break;
+            }
+            out = nb;
+        }
+        uint64_t room = cap - used > UINT32_MAX ? UINT32_MAX : cap - used;
+        z.next_out = (Bytef *)out + used;
+        z.avail_out = (uInt)room;
+        rc = inflate(&z, Z_NO_FLUSH);
+        used += room - z.avail_out;
+        if (rc != Z_OK && rc != Z_STREAM_END)
+            break;
+        if (rc == Z_OK && z.avail_in == 0 && z.avail_out != 0) {
+            rc = Z_DATA_ERROR; /* truncated stream */
+            break;
+        }
+    }
+    inflateEnd(&z);
+    if (rc != Z_STREAM_END) {
+        free(out);
+        if (rc == Z_MEM_ERROR)
+            return tile_error_set(e, TILE_ETOOBIG, "the decompressed request body exceeds the max-body limit of %llu bytes",
+                                  (unsigned long long)max);
+        return tile_error_set(e, TILE_EINVAL, "the request body is not valid %s data",
+                              req->request_coding == TILED_CODING_GZIP ? "gzip" : "deflate (zlib)");
+    }
+    free(req->body);
+    req->body = out;
+    req->body_len = req->body_cap = used;
+    req->request_coding = TILED_CODING_IDENTITY;
+    return 0;
+}
+
+/* q-value of `coding` in an Accept-Encoding list (0 when absent). */
+static double accept_q(const char *list, const char *coding)
+{
+    size_t clen = strlen(coding);
+    for (const char *p = list; *p;) {
+        p += strspn(p, " \t,");
+        size_t len = strcspn(p, ",");
+        size_t name = strcspn(p, ";, \t");
+        if (name == clen && strncasecmp(p, coding, clen) == 0) {
+            const char *q = strstr(p, "q=");
+            return q && q < p + len ? strtod(q + 2, NULL) : 1.0;
+        }
+        p += len;
+    }
+    return 0;
+}
+
+enum tiled_coding tiled_coding_negotiate(const char *accept_encoding)
+{
+    double gz = accept_q(accept_encoding, "gzip"), df = accept_q(accept_encoding, "deflate");
+    if (gz <= 0 && df <= 0)
+        return TILED_CODING_IDENTITY;
+    return gz >= df ? TILED_CODING_GZIP : TILED_CODING_DEFLATE;
+}
+
+int tiled_reply_compress(struct tiled_req *req, struct tile_error *e)
+{
+    struct tiled_reply *r = &req->reply;
+    enum tiled_coding c = tiled_coding_negotiate(req->accept_encoding);
+    if (c == TILED_CODING_IDENTITY || !r->body)
+        return 0;
+    z_stream z = {0};
+    if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, window_bits(c), 8, Z_DEFAULT_STRATEGY) != Z_OK)
+        return tile_error_set(e, TILE_ENOMEM, "cannot set up compression");
+    uLong bound = deflateBound(&z, (uLong)r->body_len);
+    char *out = malloc(bound);
+    if (!out) {
+        deflateEnd(&z);
+        return tile_error_set(e, TILE_ENOMEM, "cannot allocate the compressed response");
+    }
+    z.next_in = (Bytef *)r->body;
+    z.avail_in = (uInt)r->body_len;
+    z.next_out = (Bytef *)out;
+    z.avail_out = (uInt)bound;
+    int rc = deflate(&z, Z_FINISH);
+    uint64_t n = z.total_out;
+    deflateEnd(&z);
+    if (rc != Z_STREAM_END) {
+        free(out);
+        return 0; /* send it uncompressed */
+    }
+    free(r->body);
+    r->body = out;
+    r->body_len = n;
+    tiled_reply_header(r, "Content-Encoding", c == TILED_CODING_GZIP ? "gzip" : "deflate");
+    return 0;
+}

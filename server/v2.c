@@ -1,0 +1,234 @@
+/* v2.c - Open Inference Protocol (KServe v2) endpoints for the `tile` model.
+ *
+ * DESIGN. One prefix route takes every /v2/models/... path and splits it
+ * into model, version and action, as Triton's model regex does. Metadata,
+ * readiness and configuration are small fixed documents. An infer request
+ * goes through the same work path as /v1 (work.c), with v2_prepare()
+ * decoding the protocol's JSON header and binary blobs and framing the
+ * output in the protocol's response. Per-version statistics follow
+ * Triton's statistics extension.
+ */
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server.h"
+#include "v2.h"
+
+static const int tiled_versions[] = {13, 6, 1};
+#define NVERSIONS 3
+
+static int version_slot(int version)
+{
+    for (int i = 0; i < NVERSIONS; i++) {
+        if (tiled_versions[i] == version)
+            return i;
+    }
+    return -1;
+}
+
+void tiled_handle_server_metadata(struct tiled_req *req)
+{
+    tiled_reply_json(&req->reply, 200,
+                     "{\"name\":\"tiled\",\"version\":\"" TILED_VERSION "\",\"extensions\":[\"binary_tensor_data\","
+                     "\"model_configuration\",\"statistics\",\"parameters\"]}");
+}
+
+/* ---- infer ---------------------------------------------------------------- */
+
+static int v2_prepare(struct tiled_req *req, struct tile_error *e)
+{
+    struct tile_v2_request *v = &req->v2;
+    const char *hl = req->infer_header_len[0] ? req->infer_header_len : NULL;
+    int64_t header_len = -1;
+    if (hl && tile_parse_int64(hl, strlen(hl), &header_len, "Inference-Header-Content-Length", e) < 0)
+        return -1;
+    uint64_t t0 = tiled_now_us();
+    tile_v2_request_free(v);
+    int rc = tile_v2_decode(req->body ? req->body : "", req->body_len, header_len, req->v2_version,
+                            &req->srv->lim, v, e);
+    /* The tile request moves into req->treq, where the shared path reads it. */
+    tile_request_free(&req->treq);
+    req->treq = v->treq;
+    tile_request_init(&v->treq);
+    if (rc < 0)
+        return -1;
+    req->tm.decode_us = tiled_now_us() - t0;
+    if (tiled_work_plan(req, e) < 0)
+        return -1;
+    uint64_t data_bytes = req->plan.out_bytes;
+    if (req->plan.dtype == TILE_STRING &&
+        tile_plan_string_wire_bytes(&req->plan, tile_tensor_string_bytes(&req->treq.input), req->srv->lim.max_stream,
+                                    &data_bytes, e) < 0)
+        return -1;
+    char head[TILE_ENCODE_HEAD_MAX];
+    struct tile_encode_frame f = {.head = head, .complex_flat = true};
+    if (tile_v2_response_frame(v, &req->plan, data_bytes, head, sizeof(head), &f.head_len, &f.tail, &f.tail_len, e) < 0)
+        return -1;
+    enum tile_format fmt = v->binary_output ? TILE_FMT_RAW : TILE_FMT_JSON;
+    if (tile_encoder_init_framed(&req->enc, fmt, &req->plan, &req->treq.input, &req->treq, &f,
+                                 req->srv->lim.max_stream, e) < 0)
+        return -1;
+    req->has_enc = true;
+    snprintf(req->reply.content_type, sizeof(req->reply.content_type), "%s",
+             v->binary_output ? "application/octet-stream" : "application/json");
+    if (v->binary_output) {
+        char n[24];
+        snprintf(n, sizeof(n), "%zu", f.head_len);
+        tiled_reply_header(&req->reply, "Inference-Header-Content-Length", n);
+    }
+    return 0;
+}
+
+static void handle_infer(struct tiled_req *req, int version)
+{
+    const char *hl = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, "Inference-Header-Content-Length");
+    snprintf(req->infer_header_len, sizeof(req->infer_header_len), "%s", hl ? hl : "");
+    req->v2_version = version;
+    req->prepare = v2_prepare;
+    tiled_work_start(req);
+}
+
+/* ---- statistics ------------------------------------------------------------- */
+
+void tiled_v2_record(struct tiled_server *srv, const struct tiled_req *req, bool ok)
+{
+    int slot = version_slot(req->v2_version);
+    if (slot < 0)
+        return;
+    struct tiled_v2_stats *s = &srv->v2_stats[slot];
+    const struct tile_timings *t = &req->tm;
+    atomic_fetch_add(ok ? &s->success_count : &s->fail_count, 1);
+    atomic_fetch_add(ok ? &s->success_ns : &s->fail_ns, t->total_us * 1000);
+    if (!ok)
+        return;
+    atomic_fetch_add(&s->queue_ns, t->queue_us * 1000);
+    atomic_fetch_add(&s->input_ns, t->decode_us * 1000);
+    atomic_fetch_add(&s->infer_ns, t->tile_us * 1000);
+    atomic_fetch_add(&s->output_ns, t->encode_us * 1000);
+    atomic_store(&s->last_ms, (uint64_t)tiled_wall_ms());
+}
+
+static int stat_json(const struct tiled_v2_stats *s, int version, char *buf, size_t cap)
+{
+    unsigned long long ok = atomic_load(&s->success_count);
+#define DS(name, count, ns) "\"" name "\":{\"count\":%llu,\"ns\":%llu}"
+    return snprintf(buf, cap,
+                    "{\"name\":\"tile\",\"version\":\"%d\",\"last_inference\":%llu,\"inference_count\":%llu,"
+                    "\"execution_count\":%llu,\"inference_stats\":{" DS("success", , ) "," DS("fail", , ) "," DS(
+                        "queue", , ) "," DS("compute_input", , ) "," DS("compute_infer", , ) "," DS("compute_output", , ) ","
+                                                                                                 "\"cache_hit\":{\"count\":0,\"ns\":0},"
+                                                                                                 "\"cache_miss\":{\"count\":0,\"ns\":0}},"
+                                                                                                 "\"batch_stats\":[]}",
+                    version, (unsigned long long)atomic_load(&s->last_ms), ok, ok, ok,
+                    (unsigned long long)atomic_load(&s->success_ns), (unsigned long long)atomic_load(&s->fail_count),
+                    (unsigned long long)atomic_load(&s->fail_ns), ok, (unsigned long long)atomic_load(&s->queue_ns), ok,
+                    (unsigned long long)atomic_load(&s->input_ns), ok, (unsigned long long)atomic_load(&s->infer_ns), ok,
+                    (unsigned long long)atomic_load(&s->output_ns));
+#undef DS
+}
+
+static void handle_stats(struct tiled_req *req, int version)
+{
+    char buf[8192];
+    size_t n = (size_t)snprintf(buf, sizeof(buf), "{\"model_stats\":[");
+    for (int i = 0; i < NVERSIONS; i++) {
+        if (version && tiled_versions[i] != version)
+            continue;
+        if (buf[n - 1] == '}')
+            buf[n++] = ',';
+        n += (size_t)stat_json(&req->srv->v2_stats[i], tiled_versions[i], buf + n, sizeof(buf) - n - 4);
+    }
+    snprintf(buf + n, sizeof(buf) - n, "]}");
+    tiled_reply_json(&req->reply, 200, buf);
+}
+
+/* ---- routing -------------------------------------------------------------------- */
+
+static bool method_is(struct tiled_req *req, const char *want)
+{
+    if (strcmp(req->method, want) == 0)
+        return true;
+    tiled_reply_error(&req->reply, 405, "method %s is not allowed on %s (allowed: %s)", req->method, req->path, want);
+    tiled_reply_header(&req->reply, "Allow", want);
+    return false;
+}
+
+/* Splits "tile[/versions/N][/action]"; returns false on a malformed path. */
+static bool split_model_path(const char *p, char *model, size_t cap, int *version, const char **action)
+{
+    size_t n = strcspn(p, "/");
+    if (n == 0 || n >= cap)
+        return false;
+    memcpy(model, p, n);
+    model[n] = '\0';
+    p += n;
+    *version = 0;
+    if (strncmp(p, "/versions/", 10) == 0) {
+        char *end;
+        p += 10;
+        long v = strtol(p, &end, 10);
+        if (end == p || v <= 0 || v > 1000000 || (*end && *end != '/'))
+            return false;
+        *version = (int)v;
+        p = end;
+    }
+    *action = *p == '/' ? p + 1 : p;
+    return true;
+}
+
+void tiled_handle_models(struct tiled_req *req)
+{
+    char model[128];
+    int version;
+    const char *action;
+    const char *rest = req->path + strlen("/v2/models/");
+    if (strcmp(rest, "stats") == 0) {
+        if (method_is(req, "GET"))
+            handle_stats(req, 0);
+        return;
+    }
+    if (!split_model_path(rest, model, sizeof(model), &version, &action)) {
+        tiled_reply_error(&req->reply, 404, "no such endpoint: %s %s", req->method, req->path);
+        return;
+    }
+    if (strcmp(model, "tile") != 0) {
+        tiled_reply_error(&req->reply, 404, "unknown model '%s' (this server serves the model 'tile')", model);
+        return;
+    }
+    if (version && version_slot(version) < 0) {
+        tiled_reply_error(&req->reply, 404, "unknown version %d of model 'tile' (versions: 13, 6, 1)", version);
+        return;
+    }
+    int v = version ? version : 13;
+    char *doc = NULL;
+    if (strcmp(action, "infer") == 0) {
+        if (method_is(req, "POST"))
+            handle_infer(req, v);
+        return;
+    }
+    if (!method_is(req, "GET"))
+        return;
+    if (strcmp(action, "") == 0)
+        doc = tile_v2_model_metadata(v);
+    else if (strcmp(action, "config") == 0)
+        doc = tile_v2_model_config(v);
+    else if (strcmp(action, "ready") == 0)
+        doc = strdup(atomic_load(&req->srv->draining) ? "" : "{\"name\":\"tile\",\"ready\":true}");
+    else if (strcmp(action, "stats") == 0) {
+        handle_stats(req, version); /* no version: all of them */
+        return;
+    } else {
+        tiled_reply_error(&req->reply, 404, "no such endpoint: %s %s", req->method, req->path);
+        return;
+    }
+    if (!doc || !doc[0]) {
+        tiled_reply_error(&req->reply, doc ? 503 : 500, doc ? "model 'tile' is not ready: the server is draining"
+                                                              : "out of memory");
+        free(doc);
+        return;
+    }
+    tiled_reply_json(&req->reply, 200, doc);
+    free(doc);
+}

@@ -1,0 +1,120 @@
+/* work.c - where a request's heavy part runs, and how its body is built.
+ *
+ * DESIGN. Protocol handlers (v1.c, v2.c) check what is cheap on the HTTP
+ * thread and set req->prepare (decode, plan, choose the encoder). Small
+ * requests, whose body and output both fit under --inline-max, are then
+ * finished on the spot, because a thread hand-off costs more than the
+ * work; everything else is left for a worker (reply.status stays 0 and
+ * http.c queues it). Bodies up to --stream-threshold are built in memory;
+ * above it a stream produces them chunk by chunk.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server.h"
+
+int tiled_work_plan(struct tiled_req *req, struct tile_error *e)
+{
+    struct tile_spec spec;
+    uint64_t t0 = tiled_now_us();
+    if (tile_request_spec(&req->treq, &req->srv->lim, &spec, e) < 0)
+        return -1;
+    spec.max_output_bytes = req->srv->lim.max_stream; /* the body checks max-output */
+    if (tile_plan_init(&req->plan, req->treq.input.dtype, req->treq.input.rank, req->treq.input.shape, &spec, e) < 0)
+        return -1;
+    req->tm.tile_us = tiled_now_us() - t0;
+    return 0;
+}
+
+/* Fixed-width data with no pieces: the kernel writes it straight into the
+ * body, with the pool's help for large outputs. */
+static bool direct_tiling(const struct tile_encoder *enc)
+{
+    return !enc->piece_off && enc->fixed_in == enc->in->data && enc->tail_fixed_len == 0 &&
+           enc->fmt != TILE_FMT_JSON;
+}
+
+static int build_body(struct tiled_req *req, struct tile_error *e)
+{
+    struct tiled_reply *r = &req->reply;
+    struct tile_encoder *enc = &req->enc;
+    uint64_t size = tile_encoder_size(enc);
+    r->body = malloc(size ? size : 1);
+    if (!r->body)
+        return tile_error_set(e, TILE_ENOMEM, "cannot allocate a %llu byte response", (unsigned long long)size);
+    uint64_t t0 = tiled_now_us();
+    if (direct_tiling(enc)) {
+        memcpy(r->body, enc->head, enc->head_len);
+        tile_execute(&enc->fixed_plan, enc->fixed_in, r->body + enc->head_len, req->srv->pool);
+        req->tm.tile_us += tiled_now_us() - t0;
+    } else {
+        /* The body's metrics and the Server-Timing header show the same
+         * figures: both are final once the body is built. */
+        tile_encoder_read(enc, r->body, size);
+        uint64_t t1 = tiled_now_us();
+        req->tm.encode_us = t1 - t0;
+        req->tm.total_us = t1 - req->t_start;
+        req->timings_final = true;
+        size = tile_encoder_rewrite_metrics(enc, r->body);
+    }
+    r->body_len = size;
+    return 0;
+}
+
+static int produce(struct tiled_req *req, struct tile_error *e)
+{
+    struct tiled_server *srv = req->srv;
+    struct tiled_reply *r = &req->reply;
+    uint64_t size = tile_encoder_size(&req->enc);
+    if (size > (uint64_t)srv->cfg.stream_threshold) {
+        r->stream = tiled_stream_init(req, &req->enc, (uint64_t)srv->cfg.stream_chunk);
+        if (!r->stream)
+            return tile_error_set(e, TILE_ENOMEM, "cannot set up the response stream");
+        req->has_enc = false; /* the stream owns the encoder now */
+    } else if (size > srv->lim.max_output) {
+        return tile_error_set(e, TILE_ETOOBIG, "output of %llu bytes exceeds the max-output limit of %llu bytes",
+                              (unsigned long long)size, (unsigned long long)srv->lim.max_output);
+    } else if (build_body(req, e) < 0 || tiled_reply_compress(req, e) < 0) {
+        return -1;
+    }
+    r->status = 200;
+    return 0;
+}
+
+void tiled_work_fail(struct tiled_req *req, const struct tile_error *e)
+{
+    tiled_reply_free(&req->reply);
+    memset(&req->reply, 0, sizeof(req->reply));
+    tiled_reply_tile_error(&req->reply, e);
+}
+
+static int prepare(struct tiled_req *req, struct tile_error *e)
+{
+    if (req->has_enc)
+        return 0;
+    if (tiled_body_decompress(req, e) < 0)
+        return -1;
+    return req->prepare(req, e);
+}
+
+void tiled_work_run(struct tiled_req *req)
+{
+    struct tile_error e = {0};
+    if (prepare(req, &e) < 0 || produce(req, &e) < 0)
+        tiled_work_fail(req, &e);
+}
+
+void tiled_work_start(struct tiled_req *req)
+{
+    uint64_t inline_max = (uint64_t)req->srv->cfg.inline_max;
+    struct tile_error e = {0};
+    if (req->body_len > inline_max)
+        return;
+    if (prepare(req, &e) < 0) {
+        tiled_work_fail(req, &e);
+        return;
+    }
+    if (tile_encoder_size(&req->enc) <= inline_max && produce(req, &e) < 0)
+        tiled_work_fail(req, &e);
+}
