@@ -96,9 +96,12 @@ test-unit: $(TEST_BIN) $(BUILD)/tiled
 test-asan:
 	$(MAKE) SAN=address test-unit
 
+# The integration suite runs against the plain daemon and an ASan+UBSan one.
 test-integration: $(BUILD)/tiled
 	@sh scripts/deps.sh test
 	@TILED_BIN=$(BUILD)/tiled sh tests/run-integration.sh
+	$(MAKE) SAN=address build-address/tiled
+	@TILED_BIN=build-address/tiled ASAN_OPTIONS=detect_leaks=1 sh tests/run-integration.sh
 
 # The same sources must also build warning-free with clang.
 check-clang:

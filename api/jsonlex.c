@@ -10,13 +10,14 @@
  * straight copy loop, and integers are read digit by digit, exactly, over the
  * full 64-bit range.
  *
- * Doubles: short numbers (<= 15 significant digits, power of ten <= 22) take
- * the exact fast path (one correctly rounded IEEE multiply or divide of two
- * exact doubles); everything else is rewritten as "<digits>e<exp>" - at most
- * 800 significant digits plus a sticky digit, which is enough for correct
- * rounding because no rounding boundary of a double has more than 767
- * significant digits - and handed to strtod. That text has no decimal point,
- * so the result does not depend on the process locale.
+ * Doubles: short numbers (<= 15 significant digits, power of ten <= 22)
+ * take the exact fast path (one correctly rounded IEEE multiply or divide of
+ * two exact doubles), and so do floats unless that double sits exactly on a
+ * float halfway point; everything else is rewritten as "<digits>e<exp>" - at
+ * most 800 significant digits plus a sticky digit, which is enough for
+ * correct rounding because no rounding boundary of a double has more than
+ * 767 significant digits - and handed to strtod. That text has no decimal
+ * point, so the result does not depend on the process locale.
  */
 #include "jsonlex.h"
 
@@ -582,31 +583,51 @@ const char *tile_json_type_name(enum tile_json_type type)
 
 /* ---- number conversion ------------------------------------------------ */
 
-/* A JSON number split into its parts; value = digits * 10^(exp - nfrac)
- * where digits are the integer digits followed by the fraction digits. */
+/* A JSON number split into its parts in one pass; value = digits *
+ * 10^(exp - nf) where digits are the integer digits followed by the
+ * fraction digits. */
 struct decimal {
     bool neg;
+    bool real; /* written with a fraction or an exponent */
     const char *ip, *fp;
     size_t ni, nf;
-    int64_t exp; /* saturated to +-TILE_EXP_SAT */
-    bool real;   /* written with a fraction or an exponent */
+    int64_t exp;   /* saturated to +-TILE_EXP_SAT */
+    uint64_t m;    /* the first (up to 19) significant digits */
+    size_t count;  /* significant digits, from the first non-zero one */
+    int64_t first; /* index of the first significant digit; -1 for zero */
 };
 
 #define TILE_EXP_SAT INT64_C(1000000000000000)
 
+/* Digits from s[i]; folds them into the significant-digit fields. */
+static size_t scan_digits(const char *s, size_t i, size_t len, struct decimal *d, size_t index)
+{
+    for (; i < len && is_digit(s[i]); i++, index++) {
+        if (d->first < 0) {
+            if (s[i] == '0')
+                continue;
+            d->first = (int64_t)index;
+        }
+        if (d->count < 19)
+            d->m = d->m * 10 + (uint64_t)(s[i] - '0');
+        d->count++;
+    }
+    return i;
+}
+
 static void decimal_split(const char *s, size_t len, struct decimal *d)
 {
-    size_t i = 0;
     memset(d, 0, sizeof(*d));
+    d->first = -1;
     d->neg = len && s[0] == '-';
-    i = d->neg;
+    size_t i = d->neg;
     d->ip = s + i;
-    i = skip_digits(s, i, len);
+    i = scan_digits(s, i, len, d, 0);
     d->ni = (size_t)(s + i - d->ip);
     d->fp = s + i;
     if (i < len && s[i] == '.') {
         d->fp = s + i + 1;
-        i = skip_digits(s, i + 1, len);
+        i = scan_digits(s, i + 1, len, d, d->ni);
         d->nf = (size_t)(s + i - d->fp);
         d->real = true;
     }
@@ -628,25 +649,20 @@ static char decimal_digit(const struct decimal *d, size_t k)
     return k < d->ni ? d->ip[k] : d->fp[k - d->ni];
 }
 
-int tile_json_number_integer(const char *s, size_t len, unsigned flags, bool *neg, uint64_t *mag)
+/* Integral value of a number with a fraction or exponent ("2.50e1"). */
+static int integral_value(const struct decimal *d, uint64_t *mag)
 {
-    struct decimal d;
-    decimal_split(s, len, &d);
-    *neg = d.neg;
-    *mag = 0;
-    if (d.real && !(flags & TILE_JSON_INT_INTEGRAL_FLOATS))
-        return TILE_JSON_NUM_NOT_INTEGER;
-    size_t n = d.ni + d.nf;
-    int64_t scale = d.exp - (int64_t)d.nf;
+    size_t n = d->ni + d->nf;
+    int64_t scale = d->exp - (int64_t)d->nf;
     /* Digits at index >= keep would be fractional: they must all be zero. */
     size_t keep = scale >= 0 ? n : (-scale >= (int64_t)n ? 0 : n - (size_t)-scale);
     for (size_t k = keep; k < n; k++) {
-        if (decimal_digit(&d, k) != '0')
+        if (decimal_digit(d, k) != '0')
             return TILE_JSON_NUM_NOT_INTEGER;
     }
     uint64_t m = 0;
     for (size_t k = 0; k < keep; k++) {
-        if (__builtin_mul_overflow(m, 10, &m) || __builtin_add_overflow(m, (uint64_t)(decimal_digit(&d, k) - '0'), &m))
+        if (__builtin_mul_overflow(m, 10, &m) || __builtin_add_overflow(m, (uint64_t)(decimal_digit(d, k) - '0'), &m))
             return TILE_JSON_NUM_RANGE;
     }
     for (int64_t z = 0; m && z < scale; z++) {
@@ -655,6 +671,24 @@ int tile_json_number_integer(const char *s, size_t len, unsigned flags, bool *ne
     }
     *mag = m;
     return TILE_JSON_NUM_OK;
+}
+
+int tile_json_number_integer(const char *s, size_t len, unsigned flags, bool *neg, uint64_t *mag)
+{
+    struct decimal d;
+    decimal_split(s, len, &d);
+    *neg = d.neg;
+    *mag = 0;
+    if (!d.real) {
+        if (d.count <= 19) { /* below 10^19 < 2^64: m is the value */
+            *mag = d.m;
+            return TILE_JSON_NUM_OK;
+        }
+        return integral_value(&d, mag);
+    }
+    if (!(flags & TILE_JSON_INT_INTEGRAL_FLOATS))
+        return TILE_JSON_NUM_NOT_INTEGER;
+    return integral_value(&d, mag);
 }
 
 int tile_json_number_int64(const char *s, size_t len, unsigned flags, int64_t *out)
@@ -686,36 +720,11 @@ int tile_json_number_uint64(const char *s, size_t len, unsigned flags, uint64_t 
 /* Significant digits kept for strtod; see DESIGN. */
 #define TILE_SIG_DIGITS 800
 
-struct sig_digits {
-    uint64_t m;    /* first up to 19 significant digits */
-    size_t count;  /* significant digits (after leading zeros) */
-    int64_t first; /* index of the first significant digit, or -1 for zero */
-};
-
-/* Scans the significant digits; trailing zeros of the text count too. */
-static void sig_scan(const struct decimal *d, struct sig_digits *sd)
-{
-    size_t n = d->ni + d->nf;
-    sd->m = 0;
-    sd->count = 0;
-    sd->first = -1;
-    for (size_t k = 0; k < n; k++) {
-        char c = decimal_digit(d, k);
-        if (sd->first < 0 && c == '0')
-            continue;
-        if (sd->first < 0)
-            sd->first = (int64_t)k;
-        if (sd->count < 19)
-            sd->m = sd->m * 10 + (uint64_t)(c - '0');
-        sd->count++;
-    }
-}
-
 /* Writes "[-]<digits>e<exp>" with at most TILE_SIG_DIGITS digits and a
  * sticky '1' when non-zero digits were dropped. */
-static void sig_text(const struct decimal *d, const struct sig_digits *sd, char *out, size_t cap)
+static void sig_text(const struct decimal *d, char *out, size_t cap)
 {
-    size_t n = d->ni + d->nf, o = 0, k = (size_t)sd->first;
+    size_t n = d->ni + d->nf, o = 0, k = (size_t)d->first;
     if (d->neg)
         out[o++] = '-';
     size_t taken = 0;
@@ -729,7 +738,7 @@ static void sig_text(const struct decimal *d, const struct sig_digits *sd, char 
         taken++;
     }
     /* value = 0.<digits from first> * 10^(ni + exp - first) */
-    int64_t e10 = (int64_t)d->ni + d->exp - sd->first - (int64_t)taken;
+    int64_t e10 = (int64_t)d->ni + d->exp - d->first - (int64_t)taken;
     if (e10 > 100000)
         e10 = 100000;
     if (e10 < -100000)
@@ -740,59 +749,81 @@ static void sig_text(const struct decimal *d, const struct sig_digits *sd, char 
 static const double pow10_exact[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
                                      1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
-/* Both conversions: fast exact path when possible, else strtod/strtof. */
-static int parse_real(const char *s, size_t len, bool single, double *dout, float *fout)
+/* m * 10^e10 in one correctly rounded operation on exact doubles, when
+ * m < 2^53 and |e10| <= 22 (Clinger's fast path). */
+static bool fast_double(const struct decimal *d, double *out)
 {
-    struct decimal d;
-    struct sig_digits sd;
-    decimal_split(s, len, &d);
-    sig_scan(&d, &sd);
-    if (sd.first < 0) {
-        *dout = d.neg ? -0.0 : 0.0;
-        *fout = d.neg ? -0.0f : 0.0f;
-        return TILE_JSON_NUM_OK;
-    }
 #if FLT_EVAL_METHOD == 0
-    /* value = m * 10^e10 when all significant digits are in m */
-    int64_t e10 = d.exp - (int64_t)d.nf;
-    if (single && sd.count <= 7 && e10 >= -10 && e10 <= 10) {
-        float m = (float)sd.m, p = (float)pow10_exact[e10 < 0 ? -e10 : e10];
-        float v = e10 < 0 ? m / p : m * p;
-        *fout = d.neg ? -v : v;
-        return TILE_JSON_NUM_OK;
-    }
-    if (!single && sd.count <= 15 && e10 >= -22 && e10 <= 22) {
-        double m = (double)sd.m, p = pow10_exact[e10 < 0 ? -e10 : e10];
-        double v = e10 < 0 ? m / p : m * p;
-        *dout = d.neg ? -v : v;
-        return TILE_JSON_NUM_OK;
-    }
+    int64_t e10 = d->exp - (int64_t)d->nf;
+    if (d->count > 15 || e10 < -22 || e10 > 22)
+        return false;
+    double m = (double)d->m, p = pow10_exact[e10 < 0 ? -e10 : e10];
+    double v = e10 < 0 ? m / p : m * p;
+    *out = d->neg ? -v : v;
+    return true;
+#else
+    (void)d;
+    (void)out;
+    return false;
 #endif
-    char text[TILE_SIG_DIGITS + 32];
-    sig_text(&d, &sd, text, sizeof(text));
-    if (single) {
-        *fout = strtof(text, NULL);
-        return isinf(*fout) ? TILE_JSON_NUM_RANGE : TILE_JSON_NUM_OK;
-    }
-    *dout = strtod(text, NULL);
-    return isinf(*dout) ? TILE_JSON_NUM_RANGE : TILE_JSON_NUM_OK;
+}
+
+/* A double that is exactly halfway between two adjacent floats, where
+ * rounding it again to float could differ from rounding the decimal. */
+static bool is_float_tie(double v)
+{
+    uint64_t u;
+    memcpy(&u, &v, sizeof(u));
+    return (u & ((UINT64_C(1) << 29) - 1)) == UINT64_C(1) << 28;
+}
+
+/* The fast path works for floats too: the correctly rounded double lies on
+ * the same side of every float halfway point as the decimal (those points
+ * are doubles), so rounding it to float is exact unless it is one of them. */
+static bool fast_float(const struct decimal *d, float *out)
+{
+    double v;
+    if (!fast_double(d, &v) || fabs(v) < FLT_MIN || fabs(v) > FLT_MAX || is_float_tie(v))
+        return false;
+    *out = (float)v;
+    return true;
 }
 
 int tile_json_number_double(const char *s, size_t len, double *out)
 {
-    float unused;
-    return parse_real(s, len, false, out, &unused);
+    struct decimal d;
+    decimal_split(s, len, &d);
+    if (d.first < 0) {
+        *out = d.neg ? -0.0 : 0.0;
+        return TILE_JSON_NUM_OK;
+    }
+    if (fast_double(&d, out))
+        return TILE_JSON_NUM_OK;
+    char text[TILE_SIG_DIGITS + 32];
+    sig_text(&d, text, sizeof(text));
+    *out = strtod(text, NULL);
+    return isinf(*out) ? TILE_JSON_NUM_RANGE : TILE_JSON_NUM_OK;
 }
 
 int tile_json_number_float(const char *s, size_t len, float *out)
 {
-    double unused;
-    return parse_real(s, len, true, &unused, out);
+    struct decimal d;
+    decimal_split(s, len, &d);
+    if (d.first < 0) {
+        *out = d.neg ? -0.0f : 0.0f;
+        return TILE_JSON_NUM_OK;
+    }
+    if (fast_float(&d, out))
+        return TILE_JSON_NUM_OK;
+    char text[TILE_SIG_DIGITS + 32];
+    sig_text(&d, text, sizeof(text));
+    *out = strtof(text, NULL);
+    return isinf(*out) ? TILE_JSON_NUM_RANGE : TILE_JSON_NUM_OK;
 }
 
 /* Compares |number| with a > 0: the exact expansion of a double has at most
  * 767 significant digits, so "%.770e" prints it exactly. */
-static int compare_magnitude(const struct decimal *d, const struct sig_digits *sd, double a)
+static int compare_magnitude(const struct decimal *d, double a)
 {
     char buf[800], dg[780];
     size_t nd = 0;
@@ -803,11 +834,11 @@ static int compare_magnitude(const struct decimal *d, const struct sig_digits *s
             dg[nd++] = *c;
     }
     long xv = *c ? strtol(c + 1, NULL, 10) : 0;
-    int64_t xt = (int64_t)d->ni + d->exp - sd->first - 1; /* number = t0.t1t2... * 10^xt */
+    int64_t xt = (int64_t)d->ni + d->exp - d->first - 1; /* number = t0.t1t2... * 10^xt */
     if (xt != xv)
         return xt < xv ? -1 : 1;
     size_t n = d->ni + d->nf;
-    for (size_t i = 0, k = (size_t)sd->first; k < n || i < nd; i++, k++) {
+    for (size_t i = 0, k = (size_t)d->first; k < n || i < nd; i++, k++) {
         char t = k < n ? decimal_digit(d, k) : '0';
         char u = i < nd ? dg[i] : '0';
         if (t != u)
@@ -819,15 +850,13 @@ static int compare_magnitude(const struct decimal *d, const struct sig_digits *s
 int tile_json_number_compare(const char *s, size_t len, double v)
 {
     struct decimal d;
-    struct sig_digits sd;
     decimal_split(s, len, &d);
-    sig_scan(&d, &sd);
-    int sn = sd.first < 0 ? 0 : (d.neg ? -1 : 1);
+    int sn = d.first < 0 ? 0 : (d.neg ? -1 : 1);
     int sv = v == 0 ? 0 : (v < 0 ? -1 : 1);
     if (sn != sv)
         return sn < sv ? -1 : 1;
     if (sn == 0)
         return 0;
-    int mag = compare_magnitude(&d, &sd, fabs(v));
+    int mag = compare_magnitude(&d, fabs(v));
     return sn > 0 ? mag : -mag;
 }

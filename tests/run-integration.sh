@@ -1,12 +1,14 @@
 #!/bin/sh
 # Integration tests: the CLI and the daemon over real HTTP (loopback only).
+# TILED_BIN selects the binary (build/tiled, or an ASan build).
 set -eu
 : "${TILED_BIN:=build/tiled}"
+TILED_BIN=$(cd "$(dirname "$TILED_BIN")" && pwd)/$(basename "$TILED_BIN")
 export TILED_BIN
-PY=/usr/bin/python3
 status=0
-if [ -f tests/test_cli.sh ]; then
-  sh tests/test_cli.sh || status=1
-fi
-$PY -m unittest -v tests/server/test_http.py tests/server/test_readme.py || status=1
+sh tests/test_cli.sh || status=1
+sh scripts/venv.sh build/venv
+cd tests/server
+/usr/bin/python3 -W ignore -m unittest -v test_http test_readme ${EXTRA_TESTS:-} || status=1
+../../build/venv/bin/python -W ignore -m unittest -v test_tritonclient || status=1
 exit $status

@@ -1,0 +1,9 @@
+#!/bin/sh
+# venv.sh DIR - a Python virtual environment with the real protocol clients
+# the tests drive tiled with (tritonclient from PyPI). Idempotent.
+set -eu
+dir=${1:-build/venv}
+if [ ! -x "$dir/bin/python" ] || ! "$dir/bin/python" -c 'import tritonclient.http, numpy' 2>/dev/null; then
+  python3 -m venv "$dir"
+  "$dir/bin/pip" install -q --disable-pip-version-check 'tritonclient[http]' numpy
+fi
