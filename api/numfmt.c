@@ -9,15 +9,17 @@
  *
  * Shortest output: a value that is an integer of at most 2^precision (all
  * integers there are representable, so its digits are the shortest) is
- * printed directly, which covers most data. Otherwise glibc's exact printf
- * rounds the value to P significant digits for increasing P and the first
- * text that parses back to the same bits wins. The search starts at the
- * format's DIG (15, 6, 3, 2): for normal numbers any decimal of at most DIG
- * digits survives a round trip unchanged, so if a shorter text existed the
- * DIG-digit rounding would be it padded with zeros, and stripping those zeros
- * finds it. Subnormals have fewer digits of precision, so their search starts
- * at 1. Each check uses this file's own parser, so whatever is printed reads
- * back exactly.
+ * printed directly, which covers most data. Otherwise the value is rounded
+ * to P significant digits for increasing P and the first text that parses
+ * back to the same bits wins. The rounding is exact and cheap: the value
+ * m * 2^e times 10^k is computed in a small fixed-size big integer and
+ * rounded half to even from its exact remainder (a printf per attempt costs
+ * ten times more). The search starts at the format's DIG (15, 6, 3, 2): for
+ * normal numbers any decimal of at most DIG digits survives a round trip
+ * unchanged, so if a shorter text existed the DIG-digit rounding would be it
+ * padded with zeros, and stripping those zeros finds it. Subnormals have
+ * fewer digits of precision, so their search starts at 1. Each check uses
+ * this file's own parser, so whatever is printed reads back exactly.
  *
  * float16 and bfloat16 input is parsed to a double and rounded again. That
  * second rounding can only go wrong when the double lands exactly on a
@@ -192,28 +194,170 @@ static size_t put_int(char *out, bool neg, uint64_t mag)
     return o + put_uint(out + o, mag);
 }
 
-/* |v| rounded to p significant digits (glibc's printf is exact), trailing
- * zeros dropped; |v| = d0.d1d2... * 10^x. Any decimal point the locale uses
- * is skipped, so this does not depend on the locale. */
+/* ---- exact decimal rounding ---------------------------------------------- */
+
+/* A non-negative integer of up to TILE_BIG_LIMBS 64-bit limbs, least
+ * significant first: enough for any double times the power of ten that
+ * brings it to 17 digits (2^53 * 10^340 < 2^1280). */
+#define TILE_BIG_LIMBS 20
+
+__extension__ typedef unsigned __int128 tile_u128;
+
+struct big {
+    uint64_t w[TILE_BIG_LIMBS];
+    int n; /* limbs in use; no leading zero limbs */
+};
+
+/* Where a dropped fraction f lies: 0, (0, 1/2), 1/2, (1/2, 1). */
+enum frac { FRAC_ZERO, FRAC_LOW, FRAC_HALF, FRAC_HIGH };
+
+static const uint64_t pow10_u64[20] = {
+    1u, 10u, 100u, 1000u, 10000u, 100000u, 1000000u, 10000000u, 100000000u, 1000000000u, 10000000000u,
+    100000000000u, 1000000000000u, 10000000000000u, 100000000000000u, 1000000000000000u,
+    10000000000000000u, 100000000000000000u, 1000000000000000000u, 10000000000000000000u};
+
+static void big_mul(struct big *b, uint64_t m)
+{
+    uint64_t carry = 0;
+    for (int i = 0; i < b->n; i++) {
+        tile_u128 p = (tile_u128)b->w[i] * m + carry;
+        b->w[i] = (uint64_t)p;
+        carry = (uint64_t)(p >> 64);
+    }
+    if (carry)
+        b->w[b->n++] = carry;
+}
+
+static uint64_t big_div(struct big *b, uint64_t d)
+{
+    tile_u128 r = 0;
+    for (int i = b->n - 1; i >= 0; i--) {
+        tile_u128 cur = (r << 64) | b->w[i];
+        b->w[i] = (uint64_t)(cur / d);
+        r = cur % d;
+    }
+    while (b->n > 0 && b->w[b->n - 1] == 0)
+        b->n--;
+    return (uint64_t)r;
+}
+
+static void big_shl(struct big *b, int s)
+{
+    int limbs = s / 64, bits = s % 64;
+    for (int i = b->n - 1 + limbs + 1; i >= 0; i--) {
+        int src = i - limbs;
+        uint64_t hi = src >= 0 && src < b->n ? b->w[src] : 0;
+        uint64_t lo = src - 1 >= 0 && src - 1 < b->n ? b->w[src - 1] : 0;
+        b->w[i] = bits ? (hi << bits) | (lo >> (64 - bits)) : hi;
+    }
+    b->n += limbs + 1;
+    while (b->n > 0 && b->w[b->n - 1] == 0)
+        b->n--;
+}
+
+static bool big_bit(const struct big *b, int i)
+{
+    return i / 64 < b->n && (b->w[i / 64] >> (i % 64)) & 1;
+}
+
+/* Any of bits [0, end) set? */
+static bool big_any_below(const struct big *b, int end)
+{
+    for (int i = 0; i < b->n && i * 64 < end; i++) {
+        uint64_t w = b->w[i];
+        if (end - i * 64 < 64)
+            w &= (UINT64_C(1) << (end - i * 64)) - 1;
+        if (w)
+            return true;
+    }
+    return false;
+}
+
+/* b >>= s; the dropped bits, followed by an earlier fraction f, classified. */
+static enum frac big_shr(struct big *b, int s, enum frac f)
+{
+    if (s == 0)
+        return f;
+    bool half = big_bit(b, s - 1), rest = f != FRAC_ZERO || big_any_below(b, s - 1);
+    int limbs = s / 64, bits = s % 64;
+    for (int i = 0; i < b->n; i++) {
+        int src = i + limbs;
+        uint64_t lo = src < b->n ? b->w[src] : 0, hi = src + 1 < b->n ? b->w[src + 1] : 0;
+        b->w[i] = bits ? (lo >> bits) | (hi << (64 - bits)) : lo;
+    }
+    b->n = b->n > limbs ? b->n - limbs : 0;
+    while (b->n > 0 && b->w[b->n - 1] == 0)
+        b->n--;
+    return !half ? (rest ? FRAC_LOW : FRAC_ZERO) : rest ? FRAC_HIGH : FRAC_HALF;
+}
+
+/* b /= 10^j; the fraction classified. The last division's remainder is the
+ * most significant part of the fraction. */
+static enum frac big_div_pow10(struct big *b, int j)
+{
+    bool sticky = false;
+    uint64_t r = 0, d = 1;
+    while (j > 0) {
+        int step = j > 19 ? 19 : j;
+        sticky = sticky || r;
+        d = pow10_u64[step];
+        r = big_div(b, d);
+        j -= step;
+    }
+    if (d == 1)
+        return FRAC_ZERO;
+    if (r != d / 2)
+        return r < d / 2 ? (r || sticky ? FRAC_LOW : FRAC_ZERO) : FRAC_HIGH;
+    return sticky ? FRAC_HIGH : FRAC_HALF;
+}
+
+/* |v| * 10^k rounded half to even; *floor_out gets the floor, or
+ * UINT64_MAX when it does not fit 64 bits. */
+static uint64_t scaled_round(double v, int k, uint64_t *floor_out)
+{
+    int e2;
+    double f = frexp(fabs(v), &e2);
+    struct big b = {{(uint64_t)ldexp(f, 53)}, 1};
+    e2 -= 53; /* |v| = w[0] * 2^e2 */
+    if (e2 > 0)
+        big_shl(&b, e2);
+    for (int j = k; j > 0; j -= 19)
+        big_mul(&b, pow10_u64[j > 19 ? 19 : j]);
+    enum frac fr = big_div_pow10(&b, k < 0 ? -k : 0);
+    fr = big_shr(&b, e2 < 0 ? -e2 : 0, fr);
+    uint64_t q = b.n ? b.w[0] : 0;
+    *floor_out = b.n > 1 ? UINT64_MAX : q;
+    if (fr == FRAC_HIGH || (fr == FRAC_HALF && (q & 1)))
+        q++;
+    return q;
+}
+
+/* |v| (finite, non-zero) rounded to p significant digits, exactly, trailing
+ * zeros dropped; |v| = d0.d1d2... * 10^x. */
 static int round_digits(double v, int p, char *dg, int *x)
 {
-    char tmp[48];
-    int nd = 0;
-    snprintf(tmp, sizeof(tmp), "%.*e", p - 1, fabs(v));
-    const char *c = tmp;
-    for (; *c && *c != 'e' && *c != 'E'; c++) {
-        if (*c >= '0' && *c <= '9' && nd < 24)
-            dg[nd++] = *c;
+    int ex = (int)floor(log10(fabs(v)));
+    uint64_t q;
+    for (;;) { /* the estimate of the exponent can be one off */
+        uint64_t fl;
+        q = scaled_round(v, p - 1 - ex, &fl);
+        if (fl >= pow10_u64[p])
+            ex++;
+        else if (fl < pow10_u64[p - 1])
+            ex--;
+        else
+            break;
     }
-    int ex = 0;
-    bool eneg = false;
-    if (*c)
-        c++;
-    if (*c == '-' || *c == '+')
-        eneg = *c++ == '-';
-    for (; *c >= '0' && *c <= '9'; c++)
-        ex = ex * 10 + (*c - '0');
-    *x = eneg ? -ex : ex;
+    if (q == pow10_u64[p]) { /* rounded up to the next power of ten */
+        q /= 10;
+        ex++;
+    }
+    for (int i = p - 1; i >= 0; i--) {
+        dg[i] = (char)('0' + q % 10);
+        q /= 10;
+    }
+    *x = ex;
+    int nd = p;
     while (nd > 1 && dg[nd - 1] == '0')
         nd--;
     return nd;

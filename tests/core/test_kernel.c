@@ -59,6 +59,8 @@ static void check_bytes(const struct case_ctx *x, int line, const char *what, co
                         uint64_t n)
 {
     const uint8_t *g = got, *w = want;
+    if (n == 0 || memcmp(got, want, n) == 0)
+        return;
     for (uint64_t i = 0; i < n; i++) {
         if (g[i] != w[i]) {
             char msg[200];
@@ -272,6 +274,16 @@ static void release(struct prepared *k)
     free_input(&k->in);
 }
 
+/* The plan, tile_execute and tile_run of an accepted case. */
+static void check_accepted(const struct case_ctx *x, const struct prepared *k)
+{
+    check_plan(x, &k->pl, &k->p);
+    if (tile_dtype_is_string(x->c->dtype))
+        check_strings(x, &k->p, &k->in, k->want);
+    check_execute(x, &k->pl, &k->in, k->want);
+    check_run(x, &k->p, &k->in, k->want);
+}
+
 /* The full check of one case under its semantics. */
 static void check_case(const struct case_ctx *x, struct ref_rng *r)
 {
@@ -283,11 +295,7 @@ static void check_case(const struct case_ctx *x, struct ref_rng *r)
         return;
     }
     prepare(x, r, &k);
-    check_plan(x, &k.pl, &k.p);
-    if (tile_dtype_is_string(x->c->dtype))
-        check_strings(x, &k.p, &k.in, k.want);
-    check_execute(x, &k.pl, &k.in, k.want);
-    check_run(x, &k.p, &k.in, k.want);
+    check_accepted(x, &k);
     release(&k);
 }
 
@@ -361,13 +369,15 @@ static void check_resized(const struct case_ctx *x, const struct tile_plan *pl, 
     CASE_CHECK(x, rp.out_rank == pl->out_rank && rp.out_elems == pl->out_elems);
     uint8_t *idx = calloc(p->in_elems ? p->in_elems : 1, size), *out = guarded_alloc(rp.out_bytes);
     for (uint64_t i = 0; i < p->in_elems; i++)
-        memcpy(idx + i * size, &i, size < 8 ? size : 8);
+        for (uint64_t b = 0; b < size && b < 8; b++)
+            idx[i * size + b] = (uint8_t)(i >> (8 * b));
     tile_execute(&rp, idx, out, pool);
     check_guards(x, out, rp.out_bytes);
     uint64_t mask = size < 8 ? (UINT64_C(1) << (8 * size)) - 1 : UINT64_MAX;
     for (uint64_t k = 0; k < p->out_elems; k++) {
         uint64_t got = 0;
-        memcpy(&got, out + k * size, size < 8 ? size : 8);
+        for (uint64_t b = 0; b < size && b < 8; b++)
+            got |= (uint64_t)out[k * size + b] << (8 * b);
         CASE_CHECK(x, got == (ref_source_index(p, k) & mask));
     }
     guarded_free(out);
@@ -472,8 +482,8 @@ static void large_outputs(void **state)
         struct prepared k;
         struct case_ctx x = {&large_cases[i], 300000 + i};
         ref_rng_seed(&r, ref_case_seed(kernel_seed, x.index));
-        check_case(&x, &r);
         prepare(&x, &r, &k);
+        check_accepted(&x, &k);
         check_reads(&x, &r, &k.pl, k.in.data, k.want, 24);
         check_resized(&x, &k.pl, &k.p, 4, kernel_pools[1]);
         release(&k);
