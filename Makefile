@@ -40,7 +40,8 @@ CMOCKA_LIBS  = $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
 CORE_SRC   := $(wildcard core/*.c)
 API_SRC    := $(wildcard api/*.c)
 SERVER_SRC := $(filter-out server/main.c,$(wildcard server/*.c))
-LIB_OBJ    := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC) $(API_SRC) $(SERVER_SRC))
+GEN_OBJ    := $(BUILD)/obj/gen/openapi.o
+LIB_OBJ    := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC) $(API_SRC) $(SERVER_SRC)) $(GEN_OBJ)
 CORE_OBJ   := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC))
 TEST_SRC   := $(wildcard tests/core/test_*.c tests/api/test_*.c tests/server/test_*.c)
 TEST_BIN   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
@@ -71,6 +72,18 @@ deps: $(DEPS_STAMP)
 $(BUILD)/obj/%.o: %.c $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
+
+# The OpenAPI document is served from the binary itself.
+$(BUILD)/gen/openapi.c: api/openapi.json scripts/embed.sh
+	@mkdir -p $(@D)
+	sh scripts/embed.sh tiled_openapi_json $< > $@
+
+$(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+GIT_COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+$(BUILD)/obj/server/metrics.o: CPPFLAGS += -DTILED_GIT_COMMIT=\"$(GIT_COMMIT)\"
 
 $(BUILD)/libtile.a: $(CORE_OBJ)
 	ar rcs $@ $^

@@ -82,10 +82,11 @@ static int grow(char **buf, uint64_t *cap, uint64_t used, uint64_t need, uint64_
                 const char *what, struct tile_error *e)
 {
     uint64_t want, bytes;
-    if (__builtin_add_overflow(used, need, &want) || __builtin_mul_overflow(want, unit, &bytes) ||
-        (max_bytes && bytes > max_bytes))
-        return tile_error_set(e, TILE_ETOOBIG, "%s needs more than %llu bytes, above the limit", what,
-                              (unsigned long long)(max_bytes ? max_bytes : UINT64_MAX));
+    if (__builtin_add_overflow(used, need, &want) || __builtin_mul_overflow(want, unit, &bytes))
+        return tile_error_set(e, TILE_ETOOBIG, "%s is too large", what);
+    if (max_bytes && bytes > max_bytes)
+        return tile_error_set(e, TILE_ETOOBIG, "%s needs more than %llu bytes, the limit", what,
+                              (unsigned long long)max_bytes);
     uint64_t ncap = *cap ? *cap : 64;
     while (ncap < want)
         ncap = ncap > UINT64_MAX / 2 ? want : ncap * 2;
@@ -155,7 +156,8 @@ static int add_child(struct reader *r, bool is_array)
                               is_array ? "an array where an element was expected"
                                        : "an element where an array was expected");
     if (k >= 0 && r->dims[k] >= 0 && r->pos[k] >= (uint64_t)r->dims[k])
-        return tile_error_set(r->e, TILE_EINVAL, "ragged nested data at %s: more than %lld elements where %lld were expected",
+        return tile_error_set(r->e, TILE_EINVAL,
+                              "ragged nested data at %s: more than %lld elements where %lld were expected",
                               path_text(r, k, path), (long long)r->dims[k], (long long)r->dims[k]);
     if (!is_array && r->rank < 0)
         r->rank = r->level;
@@ -207,7 +209,8 @@ static int read_pair(struct reader *r, const struct tile_json_token *re)
         return tile_error_set(r->e, TILE_EINVAL, "complex element %s must be a [re, im] pair",
                               path_text(r, r->level, path));
     if (end.type != TILE_JSON_ARRAY_END)
-        return tile_error_set(r->e, TILE_EINVAL, "complex element %s must be a [re, im] pair (it has more than 2 values)",
+        return tile_error_set(r->e, TILE_EINVAL,
+                              "complex element %s must be a [re, im] pair (it has more than 2 values)",
                               path_text(r, r->level, path));
     return 0;
 }
@@ -305,11 +308,13 @@ static int inferred_shape(struct reader *r, int64_t *dims)
     if (r->tr->cls != TILE_CLASS_COMPLEX || r->pairs)
         return 0;
     if (r->rank == 0)
-        return tile_error_set(r->e, TILE_EINVAL, "%s is a single number, but %s elements are re, im numbers interleaved",
-                              r->name, r->tr->name);
+        return tile_error_set(r->e, TILE_EINVAL,
+                              "%s is a single number, but %s elements are re, im numbers interleaved", r->name,
+                              r->tr->name);
     if (dims[r->rank - 1] % 2)
         return tile_error_set(r->e, TILE_EINVAL,
-                              "%s has rows of %lld numbers, but %s elements are re, im numbers interleaved (an even count)",
+                              "%s has rows of %lld numbers, but %s elements are re, im numbers interleaved "
+                              "(an even count)",
                               r->name, (long long)dims[r->rank - 1], r->tr->name);
     dims[r->rank - 1] /= 2;
     return 0;

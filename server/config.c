@@ -145,6 +145,10 @@ static int load_args(struct tiled_config *cfg, int argc, char **argv, FILE *out,
             tiled_config_help(out);
             return 1;
         }
+        if (strcmp(a, "--help-markdown") == 0) {
+            tiled_config_markdown(out);
+            return 1;
+        }
         if (strcmp(a, "--print-config") == 0) {
             int rest = load_args(cfg, argc - i, argv + i, out, e); /* later flags still apply */
             if (rest < 0)

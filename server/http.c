@@ -19,6 +19,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "metrics.h"
 #include "server.h"
 
 uint64_t tiled_now_us(void)
@@ -42,6 +43,8 @@ static const struct tiled_route tiled_routes[] = {
     {"GET", "/v2/health/live", tiled_handle_live, false, false},
     {"GET", "/v2/health/ready", tiled_handle_ready, false, false},
     {"*", "/v2/models/", tiled_handle_models, true, true},
+    {"GET", "/metrics", tiled_handle_metrics, false, false},
+    {"GET", "/openapi.json", tiled_handle_openapi, false, false},
 };
 
 #define NROUTES (sizeof(tiled_routes) / sizeof(tiled_routes[0]))
@@ -455,6 +458,7 @@ static void request_completed(void *cls, struct MHD_Connection *c, void **req_cl
         return;
     int status = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? req->reply.status : 499;
     tiled_log_access(req, status);
+    tiled_metrics_record(req, status);
     if (req->v2_version)
         tiled_v2_record(req->srv, req, status == 200);
     req_free(req);

@@ -86,6 +86,7 @@ int tiled_serve_main(int argc, char **argv)
         return 0;
     limits_from_config(&srv);
     srv.start_us = (uint64_t)time(NULL);
+    srv.start_wall_ms = tiled_wall_ms();
     tiled_log_init(&srv.cfg);
     tiled_log_event(TILED_LOG_INFO, "start", "\"pid\":%d", (int)getpid());
     return serve(&srv);

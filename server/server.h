@@ -44,6 +44,7 @@ struct tiled_server {
     atomic_int inflight;
     atomic_uint_fast64_t next_id;
     uint64_t start_us;
+    uint64_t start_wall_ms;
 };
 
 /* A reply: either a finished body in memory or a streamed encoder. */
@@ -135,6 +136,8 @@ void tiled_handle_tile(struct tiled_req *req);
 void tiled_handle_live(struct tiled_req *req);
 void tiled_handle_ready(struct tiled_req *req);
 void tiled_handle_server_metadata(struct tiled_req *req);
+void tiled_handle_metrics(struct tiled_req *req);
+void tiled_handle_openapi(struct tiled_req *req);
 void tiled_handle_models(struct tiled_req *req);
 /* Adds a finished v2 infer request to its version's statistics. */
 void tiled_v2_record(struct tiled_server *srv, const struct tiled_req *req, bool ok);

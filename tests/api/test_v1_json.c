@@ -129,7 +129,8 @@ static void test_data_ragged(void **state)
     data_error(&c, "[1,[2]]", TILE_EINVAL, "ragged nested data at data[1]: an array where an element was expected");
     data_error(&c, "[[[1],[2]],[[3],4]]", TILE_EINVAL, "ragged nested data at data[1][1]: an element where an array");
     data_error(&c, "[[[1],[2]],[[3]]]", TILE_EINVAL, "ragged nested data at data[1]: 1 elements where 2 were expected");
-    data_error(&c, "[[],[1]]", TILE_EINVAL, "ragged nested data at data[1]: more than 0 elements where 0 were expected");
+    data_error(&c, "[[],[1]]", TILE_EINVAL,
+               "ragged nested data at data[1]: more than 0 elements where 0 were expected");
     data_error(&c, "[[1],[]]", TILE_EINVAL, "ragged nested data at data[1]: 0 elements where 1 were expected");
     data_error(&c, "[[], [[1]]]", TILE_EINVAL, "ragged nested data at data[1][0]: an array where an element");
     data_error(&c, "[{}]", TILE_EINVAL, "data[0] is an object; tensor data are arrays and scalars");
@@ -383,18 +384,12 @@ static void test_data_limits(void **state)
     c.dtype = TILE_STRING;
     c.rank = -1;
     c.max_bytes = 1000;
-    data_error(&c, "[\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-                   "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-                   "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-                   "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-                   "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-                   "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-                   "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-                   "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-                   "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-                   "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-                   "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"]",
-               TILE_ETOOBIG, "the string data needs more than 1000 bytes");
+    char text[1200];
+    text[0] = '[';
+    text[1] = '"';
+    memset(text + 2, 'a', 1100);
+    memcpy(text + 1102, "\"]", 3);
+    data_error(&c, text, TILE_ETOOBIG, "the string data needs more than 1000 bytes");
 }
 
 /* A big flat array grows the buffer many times. */

@@ -49,9 +49,9 @@ static void case_fail(const struct case_ctx *x, int line, const char *what)
     fail();
 }
 
-#define CASE_CHECK(x, cond)                         \
-    do {                                            \
-        if (!(cond))                                \
+#define CASE_CHECK(x, cond)                             \
+    do {                                                \
+        if (!(cond))                                    \
             case_fail((x), __LINE__, "failed: " #cond); \
     } while (0)
 
@@ -84,9 +84,9 @@ static const struct sample samples[] = {
     SAMPLE(""),
     SAMPLE("a"),
     SAMPLE("tile"),
-    SAMPLE("h\xc3\xa9llo w\xc3\xb6rld"),                                  /* héllo wörld */
-    SAMPLE("\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e"),                       /* 日本語 */
-    SAMPLE("\xf0\x9f\x99\x82 \xf0\x9f\x99\x83"),                          /* two emoji */
+    SAMPLE("h\xc3\xa9llo w\xc3\xb6rld"), /* héllo wörld */
+    SAMPLE("\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e"), /* 日本語 */
+    SAMPLE("\xf0\x9f\x99\x82 \xf0\x9f\x99\x83"), /* two emoji */
     SAMPLE("embedded\0nul"),
     SAMPLE("  spaces and \"quotes\" and \\backslashes\\  "),
     {long_string, sizeof(long_string)},
@@ -166,8 +166,9 @@ static void check_plan(const struct case_ctx *x, const struct tile_plan *pl, con
     CASE_CHECK(x, pl->lev_in[0] * pl->lev_in_stride[0] == pl->in_bytes);
 }
 
-/* Every output string is the sample its source element shows, at the
- * source's own address. */
+/* Every string of the expected output (which each producer must match
+ * byte for byte) is the sample its source element shows, at the source's
+ * own address: the views are borrowed, never copied. */
 static void check_strings(const struct case_ctx *x, const struct ref_problem *p, const struct input *in,
                           const void *out)
 {
@@ -305,7 +306,7 @@ struct range {
     uint64_t off, len;
 };
 
-/* A range of up to `max` bytes starting at `off`, clipped to the output. */
+/* The range [off, off + len) clipped to an output of `total` bytes. */
 static struct range clip(uint64_t off, uint64_t len, uint64_t total)
 {
     if (off > total)
@@ -492,7 +493,7 @@ static void large_outputs(void **state)
 
 /* ---- main ---- */
 
-static int setup_pools(void **state)
+static int setup_group(void **state)
 {
     (void)state;
     for (size_t i = 0; i < sizeof(long_string); i++) /* long, multi-byte: "ß" and a varying digit */
@@ -502,7 +503,7 @@ static int setup_pools(void **state)
     return kernel_pools[0] && kernel_pools[1] ? 0 : -1;
 }
 
-static int teardown_pools(void **state)
+static int teardown_group(void **state)
 {
     (void)state;
     for (int i = 0; i < 2; i++)
@@ -524,5 +525,5 @@ int main(void)
     tests[TILE_DTYPE_COUNT] = (struct CMUnitTest)cmocka_unit_test(random_reads);
     tests[TILE_DTYPE_COUNT + 1] = (struct CMUnitTest)cmocka_unit_test(resized_plans);
     tests[TILE_DTYPE_COUNT + 2] = (struct CMUnitTest)cmocka_unit_test(large_outputs);
-    return cmocka_run_group_tests_name("kernel", tests, setup_pools, teardown_pools);
+    return cmocka_run_group_tests_name("kernel", tests, setup_group, teardown_group);
 }

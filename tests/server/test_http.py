@@ -62,7 +62,6 @@ class Daemon:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        self.log.close()
         return self.proc.returncode
 
     def log_lines(self):
@@ -415,7 +414,6 @@ class Lifecycle(unittest.TestCase):
         rest = resp.read()
         self.assertEqual(len(first) + len(rest), 64 << 22)
         self.assertEqual(d.proc.wait(30), 0)
-        d.log.close()
 
 
 if __name__ == "__main__":

@@ -15,9 +15,7 @@ import http.client
 import json
 import re
 import signal
-import socket
 import struct
-import threading
 import time
 import unittest
 import zlib
@@ -61,8 +59,8 @@ def make_tensor(datatype, shape, rng):
     shape = tuple(shape)
     n = int(np.prod(shape)) if shape else 1
     if datatype == "BYTES":
-        pool = [b"", b"a", "h\u00e9llo".encode(), "\u65e5\u672c".encode(), b"x" * 300, b"tab\tnl\n\"q\""]
-        return np.array([pool[i] for i in rng.integers(0, len(pool), n)] + [], dtype=object).reshape(shape)
+        pool = [b"", b"a", "h\u00e9llo".encode(), "\u65e5\u672c".encode(), b"x" * 300, b"tab\tnl\n\"q\"\\", b"\x01\x1f ctl"]
+        return np.array([pool[i] for i in rng.integers(0, len(pool), n)], dtype=object).reshape(shape)
     if datatype == "BF16":
         return bf16_round(sample("float32", shape, rng))
     return sample(NUMPY_OF[datatype].name, shape, rng).astype(NUMPY_OF[datatype])
@@ -86,7 +84,7 @@ def from_binary(raw, datatype, shape):
             off += 4 + n
         if off != len(raw):
             raise AssertionError("BYTES output has a truncated element")
-        return np.array(items + [], dtype=object).reshape(shape)
+        return np.array(items, dtype=object).reshape(shape)
     if datatype == "BF16":
         u = np.frombuffer(raw, "<u2").astype("<u4") << 16
         return u.view("<f4").reshape(shape)
@@ -142,7 +140,7 @@ def from_json(data, datatype, shape):
     if datatype == "BF16":
         return bf16_nearest(np.array(data, dtype=np.float64)).reshape(shape)
     if datatype == "BYTES":
-        return np.array([s.encode("utf-8") for s in data] + [], dtype=object).reshape(shape)
+        return np.array([s.encode("utf-8") for s in data], dtype=object).reshape(shape)
     if datatype.startswith("COMPLEX"):
         part = "<f4" if datatype == "COMPLEX64" else "<f8"
         return np.array(data, dtype=part).view(NUMPY_OF[datatype]).reshape(shape)
@@ -465,6 +463,28 @@ class InferJSON(V2Case):
         self.assertTrue(tensors_equal(t["output"], want, "BF16"), (t["output"], want))
         self.assertEqual(np.asarray(t["output"], np.float32)[:4].tolist(), [1.0, 1.0, 1.015625, 1.0078125])
 
+    def test_json_floats_round_to_nearest(self):
+        """JSON numbers become the nearest value of the datatype, ties to even.
+
+        Every number here has an exact double value, so numpy's double ->
+        FP16/FP32 conversion gives the correctly rounded answer.
+        """
+        cases = {
+            "FP16": [0.1, 0.25, 65504.0, 2.0 ** -24, 2.0 ** -26, 3 * 2.0 ** -25, -0.0, 2049.0, 2051.0,
+                     1.00048828125, 1.00146484375],
+            "FP32": [0.1, 0.5, 1e-45, 3.4028234663852886e38, -0.0, 16777217.0, 16777219.0, 0.3],
+            "FP64": [0.1, 1 / 3, 5e-324, 1.7976931348623157e308, -0.0],
+        }
+        for datatype, vals in cases.items():
+            with self.subTest(datatype=datatype):
+                doc = {"inputs": [{"name": "input", "shape": [len(vals)], "datatype": datatype, "data": vals},
+                                  {"name": "repeats", "shape": [1], "datatype": "INT64", "data": [2]}]}
+                resp, out = self.post(infer_path(), json.dumps(doc).encode())
+                self.assertEqual(resp.status, 200, out)
+                doc, t = parse_infer_response(resp, out)
+                want = np.tile(np.array(vals, dtype=np.float64).astype(NUMPY_OF[datatype]), 2)
+                self.assert_output(doc, t, want, datatype)
+
     def test_shapes_scalar_empty_and_zero_repeats(self):
         cases = [
             ((), []),                 # rank 0
@@ -719,8 +739,18 @@ class InferErrors(V2Case):
             inputs[0]["parameters"]["binary_data_size"] = n
             return {"inputs": inputs}
 
+        # Inference-Header-Content-Length may also be sent when everything is JSON.
+        json_only = {"inputs": [{"name": "input", "shape": [4], "datatype": "FP32", "data": a.tolist()},
+                                good_inputs[1]]}
+        body, headers = raw_infer_body(json_only)
+        resp, out = self.post(infer_path(), body, headers)
+        self.assertEqual(resp.status, 200, out)
+        self.assertEqual(parse_infer_response(resp, out)[1]["output"].tolist(), np.tile(a, 2).tolist())
+
         head = json.dumps({"inputs": good_inputs}).encode()
         cases = [
+            ("Inference-Header-Content-Length 0 (raw request) for a two-input model",
+             *raw_infer_body({"inputs": good_inputs}, raw, header_len=0)),
             ("binary_data_size larger than the rest of the body", *raw_infer_body(with_size(32), raw)),
             ("binary_data_size larger than the body, by one", *raw_infer_body(with_size(17), raw)),
             ("leftover binary bytes", *raw_infer_body({"inputs": good_inputs}, raw + b"\0\0\0\0")),
@@ -779,6 +809,7 @@ class InferErrors(V2Case):
             ("missing input", doc(rep), {}),
             ("wrong repeats count for onnx", doc(inp, dict(rep, shape=[2], data=[2, 2])), {}),
             ("negative repeats", doc(inp, dict(rep, data=[-1])), {}),
+            ("repeats of rank 2", doc(inp, dict(rep, shape=[1, 1])), {}),
             ("FP32 repeats", doc(inp, dict(rep, datatype="FP32", data=[2.0])), {}),
             ("FP64 repeats", doc(inp, dict(rep, datatype="FP64", data=[2.0])), {}),
             ("BYTES repeats", doc(inp, dict(rep, datatype="BYTES", data=["2"])), {}),
@@ -923,7 +954,8 @@ class Compression(V2Case):
         want = np.tile(a, (2, 2))
         for accept, encoding in (("gzip", "gzip"), ("deflate", "deflate"), ("gzip, deflate", None),
                                  ("identity", "identity"), ("deflate;q=0.2, gzip;q=0.9", "gzip"),
-                                 ("gzip;q=0.1, deflate;q=0.8", "deflate")):
+                                 ("gzip;q=0.1, deflate;q=0.8", "deflate"), ("gzip;q=0", "identity"),
+                                 ("deflate;q=0, gzip", "gzip"), ("identity;q=0, deflate", "deflate")):
             for binary_out in (False, True):
                 with self.subTest(accept=accept, binary_output=binary_out):
                     b, h = infer_body(tile_inputs(a, "INT32", [2, 2]), request_id="z",
@@ -1034,6 +1066,69 @@ class LargeOutputs(V2Case):
             conn.close()
 
 
+    def test_large_json_outputs(self):
+        """Big JSON bodies (above the streaming size) are valid, flat and exact."""
+        cases = [("FP64", (1024,), [1024]), ("FP32", (32, 32), [32, 32]), ("BYTES", (997,), [400]),
+                 ("INT8", (256,), [16384]), ("BOOL", (3, 333), [4000, 1]), ("COMPLEX64", (512,), [1024])]
+        for datatype, shape, reps in cases:
+            with self.subTest(datatype=datatype):
+                a = make_tensor(datatype, shape, self.rng)
+                resp, doc, t = self.infer(tile_inputs(a, datatype, reps, binary=True), request_id="big-json")
+                self.assertEqual(doc["id"], "big-json")
+                self.assertEqual(resp.getheader("Content-Type"), "application/json")
+                self.assert_output(doc, t, np.tile(a, reps), datatype)
+                self.assertTrue(resp.getheader("X-Request-Id"))
+
+    def test_large_bytes_binary_output(self):
+        a = make_tensor("BYTES", (997,), self.rng)
+        reps = 400
+        _, doc, t = self.infer(tile_inputs(a, "BYTES", [reps], binary=True),
+                               parameters={"binary_data_output": True})
+        want = np.tile(a, reps)
+        self.assertGreater(len(to_binary(want, "BYTES")), 16 << 20)
+        self.assert_output(doc, t, want, "BYTES")
+
+    def test_large_compressed_json_output(self):
+        a = make_tensor("FP32", (1024,), self.rng)
+        body, headers = infer_body(tile_inputs(a, "FP32", [1024], binary=True))
+        resp, out = self.post(infer_path(), body, dict(headers, **{"Accept-Encoding": "gzip"}))
+        self.assertEqual(resp.status, 200, out[:200])
+        self.assertEqual(resp.getheader("Content-Encoding"), "gzip")
+        doc, t = parse_infer_response(resp, out)
+        self.assert_output(doc, t, np.tile(a, 1024), "FP32")
+
+    def test_large_compressed_binary_output(self):
+        a = make_tensor("FP32", (1024,), self.rng)
+        reps = 4096  # 16 MiB
+        for encoding in ("gzip", "deflate"):
+            with self.subTest(encoding=encoding):
+                body, headers = infer_body(tile_inputs(a, "FP32", [reps], binary=True),
+                                           parameters={"binary_data_output": True})
+                resp, out = self.post(infer_path(), body, dict(headers, **{"Accept-Encoding": encoding}))
+                self.assertEqual(resp.status, 200, out[:200])
+                self.assertEqual(resp.getheader("Content-Encoding"), encoding)
+                self.assertLess(len(out), 16 << 20)
+                doc, t = parse_infer_response(resp, out)
+                self.assert_output(doc, t, np.tile(a, reps), "FP32")
+
+    def test_keep_alive_after_errors(self):
+        """An error answer leaves the connection usable (or says Connection: close)."""
+        conn = http.client.HTTPConnection(self.d.host, self.d.port, timeout=30)
+        a = np.arange(4, dtype=np.int64)
+        good, gh = infer_body(tile_inputs(a, "INT64", [2]))
+        bad, bh = infer_body(tile_inputs(a, "INT64", [2, 2]))
+        try:
+            for body, headers, status in ((bad, bh, 400), (good, gh, 200), (b"{", {}, 400), (good, gh, 200)):
+                conn.request("POST", infer_path(), body, headers)
+                resp = conn.getresponse()
+                out = resp.read()
+                self.assertEqual(resp.status, status, out)
+                if status == 200:
+                    self.assertEqual(parse_infer_response(resp, out)[1]["output"].tolist(), np.tile(a, 2).tolist())
+        finally:
+            conn.close()
+
+
 # ---------------------------------------------------------------------------
 class Drain(unittest.TestCase):
     def test_sigterm_drains_in_flight_stream(self):
@@ -1080,7 +1175,7 @@ class Drain(unittest.TestCase):
             finally:
                 idle.close()
             try:
-                c2 = http.client.HTTPConnection(d.host, d.port, timeout=3)
+                c2 = http.client.HTTPConnection(d.host, d.port, timeout=2)
                 c2.request("GET", "/v2/health/ready")
                 r = c2.getresponse()
                 rb = r.read()

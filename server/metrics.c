@@ -1,0 +1,247 @@
+/* metrics.c - Prometheus counters, histograms and gauges (see metrics.h).
+ *
+ * DESIGN. Label sets are small and known in advance (route x format x
+ * status), so every series is a fixed slot in a static array of atomics:
+ * recording is a few relaxed atomic adds with no lock and no allocation,
+ * and rendering walks the array and prints the series that are non-zero.
+ * Histogram buckets follow the Prometheus convention: cumulative counts
+ * with an upper bound `le`, from 50 microseconds to 10 seconds.
+ */
+#include "metrics.h"
+
+#include <dirent.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server.h"
+
+#ifndef TILED_GIT_COMMIT
+#define TILED_GIT_COMMIT "unknown"
+#endif
+
+static const char *const route_names[TILED_RL_COUNT] = {"/v1/tile", "/v2/models/infer", "/v2", "/v2/health",
+                                                        "/metrics", "other"};
+static const char *const format_names[] = {"json", "octet-stream", "npy", "none"};
+#define NFORMATS 4
+static const int status_codes[] = {200, 400, 401, 404, 405, 406, 413, 415, 499, 500, 503, 0};
+#define NSTATUS 12 /* the last slot counts any other status */
+
+static const double buckets[] = {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
+                                 0.025,   0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,     10};
+#define NBUCKETS (sizeof(buckets) / sizeof(buckets[0]))
+static const char *const phase_names[] = {"total", "queue", "decode", "tile", "encode"};
+#define NPHASES 5
+
+struct histogram {
+    atomic_uint_fast64_t counts[NBUCKETS + 1]; /* last: above every bound */
+    atomic_uint_fast64_t sum_us;
+};
+
+static struct {
+    atomic_uint_fast64_t requests[TILED_RL_COUNT][NFORMATS][NSTATUS];
+    atomic_uint_fast64_t bytes_in, bytes_out;
+    struct histogram phases[NPHASES];
+} m;
+
+static int status_slot(int status)
+{
+    for (int i = 0; i < NSTATUS - 1; i++) {
+        if (status_codes[i] == status)
+            return i;
+    }
+    return NSTATUS - 1;
+}
+
+static enum tiled_route_label route_label(const struct tiled_req *req)
+{
+    if (strcmp(req->path, "/v1/tile") == 0)
+        return TILED_RL_V1_TILE;
+    if (req->v2_version)
+        return TILED_RL_V2_INFER;
+    if (strncmp(req->path, "/v2/health/", 11) == 0)
+        return TILED_RL_HEALTH;
+    if (strncmp(req->path, "/v2", 3) == 0)
+        return TILED_RL_V2;
+    if (strcmp(req->path, "/metrics") == 0)
+        return TILED_RL_METRICS;
+    return TILED_RL_OTHER;
+}
+
+static void observe(struct histogram *h, uint64_t us)
+{
+    size_t b = 0;
+    while (b < NBUCKETS && (double)us / 1e6 > buckets[b])
+        b++;
+    atomic_fetch_add_explicit(&h->counts[b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&h->sum_us, us, memory_order_relaxed);
+}
+
+void tiled_metrics_record(const struct tiled_req *req, int status)
+{
+    enum tiled_route_label r = route_label(req);
+    int f = req->v2_version ? (req->infer_header_len[0] ? TILE_FMT_RAW : TILE_FMT_JSON)
+            : req->prepare  ? (int)req->in_fmt
+                            : NFORMATS - 1;
+    atomic_fetch_add_explicit(&m.requests[r][f][status_slot(status)], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m.bytes_in, req->body_len, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m.bytes_out, req->bytes_out, memory_order_relaxed);
+    const struct tile_timings *t = &req->tm;
+    const uint64_t phase_us[NPHASES] = {tiled_now_us() - req->t_start, t->queue_us, t->decode_us, t->tile_us,
+                                        t->encode_us};
+    for (int p = 0; p < NPHASES; p++)
+        observe(&m.phases[p], phase_us[p]);
+}
+
+/* ---- rendering ---------------------------------------------------------------- */
+
+struct out {
+    char *buf;
+    size_t len, cap;
+    int failed;
+};
+
+static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(struct out *o, const char *fmt, ...)
+{
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(o->buf + o->len, o->cap - o->len, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            o->failed = 1;
+            return;
+        }
+        if ((size_t)n < o->cap - o->len) {
+            o->len += (size_t)n;
+            return;
+        }
+        char *nb = realloc(o->buf, o->cap * 2 + (size_t)n);
+        if (!nb) {
+            o->failed = 1;
+            return;
+        }
+        o->buf = nb;
+        o->cap = o->cap * 2 + (size_t)n;
+    }
+}
+
+static void header(struct out *o, const char *name, const char *type, const char *help)
+{
+    put(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void render_requests(struct out *o)
+{
+    header(o, "tiled_requests_total", "counter", "Requests answered, by route, request format and status code.");
+    for (int r = 0; r < TILED_RL_COUNT; r++)
+        for (int f = 0; f < NFORMATS; f++)
+            for (int s = 0; s < NSTATUS; s++) {
+                uint64_t v = atomic_load(&m.requests[r][f][s]);
+                if (!v)
+                    continue;
+                char code[8];
+                snprintf(code, sizeof(code), "%d", status_codes[s]);
+                put(o, "tiled_requests_total{route=\"%s\",format=\"%s\",code=\"%s\"} %llu\n", route_names[r],
+                    format_names[f], s == NSTATUS - 1 ? "other" : code, (unsigned long long)v);
+            }
+    header(o, "tiled_request_bytes_total", "counter", "Bytes of request bodies received.");
+    put(o, "tiled_request_bytes_total %llu\n", (unsigned long long)atomic_load(&m.bytes_in));
+    header(o, "tiled_response_bytes_total", "counter", "Bytes of response bodies sent.");
+    put(o, "tiled_response_bytes_total %llu\n", (unsigned long long)atomic_load(&m.bytes_out));
+}
+
+static void render_histograms(struct out *o)
+{
+    header(o, "tiled_request_duration_seconds", "histogram",
+           "Time per request phase: total, queue (waiting for a worker), decode, tile and encode.");
+    for (int p = 0; p < NPHASES; p++) {
+        uint64_t cum = 0;
+        for (size_t b = 0; b <= NBUCKETS; b++) {
+            cum += atomic_load(&m.phases[p].counts[b]);
+            if (b < NBUCKETS)
+                put(o, "tiled_request_duration_seconds_bucket{phase=\"%s\",le=\"%g\"} %llu\n", phase_names[p],
+                    buckets[b], (unsigned long long)cum);
+            else
+                put(o, "tiled_request_duration_seconds_bucket{phase=\"%s\",le=\"+Inf\"} %llu\n", phase_names[p],
+                    (unsigned long long)cum);
+        }
+        put(o, "tiled_request_duration_seconds_sum{phase=\"%s\"} %.6f\n", phase_names[p],
+            (double)atomic_load(&m.phases[p].sum_us) / 1e6);
+        put(o, "tiled_request_duration_seconds_count{phase=\"%s\"} %llu\n", phase_names[p], (unsigned long long)cum);
+    }
+}
+
+static void render_gauges(struct out *o, struct tiled_server *srv)
+{
+    header(o, "tiled_inflight_requests", "gauge", "Requests being received, processed or sent.");
+    put(o, "tiled_inflight_requests %d\n", atomic_load(&srv->inflight));
+    header(o, "tiled_queue_depth", "gauge", "Requests waiting for a worker.");
+    put(o, "tiled_queue_depth %d\n", tile_pool_queue_depth(srv->pool));
+    header(o, "tiled_workers", "gauge", "Size of the worker pool.");
+    put(o, "tiled_workers %d\n", tile_pool_size(srv->pool));
+    header(o, "tiled_busy_workers", "gauge", "Workers running a job.");
+    put(o, "tiled_busy_workers %d\n", tile_pool_busy(srv->pool));
+    header(o, "tiled_build_info", "gauge", "Build information; the value is always 1.");
+    put(o, "tiled_build_info{version=\"%s\",commit=\"%s\"} 1\n", TILED_VERSION, TILED_GIT_COMMIT);
+}
+
+static int count_open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    int n = 0;
+    if (!d)
+        return 0;
+    while (readdir(d))
+        n++;
+    closedir(d);
+    return n > 3 ? n - 3 : 0; /* ".", ".." and the directory's own fd */
+}
+
+static void render_process(struct out *o, const struct tiled_server *srv)
+{
+    long pages = 0, rss = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f) {
+        if (fscanf(f, "%ld %ld", &pages, &rss) != 2)
+            rss = 0;
+        fclose(f);
+    }
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+                 (double)ru.ru_stime.tv_usec / 1e6;
+    header(o, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
+    put(o, "process_resident_memory_bytes %ld\n", rss * sysconf(_SC_PAGESIZE));
+    header(o, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.");
+    put(o, "process_virtual_memory_bytes %ld\n", pages * sysconf(_SC_PAGESIZE));
+    header(o, "process_open_fds", "gauge", "Number of open file descriptors.");
+    put(o, "process_open_fds %d\n", count_open_fds());
+    header(o, "process_start_time_seconds", "gauge", "Start time of the process since the Unix epoch in seconds.");
+    put(o, "process_start_time_seconds %.3f\n", (double)srv->start_wall_ms / 1e3);
+    header(o, "process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.");
+    put(o, "process_cpu_seconds_total %.6f\n", cpu);
+}
+
+char *tiled_metrics_render(struct tiled_server *srv, size_t *len)
+{
+    struct out o = {malloc(16384), 0, 16384, 0};
+    if (!o.buf)
+        return NULL;
+    render_requests(&o);
+    render_histograms(&o);
+    render_gauges(&o, srv);
+    render_process(&o, srv);
+    if (o.failed) {
+        free(o.buf);
+        return NULL;
+    }
+    *len = o.len;
+    return o.buf;
+}

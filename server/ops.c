@@ -1,0 +1,39 @@
+/* ops.c - operator endpoints: Prometheus metrics and the API description. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "metrics.h"
+#include "server.h"
+
+/* The OpenAPI document (api/openapi.json), embedded at build time. */
+extern const unsigned char tiled_openapi_json[];
+extern const size_t tiled_openapi_json_len;
+
+void tiled_handle_metrics(struct tiled_req *req)
+{
+    size_t len;
+    char *text = tiled_metrics_render(req->srv, &len);
+    if (!text) {
+        tiled_reply_error(&req->reply, 503, "cannot render metrics: out of memory");
+        return;
+    }
+    req->reply.status = 200;
+    req->reply.body = text;
+    req->reply.body_len = len;
+    snprintf(req->reply.content_type, sizeof(req->reply.content_type), "text/plain; version=0.0.4; charset=utf-8");
+}
+
+void tiled_handle_openapi(struct tiled_req *req)
+{
+    struct tiled_reply *r = &req->reply;
+    r->body = malloc(tiled_openapi_json_len + 1);
+    if (!r->body) {
+        tiled_reply_error(r, 503, "out of memory");
+        return;
+    }
+    memcpy(r->body, tiled_openapi_json, tiled_openapi_json_len);
+    r->body_len = tiled_openapi_json_len;
+    r->status = 200;
+    snprintf(r->content_type, sizeof(r->content_type), "application/json");
+}

@@ -1,0 +1,133 @@
+"""Operability: Prometheus metrics (checked by promtool), the configuration
+table (flags, env vars, README), and the event log."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import unittest
+
+from test_http import BIN, Daemon
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+
+
+def metric_value(text, name, labels=""):
+    m = re.search(r"^" + re.escape(name + labels) + r" ([0-9.e+-]+)$", text, re.M)
+    return float(m.group(1)) if m else None
+
+
+class Metrics(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon()
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.d.stop() == 0
+
+    def scrape(self):
+        resp, body = self.d.request("GET", "/metrics")
+        self.assertEqual(resp.status, 200)
+        self.assertTrue(resp.getheader("Content-Type").startswith("text/plain; version=0.0.4"))
+        return body.decode()
+
+    def tile(self):
+        return self.d.request("POST", "/v1/tile", '{"input":{"dtype":"int8","shape":[1],"data":[1]},"repeats":[3]}',
+                              {"Content-Type": "application/json"})
+
+    def test_promtool_accepts_live_metrics(self):
+        self.tile()
+        self.d.request("GET", "/nope")
+        text = self.scrape()
+        promtool = shutil.which("promtool")
+        self.assertIsNotNone(promtool, "promtool (Debian package prometheus) is needed")
+        r = subprocess.run([promtool, "check", "metrics"], input=text.encode(), capture_output=True)
+        self.assertEqual(r.returncode, 0, r.stdout.decode() + r.stderr.decode())
+        for name in ("process_resident_memory_bytes", "process_open_fds", "process_start_time_seconds",
+                     "process_cpu_seconds_total", "tiled_inflight_requests", "tiled_queue_depth", "tiled_workers",
+                     "tiled_busy_workers"):
+            self.assertIsNotNone(metric_value(text, name), name)
+        self.assertRegex(text, r'tiled_build_info\{version="[^"]+",commit="[^"]+"\} 1')
+
+    def test_counters_and_histograms_move(self):
+        labels = '{route="/v1/tile",format="json",code="200"}'
+        before = self.scrape()
+        for _ in range(3):
+            self.assertEqual(self.tile()[0].status, 200)
+        after = self.scrape()
+        self.assertEqual((metric_value(after, "tiled_requests_total", labels) or 0)
+                         - (metric_value(before, "tiled_requests_total", labels) or 0), 3)
+        total = '{phase="total"}'
+        # The scrape itself is counted too, once it completes.
+        grew = metric_value(after, "tiled_request_duration_seconds_count", total) - \
+            metric_value(before, "tiled_request_duration_seconds_count", total)
+        self.assertGreaterEqual(grew, 3)
+        self.assertGreater(metric_value(after, "tiled_request_bytes_total"),
+                           metric_value(before, "tiled_request_bytes_total"))
+
+
+class Config(unittest.TestCase):
+    def run_bin(self, *args, env=None):
+        return subprocess.run([BIN, "serve", *args], capture_output=True, text=True,
+                              env=dict(os.environ, **(env or {})))
+
+    def test_readme_table_matches_the_option_table(self):
+        table = self.run_bin("--help-markdown").stdout.strip()
+        readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+        m = re.search(r"<!-- config-table -->\n(.*?)\n<!-- /config-table -->", readme, re.S)
+        self.assertIsNotNone(m, "README has the configuration table")
+        self.assertEqual(m.group(1).strip(), table)
+
+    def test_help_lists_every_option_as_the_readme_does(self):
+        help_text = self.run_bin("--help").stdout
+        rows = re.findall(r"^\| `--([a-z-]+)` \| `(TILED_[A-Z_]+)` \| `([^`]*)` \| (.*) \|$",
+                          self.run_bin("--help-markdown").stdout, re.M)
+        self.assertGreater(len(rows), 10)
+        for flag, env, default, meaning in rows:
+            line = next((l for l in help_text.splitlines() if l.strip().startswith(f"--{flag} ")), None)
+            self.assertIsNotNone(line, flag)
+            self.assertIn(env, line)
+            self.assertIn(f"(default: {default})", line)
+            self.assertIn(meaning, line)
+
+    def test_print_config_applies_env_then_flags(self):
+        r = self.run_bin("--queue", "7", "--print-config", env={"TILED_QUEUE": "5", "TILED_WORKERS": "3"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        cfg = dict(l.split(" = ", 1) for l in r.stdout.splitlines())
+        self.assertEqual(cfg["queue"], "7")
+        self.assertEqual(cfg["workers"], "3")
+        self.assertEqual(cfg["port"], "8080")
+
+    def test_bad_values_are_refused(self):
+        for args, fragment in ((["--port", "70000"], "port must be in 0..65535"),
+                               (["--max-body", "12Q"], "not a size"),
+                               (["--log-format", "xml"], "not a valid log-format"),
+                               (["--nope", "1"], "unknown option")):
+            r = self.run_bin(*args)
+            self.assertEqual(r.returncode, 2, args)
+            self.assertIn(fragment, r.stderr)
+
+
+class Logs(unittest.TestCase):
+    def test_lifecycle_and_access_lines_are_json(self):
+        d = Daemon()
+        d.request("GET", "/v2/health/live", headers={"Authorization": "Bearer secret-token"})
+        self.assertEqual(d.stop(), 0)
+        lines = [json.loads(l) for l in d.log_lines()]
+        events = [l["event"] for l in lines]
+        for ev in ("start", "listening", "signal", "drain", "exit", "access"):
+            self.assertIn(ev, events)
+        self.assertNotIn("secret-token", "\n".join(d.log_lines()))
+
+    def test_text_format(self):
+        d = Daemon("--log-format", "text")
+        d.request("GET", "/v2/health/live")
+        self.assertEqual(d.stop(), 0)
+        access = [l for l in d.log_lines() if " access " in l]
+        self.assertEqual(len(access), 1)
+        self.assertRegex(access[0], r"^\d{4}-\d\d-\d\dT[0-9:.]+Z info access ")
+
+
+if __name__ == "__main__":
+    unittest.main()
