@@ -137,3 +137,6 @@ clean:
 	rm -rf build build-address build-thread build-clang
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+
+include fuzz/fuzz.mk
+include bench/hardening.mk

@@ -84,7 +84,7 @@ static int in_datatype(void *p)
     size_t len;
     if (tile_jr_string(&c->jr, "datatype", name, sizeof(name), &len) < 0)
         return -1;
-    c->cur->dtype = tile_dtype_parse(name, len);
+    c->cur->dtype = tile_dtype_parse_kserve(name, len);
     if (c->cur->dtype == TILE_DTYPE_INVALID)
         return tile_error_set(c->jr.e, TILE_EINVAL,
                               "unknown datatype '%.*s' (expected BOOL, UINT8..UINT64, INT8..INT64, FP16, BF16, FP32, "

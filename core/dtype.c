@@ -81,6 +81,15 @@ enum tile_dtype tile_dtype_parse(const char *name, size_t len)
     return TILE_DTYPE_INVALID;
 }
 
+enum tile_dtype tile_dtype_parse_kserve(const char *name, size_t len)
+{
+    for (int d = 0; d < TILE_DTYPE_COUNT; d++) {
+        if (strlen(tile_dtypes[d].kserve) == len && memcmp(tile_dtypes[d].kserve, name, len) == 0)
+            return (enum tile_dtype)d;
+    }
+    return TILE_DTYPE_INVALID;
+}
+
 const char *tile_dtype_list(char *buf, size_t cap)
 {
     size_t used = 0;

@@ -76,6 +76,10 @@ const char *tile_dtype_name(enum tile_dtype dtype);
  * (no NUL needed). Returns TILE_DTYPE_INVALID when unknown. */
 enum tile_dtype tile_dtype_parse(const char *name, size_t len);
 
+/* Parses an Open Inference Protocol datatype ("FP32", "BYTES", ...; also
+ * "COMPLEX64"/"COMPLEX128"), case-sensitively as that protocol requires. */
+enum tile_dtype tile_dtype_parse_kserve(const char *name, size_t len);
+
 /* Element size in memory (0 for an invalid dtype). */
 size_t tile_dtype_size(enum tile_dtype dtype);
 

@@ -70,6 +70,12 @@ static const struct tiled_option tiled_options[] = {
      "access and event log format: json or text"},
     {"log-level", "TILED_LOG_LEVEL", OPT_ENUM, OFF(log_level), "info", 0, 0, log_levels,
      "error, warn, info or debug; access logs are info"},
+    {"api-key-file", "TILED_API_KEY_FILE", OPT_STRING, OFF(api_key_file), "", 0, 0, NULL,
+     "file of API keys, one per line; when set, every route but health needs Authorization: Bearer KEY "
+     "(re-read on SIGHUP)"},
+    {"tls-cert", "TILED_TLS_CERT", OPT_STRING, OFF(tls_cert), "", 0, 0, NULL,
+     "PEM certificate file; with --tls-key, serve HTTPS"},
+    {"tls-key", "TILED_TLS_KEY", OPT_STRING, OFF(tls_key), "", 0, 0, NULL, "PEM private key file for --tls-cert"},
 };
 
 #define NOPTIONS (sizeof(tiled_options) / sizeof(tiled_options[0]))
@@ -98,7 +104,7 @@ static int set_option(struct tiled_config *cfg, const struct tiled_option *o, co
     char *field = (char *)cfg + o->offset;
     int64_t v = 0;
     switch (o->type) {
-    case OPT_STRING:
+    case OPT_STRING: /* every string option is a char[256] */
         if (strlen(value) >= sizeof(cfg->host))
             return tile_error_set(e, TILE_EINVAL, "%s: value for %s is too long", from, o->flag);
         memcpy(field, value, strlen(value) + 1);

@@ -35,6 +35,9 @@ struct tiled_config {
     int64_t inline_max;       /* bytes of body/output handled on the HTTP thread */
     int64_t log_format;       /* enum tiled_log_format */
     int64_t log_level;        /* enum tiled_log_level */
+    char api_key_file[256];   /* "" = no authentication */
+    char tls_cert[256];       /* PEM files; both or neither */
+    char tls_key[256];
 };
 
 /* Fills defaults, then TILED_* variables from `environ`, then argv flags

@@ -40,8 +40,8 @@ static const struct tiled_route tiled_routes[] = {
     {"POST", "/v1/tile", tiled_handle_tile, true, false},
     {"GET", "/v2", tiled_handle_server_metadata, false, false},
     {"GET", "/v2/", tiled_handle_server_metadata, false, false},
-    {"GET", "/v2/health/live", tiled_handle_live, false, false},
-    {"GET", "/v2/health/ready", tiled_handle_ready, false, false},
+    {"GET", "/v2/health/live", tiled_handle_live, false, false, true},
+    {"GET", "/v2/health/ready", tiled_handle_ready, false, false, true},
     {"*", "/v2/models/", tiled_handle_models, true, true},
     {"GET", "/metrics", tiled_handle_metrics, false, false},
     {"GET", "/openapi.json", tiled_handle_openapi, false, false},
@@ -311,11 +311,14 @@ static struct MHD_Response *make_response(struct tiled_req *req)
     struct tiled_reply *r = &req->reply;
     struct MHD_Response *resp;
     if (r->stream) {
-        uint64_t size = req->want_trailers ? MHD_SIZE_UNKNOWN : tiled_stream_size(r->stream);
+        uint64_t size = tiled_stream_size(r->stream);
+        const char *coding = tiled_stream_coding(r->stream);
         resp = MHD_create_response_from_callback(size, (size_t)req->srv->cfg.stream_chunk,
                                                  (MHD_ContentReaderCallback)tiled_stream_read, r->stream,
                                                  tiled_stream_free);
         if (resp) {
+            if (coding)
+                MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, coding);
             tiled_stream_set_response(r->stream, resp);
             r->stream = NULL; /* MHD owns it now */
             if (req->want_trailers)
@@ -343,7 +346,10 @@ static struct MHD_Response *make_response(struct tiled_req *req)
 
 static enum MHD_Result queue_reply(struct tiled_req *req)
 {
-    req->bytes_out = req->reply.stream ? tiled_stream_size(req->reply.stream) : req->reply.body_len;
+    if (req->reply.stream) /* a chunked (compressed) stream's length is not known here */
+        req->bytes_out = tiled_stream_size(req->reply.stream) == UINT64_MAX ? 0 : tiled_stream_size(req->reply.stream);
+    else
+        req->bytes_out = req->reply.body_len;
     struct MHD_Response *resp = make_response(req);
     if (!resp)
         return MHD_NO;
@@ -425,6 +431,12 @@ static enum MHD_Result first_call(struct tiled_server *srv, struct MHD_Connectio
         }
         return queue_reply(req);
     }
+    if (!req->route->open && tiled_auth_enabled() &&
+        !tiled_auth_check(MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION))) {
+        tiled_reply_error(&req->reply, 401, "missing or invalid API key (send Authorization: Bearer KEY)");
+        tiled_reply_header(&req->reply, "WWW-Authenticate", "Bearer realm=\"tiled\"");
+        return queue_reply(req);
+    }
     if (req->route->needs_body)
         body_prepare(req);
     return MHD_YES;
@@ -489,7 +501,12 @@ int tiled_http_start(struct tiled_server *srv, struct tile_error *e)
 
 void tiled_http_quiesce(struct tiled_server *srv)
 {
-    MHD_quiesce_daemon(srv->daemon);
+    /* Stop accepting, and make new connections fail at once instead of
+     * waiting in the kernel's backlog for an accept that never comes. The
+     * descriptor itself is closed by MHD_stop_daemon. */
+    MHD_socket fd = MHD_quiesce_daemon(srv->daemon);
+    if (fd != MHD_INVALID_SOCKET)
+        shutdown(fd, SHUT_RDWR);
 }
 
 unsigned tiled_http_connections(struct tiled_server *srv)

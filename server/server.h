@@ -114,6 +114,7 @@ struct tiled_route {
     tiled_handler_fn handler;
     bool needs_body;
     bool prefix;    /* path is a prefix; the handler routes the rest */
+    bool open;      /* served without an API key (health checks) */
     bool offload;   /* may run on the worker pool */
 };
 
@@ -158,12 +159,22 @@ void tiled_server_timing(const struct tile_timings *tm, char *buf, size_t cap);
 /* stream.c: streamed bodies. */
 struct tiled_stream;
 struct tiled_stream *tiled_stream_init(struct tiled_req *req, struct tile_encoder *enc, uint64_t chunk);
+/* Body length, or UINT64_MAX when it is sent chunked (trailers or
+ * compression); the Content-Encoding applied, or NULL. */
 uint64_t tiled_stream_size(const struct tiled_stream *s);
+const char *tiled_stream_coding(const struct tiled_stream *s);
 struct MHD_Response;
 void tiled_stream_set_response(struct tiled_stream *s, struct MHD_Response *resp);
 /* MHD content-reader callback and free callback. */
 long tiled_stream_read(void *cls, uint64_t pos, char *buf, size_t max);
 void tiled_stream_free(void *cls);
+
+/* auth.c: API keys. Loading an empty path disables authentication. */
+int tiled_auth_load(const char *path, struct tile_error *e);
+void tiled_auth_free(void);
+bool tiled_auth_enabled(void);
+/* True when `authorization` is "Bearer KEY" with a configured key. */
+bool tiled_auth_check(const char *authorization);
 
 /* compress.c */
 /* Parses a Content-Encoding value; -1 when unsupported. */

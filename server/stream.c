@@ -8,12 +8,15 @@
  * the next chunk; the stream lock orders suspend before resume. The stream
  * owns the decoded input and plan it reads (moved out of the request),
  * because MHD may release the response after the request state is gone; it
- * is freed by whichever of MHD and the producer lets go last.
+ * is freed by whichever of MHD and the producer lets go last. With
+ * Content-Encoding the producer deflates as it goes; the length is then
+ * unknown up front and the body is sent chunked.
  */
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "server.h"
 
@@ -32,12 +35,19 @@ struct tiled_stream {
     char *buf[NSLOTS];
     uint64_t buf_pos[NSLOTS], buf_len[NSLOTS];
     bool ready[NSLOTS];
-    bool producing, suspended, released, chunked;
+    bool producing, suspended, released, chunked, finished;
+    /* Compression (coding != identity): raw bytes pass through `raw`. */
+    enum tiled_coding coding;
+    z_stream z;
+    char *raw;
     struct tile_pool_task task;
 };
 
 static void stream_destroy(struct tiled_stream *s)
 {
+    if (s->coding != TILED_CODING_IDENTITY)
+        deflateEnd(&s->z);
+    free(s->raw);
     tile_encoder_free(&s->enc);
     tile_request_free(&s->treq);
     for (int i = 0; i < NSLOTS; i++)
@@ -55,27 +65,59 @@ static int free_slot(const struct tiled_stream *s)
     return -1;
 }
 
+/* Fills `out` (chunk bytes) with the next body bytes; returns the count
+ * and sets s->finished after the last. Runs without the lock: only the
+ * producer touches the encoder and the deflate state. */
+static uint64_t fill(struct tiled_stream *s, char *out)
+{
+    uint64_t raw_left = tile_encoder_size(&s->enc) - s->enc.pos;
+    if (s->coding == TILED_CODING_IDENTITY) {
+        uint64_t n = raw_left < s->chunk ? raw_left : s->chunk;
+        tile_encoder_read(&s->enc, out, (size_t)n);
+        s->finished = n == raw_left;
+        return n;
+    }
+    s->z.next_out = (Bytef *)out;
+    s->z.avail_out = (uInt)s->chunk;
+    while (s->z.avail_out > 0) {
+        if (s->z.avail_in == 0 && raw_left > 0) {
+            uint64_t n = raw_left < s->chunk ? raw_left : s->chunk;
+            tile_encoder_read(&s->enc, s->raw, (size_t)n);
+            raw_left -= n;
+            s->z.next_in = (Bytef *)s->raw;
+            s->z.avail_in = (uInt)n;
+        }
+        int rc = deflate(&s->z, raw_left == 0 ? Z_FINISH : Z_NO_FLUSH);
+        if (rc == Z_STREAM_END) {
+            s->finished = true;
+            break;
+        }
+        if (rc != Z_OK && rc != Z_BUF_ERROR)
+            break;
+    }
+    return s->chunk - s->z.avail_out;
+}
+
 /* Producer: fills free slots in order until the body is done or both are
- * full, then returns its worker to the pool. Called with the lock held. */
+ * full, then returns its worker to the pool. */
 static void produce(void *arg)
 {
     struct tiled_stream *s = arg;
     pthread_mutex_lock(&s->lock);
     for (;;) {
         int slot = free_slot(s);
-        if (s->released || slot < 0 || s->produced >= s->size)
+        if (s->released || slot < 0 || s->finished)
             break;
-        uint64_t pos = s->produced, n = s->size - pos < s->chunk ? s->size - pos : s->chunk;
-        s->produced += n;
         pthread_mutex_unlock(&s->lock);
         uint64_t t0 = tiled_now_us();
-        tile_encoder_read(&s->enc, s->buf[slot], (size_t)n);
+        uint64_t n = fill(s, s->buf[slot]);
         uint64_t dt = tiled_now_us() - t0;
         pthread_mutex_lock(&s->lock);
         s->tm.encode_us += dt;
-        s->buf_pos[slot] = pos;
+        s->buf_pos[slot] = s->produced;
         s->buf_len[slot] = n;
-        s->ready[slot] = true;
+        s->ready[slot] = n > 0;
+        s->produced += n;
         if (s->suspended) {
             s->suspended = false;
             MHD_resume_connection(s->conn);
@@ -90,7 +132,7 @@ static void produce(void *arg)
 
 static void kick_producer(struct tiled_stream *s)
 {
-    if (s->producing || s->released || s->produced >= s->size || free_slot(s) < 0)
+    if (s->producing || s->released || s->finished || free_slot(s) < 0)
         return;
     s->producing = true;
     tile_pool_continue(s->pool, &s->task);
@@ -126,6 +168,17 @@ struct tiled_stream *tiled_stream_init(struct tiled_req *req, struct tile_encode
     s->enc.in = &s->treq.input;
     s->enc.metrics = &s->tm;
     s->size = tile_encoder_size(enc);
+    s->coding = tiled_coding_negotiate(req->accept_encoding);
+    if (s->coding != TILED_CODING_IDENTITY) {
+        s->raw = malloc(chunk);
+        int bits = s->coding == TILED_CODING_GZIP ? 15 + 16 : 15;
+        if (!s->raw || deflateInit2(&s->z, Z_BEST_SPEED, Z_DEFLATED, bits, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+            s->coding = TILED_CODING_IDENTITY; /* identity is always acceptable */
+            free(s->raw);
+            s->raw = NULL;
+        }
+        s->chunked = true; /* the compressed length is known only at the end */
+    }
     s->task = (struct tile_pool_task){.fn = produce, .arg = s};
     pthread_mutex_lock(&s->lock);
     kick_producer(s);
@@ -135,7 +188,12 @@ struct tiled_stream *tiled_stream_init(struct tiled_req *req, struct tile_encode
 
 uint64_t tiled_stream_size(const struct tiled_stream *s)
 {
-    return s->size;
+    return s->chunked ? UINT64_MAX : s->size;
+}
+
+const char *tiled_stream_coding(const struct tiled_stream *s)
+{
+    return s->coding == TILED_CODING_GZIP ? "gzip" : s->coding == TILED_CODING_DEFLATE ? "deflate" : NULL;
 }
 
 void tiled_stream_set_response(struct tiled_stream *s, struct MHD_Response *resp)
@@ -157,7 +215,7 @@ long tiled_stream_read(void *cls, uint64_t pos, char *out, size_t max)
     struct tiled_stream *s = cls;
     long n = 0;
     pthread_mutex_lock(&s->lock);
-    if (pos >= s->size) {
+    if (s->finished && pos >= s->produced) {
         pthread_mutex_unlock(&s->lock);
         return s->chunked ? finish_chunked(s) : MHD_CONTENT_READER_END_OF_STREAM;
     }

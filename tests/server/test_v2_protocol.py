@@ -59,7 +59,8 @@ def make_tensor(datatype, shape, rng):
     shape = tuple(shape)
     n = int(np.prod(shape)) if shape else 1
     if datatype == "BYTES":
-        pool = [b"", b"a", "h\u00e9llo".encode(), "\u65e5\u672c".encode(), b"x" * 300, b"tab\tnl\n\"q\"\\", b"\x01\x1f ctl"]
+        pool = [b"", b"a", "h\u00e9llo".encode(), "\u65e5\u672c".encode(), b"x" * 300,
+                b"tab\tnl\n\"q\"\\", b"\x01\x1f ctl"]
         return np.array([pool[i] for i in rng.integers(0, len(pool), n)], dtype=object).reshape(shape)
     if datatype == "BF16":
         return bf16_round(sample("float32", shape, rng))

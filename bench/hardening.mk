@@ -1,0 +1,2 @@
+# hardening.mk - soak, overload and slow-client runs (included by the Makefile).
+.PHONY: soak overload slowloris

@@ -1,0 +1,4 @@
+# fuzz.mk - libFuzzer targets (included by the Makefile).
+.PHONY: fuzz
+fuzz:
+	@echo "no fuzz targets yet"
