@@ -422,6 +422,13 @@ static enum MHD_Result first_call(struct tiled_server *srv, struct MHD_Connectio
     *req_cls = req;
     char allow[64];
     req->route = find_route(method, url, allow, sizeof(allow));
+    /* Without a key nothing but health is answered, not even "not found". */
+    if ((!req->route || !req->route->open) && tiled_auth_enabled() &&
+        !tiled_auth_check(MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION))) {
+        tiled_reply_error(&req->reply, 401, "missing or invalid API key (send Authorization: Bearer KEY)");
+        tiled_reply_header(&req->reply, "WWW-Authenticate", "Bearer realm=\"tiled\"");
+        return queue_reply(req);
+    }
     if (!req->route) {
         if (allow[0]) {
             tiled_reply_error(&req->reply, 405, "method %s is not allowed on %s (allowed: %s)", method, url, allow);
@@ -429,12 +436,6 @@ static enum MHD_Result first_call(struct tiled_server *srv, struct MHD_Connectio
         } else {
             tiled_reply_error(&req->reply, 404, "no such endpoint: %s %s", method, url);
         }
-        return queue_reply(req);
-    }
-    if (!req->route->open && tiled_auth_enabled() &&
-        !tiled_auth_check(MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION))) {
-        tiled_reply_error(&req->reply, 401, "missing or invalid API key (send Authorization: Bearer KEY)");
-        tiled_reply_header(&req->reply, "WWW-Authenticate", "Bearer realm=\"tiled\"");
         return queue_reply(req);
     }
     if (req->route->needs_body)
@@ -477,6 +478,50 @@ static void request_completed(void *cls, struct MHD_Connection *c, void **req_cl
     *req_cls = NULL;
 }
 
+/* Reads a whole (small) file into a NUL-terminated malloc'd string. */
+static char *read_file(const char *path, struct tile_error *e)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    size_t len = 0, cap = 0, n;
+    if (!f) {
+        tile_error_set(e, TILE_EIO, "cannot read %s", path);
+        return NULL;
+    }
+    do {
+        if (cap - len < 4096) {
+            char *nb = cap < (1u << 24) ? realloc(buf, cap + 65536) : NULL;
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                tile_error_set(e, TILE_EIO, "%s is too large", path);
+                return NULL;
+            }
+            buf = nb;
+            cap += 65536;
+        }
+        n = fread(buf + len, 1, cap - len - 1, f);
+        len += n;
+    } while (n > 0);
+    fclose(f);
+    buf[len] = '\0';
+    return buf;
+}
+
+static int load_tls(struct tiled_server *srv, struct tile_error *e)
+{
+    const struct tiled_config *c = &srv->cfg;
+    if (!c->tls_cert[0] && !c->tls_key[0])
+        return 0;
+    if (!c->tls_cert[0] || !c->tls_key[0])
+        return tile_error_set(e, TILE_EINVAL, "--tls-cert and --tls-key must be given together");
+    if (!MHD_is_feature_supported(MHD_FEATURE_TLS))
+        return tile_error_set(e, TILE_EUNSUPPORTED, "this libmicrohttpd has no TLS support");
+    srv->tls_cert_pem = read_file(c->tls_cert, e);
+    srv->tls_key_pem = srv->tls_cert_pem ? read_file(c->tls_key, e) : NULL;
+    return srv->tls_key_pem ? 0 : -1;
+}
+
 int tiled_http_start(struct tiled_server *srv, struct tile_error *e)
 {
     struct sockaddr_in addr = {0};
@@ -485,13 +530,24 @@ int tiled_http_start(struct tiled_server *srv, struct tile_error *e)
     if (inet_pton(AF_INET, srv->cfg.host, &addr.sin_addr) != 1)
         return tile_error_set(e, TILE_EINVAL, "host '%s' is not an IPv4 address", srv->cfg.host);
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO;
+    if (load_tls(srv, e) < 0)
+        return -1;
+    /* The TLS options go first so that without TLS they are simply skipped
+     * by starting the list after them. */
+    struct MHD_OptionItem tls[] = {
+        {MHD_OPTION_HTTPS_MEM_CERT, 0, srv->tls_cert_pem},
+        {MHD_OPTION_HTTPS_MEM_KEY, 0, srv->tls_key_pem},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    if (srv->tls_cert_pem)
+        flags |= MHD_USE_TLS;
     srv->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, access_handler, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
         MHD_OPTION_NOTIFY_COMPLETED, request_completed, srv, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)srv->cfg.max_connections, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)srv->cfg.idle_timeout,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024), MHD_OPTION_THREAD_POOL_SIZE,
         (unsigned)(srv->cfg.http_threads > 1 ? srv->cfg.http_threads : 0), MHD_OPTION_LISTEN_BACKLOG_SIZE,
-        (unsigned)1024, MHD_OPTION_END);
+        (unsigned)1024, MHD_OPTION_ARRAY, srv->tls_cert_pem ? tls : tls + 2, MHD_OPTION_END);
     if (!srv->daemon)
         return tile_error_set(e, TILE_EIO, "cannot listen on %s:%lld", srv->cfg.host, (long long)srv->cfg.port);
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
@@ -519,4 +575,7 @@ void tiled_http_stop(struct tiled_server *srv)
 {
     MHD_stop_daemon(srv->daemon);
     srv->daemon = NULL;
+    free(srv->tls_cert_pem);
+    free(srv->tls_key_pem);
+    srv->tls_cert_pem = srv->tls_key_pem = NULL;
 }

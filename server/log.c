@@ -63,6 +63,19 @@ void tiled_log_event(enum tiled_log_level level, const char *event, const char *
     emit(line, n < 0 ? 0 : (size_t)n, sizeof(line));
 }
 
+void tiled_log_error(const char *event, const char *message)
+{
+    char esc[600];
+    size_t j = 0;
+    for (const unsigned char *p = (const unsigned char *)message; *p && j + 7 < sizeof(esc); p++) {
+        if (*p == '"' || *p == '\\')
+            esc[j++] = '\\';
+        esc[j++] = *p < 0x20 ? ' ' : (char)*p;
+    }
+    esc[j] = '\0';
+    tiled_log_event(TILED_LOG_ERROR, event, "\"error\":\"%s\"", esc);
+}
+
 void tiled_log_access(const struct tiled_req *req, int status)
 {
     if (TILED_LOG_INFO > log_level)

@@ -47,28 +47,42 @@ static int serve(struct tiled_server *srv)
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGTERM);
     sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
     struct tile_error e = {0};
-    srv->pool = tile_pool_init((int)srv->cfg.workers, (int)srv->cfg.queue, &e);
-    if (!srv->pool || tiled_http_start(srv, &e) < 0) {
-        tiled_log_event(TILED_LOG_ERROR, "exit", "\"error\":\"%s\"", e.text);
+    int rc = tiled_auth_load(srv->cfg.api_key_file, &e);
+    if (rc == 0) {
+        srv->pool = tile_pool_init((int)srv->cfg.workers, (int)srv->cfg.queue, &e);
+        rc = srv->pool ? tiled_http_start(srv, &e) : -1;
+    }
+    if (rc < 0) {
+        tiled_log_error("exit", e.text);
         fprintf(stderr, "tiled: %s\n", e.text);
         tile_pool_free(srv->pool);
+        tiled_auth_free();
         return 1;
     }
     tiled_log_event(TILED_LOG_INFO, "listening", "\"host\":\"%s\",\"port\":%u,\"workers\":%d", srv->cfg.host,
                     srv->port, tile_pool_size(srv->pool));
-    printf("listening on http://%s:%u\n", srv->cfg.host, srv->port);
+    printf("listening on %s://%s:%u\n", srv->tls_cert_pem ? "https" : "http", srv->cfg.host, srv->port);
     fflush(stdout);
 
     int sig = 0;
-    sigwait(&sigs, &sig);
+    for (;;) {
+        sigwait(&sigs, &sig);
+        if (sig != SIGHUP)
+            break;
+        struct tile_error re = {0}; /* a failed reload keeps the old keys */
+        if (tiled_auth_load(srv->cfg.api_key_file, &re) < 0)
+            tiled_log_error("api_keys", re.text);
+    }
     tiled_log_event(TILED_LOG_INFO, "signal", "\"signal\":\"%s\"", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     drain(srv);
     tiled_http_stop(srv);
     tile_pool_free(srv->pool);
+    tiled_auth_free();
     tiled_log_event(TILED_LOG_INFO, "exit", "\"status\":0");
     return 0;
 }

@@ -45,6 +45,7 @@ struct tiled_server {
     atomic_uint_fast64_t next_id;
     uint64_t start_us;
     uint64_t start_wall_ms;
+    char *tls_cert_pem, *tls_key_pem; /* kept for the daemon's lifetime */
 };
 
 /* A reply: either a finished body in memory or a streamed encoder. */
@@ -190,6 +191,8 @@ void tiled_log_init(const struct tiled_config *cfg);
 void tiled_log_event(enum tiled_log_level level, const char *event, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void tiled_log_access(const struct tiled_req *req, int status);
+/* An error event with its message escaped for JSON. */
+void tiled_log_error(const char *event, const char *message);
 
 /* http.c: the daemon's lifecycle. */
 int tiled_http_start(struct tiled_server *srv, struct tile_error *e);

@@ -122,6 +122,25 @@ static void unknown_names(void **state)
     assert_int_equal(tile_dtype_parse("float32", 0), TILE_DTYPE_INVALID);
 }
 
+/* The Open Inference Protocol parser takes its own names only, spelled
+ * exactly (that protocol is case-sensitive). */
+static void kserve_names_exact(void **state)
+{
+    static const char *const bad[] = {"fp32", "Fp16", "bytes", "float32", "FLOAT", "DOUBLE", "STRING", "str", "",
+                                      "FP32 ", "BF"};
+    (void)state;
+    for (int d = 0; d < TILE_DTYPE_COUNT; d++) {
+        const char *name = tile_dtype_traits((enum tile_dtype)d)->kserve;
+        assert_int_equal(tile_dtype_parse_kserve(name, strlen(name)), d);
+    }
+    for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
+        if (tile_dtype_parse_kserve(bad[i], strlen(bad[i])) != TILE_DTYPE_INVALID)
+            fail_msg("\"%s\" should not be an Open Inference Protocol datatype", bad[i]);
+    }
+    assert_int_equal(tile_dtype_parse_kserve("FP16,FP32", 4), TILE_FLOAT16);
+    assert_int_equal(tile_dtype_parse_kserve("INT64", 4), TILE_DTYPE_INVALID);
+}
+
 static void sizes(void **state)
 {
     static const struct {
@@ -180,8 +199,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(family_names_parse), cmocka_unit_test(table_names_round_trip),
         cmocka_unit_test(parse_uses_len),     cmocka_unit_test(unknown_names),
-        cmocka_unit_test(sizes),              cmocka_unit_test(out_of_range),
-        cmocka_unit_test(name_list),
+        cmocka_unit_test(kserve_names_exact), cmocka_unit_test(sizes),
+        cmocka_unit_test(out_of_range),       cmocka_unit_test(name_list),
     };
     return cmocka_run_group_tests_name("dtype", tests, NULL, NULL);
 }

@@ -28,13 +28,13 @@ DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"
 class Daemon:
     """A tiled daemon on a free port; stderr (the logs) kept in a file."""
 
-    def __init__(self, *args, env=None):
+    def __init__(self, *args, env=None, scheme="http"):
         self.log = open(f"/tmp/tiled-test-{os.getpid()}-{id(self)}.log", "w+b")
         full_env = dict(os.environ, **(env or {}))
         self.proc = subprocess.Popen([BIN, "serve", "--port", "0", *args], stdout=subprocess.PIPE,
                                      stderr=self.log, env=full_env)
         line = self.proc.stdout.readline().decode()
-        m = re.fullmatch(r"listening on http://([0-9.]+):(\d+)\n", line)
+        m = re.fullmatch(r"listening on " + scheme + r"://([0-9.]+):(\d+)\n", line)
         if not m:
             raise RuntimeError(f"unexpected first line {line!r}")
         self.host, self.port = m.group(1), int(m.group(2))
