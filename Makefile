@@ -50,7 +50,7 @@ BENCH_BIN  := $(BUILD)/bench/bench_kernel
 
 DEPS_STAMP := $(BUILD)/.deps-ok
 
-.PHONY: all deps test test-unit test-asan test-integration check-clang run bench clean help lib
+.PHONY: all install deps test test-unit test-asan test-integration check-clang run bench clean help lib
 
 all: $(BUILD)/tiled
 
@@ -100,7 +100,28 @@ $(BUILD)/bench/%: bench/%.c $(LIB_OBJ) $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_OBJ) $(PKG_LIBS) $(LDLIBS)
 
-lib: $(BUILD)/libtile.a
+# The core as a shared library needs position-independent objects.
+PIC_OBJ := $(patsubst %.c,$(BUILD)/pic/%.o,$(CORE_SRC))
+$(BUILD)/pic/%.o: %.c $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -fPIC -c $< -o $@
+
+$(BUILD)/libtile.so.0: $(PIC_OBJ)
+	$(CC) -shared -Wl,-soname,libtile.so.0 $(LDFLAGS) -o $@ $^ -pthread
+
+lib: $(BUILD)/libtile.a $(BUILD)/libtile.so.0
+
+# make install PREFIX=/usr/local DESTDIR=/tmp/stage
+install: $(BUILD)/tiled lib
+	install -D -m 755 $(BUILD)/tiled $(DESTDIR)$(PREFIX)/bin/tiled
+	install -D -m 644 deploy/man/tiled.1 $(DESTDIR)$(PREFIX)/share/man/man1/tiled.1
+	install -D -m 644 $(BUILD)/libtile.a $(DESTDIR)$(PREFIX)/lib/libtile.a
+	install -D -m 755 $(BUILD)/libtile.so.0 $(DESTDIR)$(PREFIX)/lib/libtile.so.0
+	ln -sf libtile.so.0 $(DESTDIR)$(PREFIX)/lib/libtile.so
+	install -d $(DESTDIR)$(PREFIX)/include/tiled
+	install -m 644 core/*.h $(DESTDIR)$(PREFIX)/include/tiled/
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	sed 's|@PREFIX@|$(PREFIX)|' deploy/tiled.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/tile.pc
 
 # Unit tests of this build variant; stops at the first failing binary.
 test-unit: $(TEST_BIN) $(BUILD)/tiled
@@ -113,6 +134,7 @@ test-asan:
 test-integration: $(BUILD)/tiled
 	@sh scripts/deps.sh test
 	@TILED_BIN=$(BUILD)/tiled sh tests/run-integration.sh
+	@sh tests/deploy/test_install.sh
 	$(MAKE) SAN=address build-address/tiled
 	@TILED_BIN=build-address/tiled ASAN_OPTIONS=detect_leaks=1 sh tests/run-integration.sh
 
@@ -140,3 +162,4 @@ clean:
 
 include fuzz/fuzz.mk
 include bench/hardening.mk
+include deploy/deploy.mk

@@ -14,12 +14,12 @@ passed=$(awk '
   /^\[  PASSED  \] [0-9]+ test/ { n += $4 }
   /^Ran [0-9]+ tests? in/ { ran = $2 }
   /^OK/ && ran != "" { n += ran; ran = "" }
-  /^[0-9]+ passed, [0-9]+ failed$/ { n += $1 }
+  /^([a-z-]+: )?[0-9]+ passed, [0-9]+ failed$/ { sub(/^[a-z-]+: /, ""); n += $1 }
   END { print n + 0 }' "$log")
 failed=$(awk '
   /^\[  FAILED  \] [0-9]+ test/ { n += $4 }
   /^FAILED \((failures|errors)=/ { gsub(/[^0-9=,]/, ""); split($0, a, ","); for (i in a) { split(a[i], b, "="); n += b[2] } }
-  /^[0-9]+ passed, [0-9]+ failed$/ { n += $3 }
+  /^([a-z-]+: )?[0-9]+ passed, [0-9]+ failed$/ { sub(/^[a-z-]+: /, ""); n += $3 }
   /^make.*Error/ { n += 1 }
   END { print n + 0 }' "$log")
 echo "tests: $passed passed, $failed failed"

@@ -9,4 +9,7 @@
  * message goes to stderr as "tiled: ..."), 2 on a usage error. */
 int tiled_cli_tile(int argc, char **argv);
 
+/* `tiled probe URL`: GET the URL, exit 0 on a 2xx status (argv[0] is "probe"). */
+int tiled_cli_probe(int argc, char **argv);
+
 #endif

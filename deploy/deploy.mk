@@ -1,0 +1,1 @@
+# deploy.mk - image, install and deployment checks (included by the Makefile).
