@@ -163,3 +163,4 @@ clean:
 include fuzz/fuzz.mk
 include bench/hardening.mk
 include deploy/deploy.mk
+include bench/peers/peers.mk

@@ -45,13 +45,11 @@ struct tile_encoder {
     const struct tile_tensor *in;
     const struct tile_timings *metrics;
     uint64_t size, pos;
-    /* Sections: head text, data, tail text (JSON metrics). */
-    char head[4096 + TILE_MAX_RANK * 24];
+    /* Sections: head text (below), data, tail text (JSON metrics). */
     uint64_t head_len, data_len;
     /* Data from per-input-element pieces (JSON text, string wire form). */
     char *blob;
     uint64_t *piece_off;      /* in_elems + 1 offsets into blob */
-    struct tile_plan index_plan; /* the plan applied to element indices */
     void *index_in;           /* iota of input indices */
     uint32_t *index_buf;      /* or uint64_t, by index_width */
     uint64_t index_width, index_first, index_count; /* buffered output elements */
@@ -61,9 +59,14 @@ struct tile_encoder {
     const char *tail;         /* a caller's closing text instead of the metrics */
     uint64_t tail_fixed_len;
     /* Data as fixed-width elements (raw numbers, .npy strings). */
-    struct tile_plan fixed_plan;
     const void *fixed_in;
     void *fixed_owned;        /* converted .npy strings */
+    /* The large members come last: init zeroes only what precedes them
+     * (they are always written before use), which keeps small requests
+     * from clearing kilobytes they never read. */
+    struct tile_plan index_plan; /* the plan applied to element indices */
+    struct tile_plan fixed_plan;
+    char head[4096 + TILE_MAX_RANK * 24];
 };
 
 /* A caller-supplied frame around the data, for protocols with their own

@@ -13,6 +13,7 @@
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,10 +123,48 @@ void tiled_reply_free(struct tiled_reply *r)
     r->stream = NULL;
 }
 
+/* Writes us/1000 with three decimals ("12.345"); returns its length. */
+static size_t format_ms(char *p, uint64_t us)
+{
+    char digits[24];
+    int n = 0;
+    uint64_t ms = us / 1000, frac = us % 1000;
+    do {
+        digits[n++] = (char)('0' + ms % 10);
+        ms /= 10;
+    } while (ms);
+    size_t len = 0;
+    while (n)
+        p[len++] = digits[--n];
+    p[len++] = '.';
+    p[len++] = (char)('0' + frac / 100);
+    p[len++] = (char)('0' + frac / 10 % 10);
+    p[len++] = (char)('0' + frac % 10);
+    return len;
+}
+
+/* "name;dur=1.234" with the microseconds printed as milliseconds. */
+static char *put_duration(char *p, const char *name, uint64_t us)
+{
+    size_t n = strlen(name);
+    memcpy(p, name, n);
+    p += n;
+    return p + format_ms(p, us);
+}
+
 void tiled_server_timing(const struct tile_timings *tm, char *buf, size_t cap)
 {
-    snprintf(buf, cap, "queue;dur=%.3f, decode;dur=%.3f, tile;dur=%.3f, encode;dur=%.3f, total;dur=%.3f",
-             tm->queue_us / 1e3, tm->decode_us / 1e3, tm->tile_us / 1e3, tm->encode_us / 1e3, tm->total_us / 1e3);
+    if (cap < 160) {
+        buf[0] = '\0';
+        return;
+    }
+    char *p = buf;
+    p = put_duration(p, "queue;dur=", tm->queue_us);
+    p = put_duration(p, ", decode;dur=", tm->decode_us);
+    p = put_duration(p, ", tile;dur=", tm->tile_us);
+    p = put_duration(p, ", encode;dur=", tm->encode_us);
+    p = put_duration(p, ", total;dur=", tm->total_us);
+    *p = '\0';
 }
 
 /* ---- request state ------------------------------------------------------ */
@@ -192,9 +231,10 @@ static const struct tiled_route *find_route(const char *method, const char *path
 static struct tiled_req *req_init(struct tiled_server *srv, struct MHD_Connection *c, const char *url,
                                   const char *method)
 {
-    struct tiled_req *req = calloc(1, sizeof(*req));
+    struct tiled_req *req = malloc(sizeof(*req));
     if (!req)
         return NULL;
+    memset(req, 0, offsetof(struct tiled_req, plan));
     req->srv = srv;
     req->conn = c;
     req->t_start = tiled_now_us();
@@ -545,7 +585,7 @@ int tiled_http_start(struct tiled_server *srv, struct tile_error *e)
         flags, 0, NULL, NULL, access_handler, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
         MHD_OPTION_NOTIFY_COMPLETED, request_completed, srv, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)srv->cfg.max_connections, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)srv->cfg.idle_timeout,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024), MHD_OPTION_THREAD_POOL_SIZE,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024), MHD_OPTION_THREAD_POOL_SIZE,
         (unsigned)(srv->cfg.http_threads > 1 ? srv->cfg.http_threads : 0), MHD_OPTION_LISTEN_BACKLOG_SIZE,
         (unsigned)1024, MHD_OPTION_ARRAY, srv->tls_cert_pem ? tls : tls + 2, MHD_OPTION_END);
     if (!srv->daemon)

@@ -1,0 +1,2 @@
+# peers.mk - benchmarks against peers (included by the Makefile).
+.PHONY: bench-peers
