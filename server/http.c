@@ -419,9 +419,12 @@ static void worker_job(void *arg)
 static bool offload(struct tiled_req *req)
 {
     bool ok;
+    struct tiled_server *srv = req->srv;
     pthread_mutex_lock(&req->lock);
     req->t_queued = tiled_now_us();
-    ok = tile_pool_submit(req->srv->pool, worker_job, req) == 0;
+    pthread_mutex_lock(&srv->submit_lock);
+    ok = !atomic_load(&srv->stopping) && tile_pool_submit(srv->pool, worker_job, req) == 0;
+    pthread_mutex_unlock(&srv->submit_lock);
     if (ok) {
         req->suspended = true;
         MHD_suspend_connection(req->conn);

@@ -41,6 +41,16 @@ static void drain(struct tiled_server *srv)
     }
 }
 
+/* Waits (briefly) for the jobs admitted before stopping to finish. */
+static void wait_idle(struct tiled_server *srv)
+{
+    uint64_t deadline = tiled_now_us() + 5000000u;
+    while ((tile_pool_queue_depth(srv->pool) > 0 || tile_pool_busy(srv->pool) > 0) && tiled_now_us() < deadline) {
+        struct timespec ts = {0, 2 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 static int serve(struct tiled_server *srv)
 {
     sigset_t sigs;
@@ -80,6 +90,14 @@ static int serve(struct tiled_server *srv)
     }
     tiled_log_event(TILED_LOG_INFO, "signal", "\"signal\":\"%s\"", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     drain(srv);
+    /* Whatever is still in flight after the drain timeout is cut short:
+     * suspended streams are woken to end, queued jobs still run (and resume
+     * their connections) while MHD is up, then MHD stops. */
+    pthread_mutex_lock(&srv->submit_lock);
+    atomic_store(&srv->stopping, true);
+    pthread_mutex_unlock(&srv->submit_lock);
+    tiled_streams_abort();
+    wait_idle(srv);
     tiled_http_stop(srv);
     tile_pool_free(srv->pool);
     tiled_auth_free();
@@ -89,7 +107,7 @@ static int serve(struct tiled_server *srv)
 
 int tiled_serve_main(int argc, char **argv)
 {
-    static struct tiled_server srv;
+    static struct tiled_server srv = {.submit_lock = PTHREAD_MUTEX_INITIALIZER};
     struct tile_error e = {0};
     int rc = tiled_config_load(&srv.cfg, argc, argv, stdout, &e);
     if (rc < 0) {

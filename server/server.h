@@ -41,6 +41,8 @@ struct tiled_server {
     struct MHD_Daemon *daemon;
     uint16_t port;
     atomic_bool draining;
+    atomic_bool stopping;     /* drain is over: streams still open are cut */
+    pthread_mutex_t submit_lock; /* orders job submission before stopping */
     atomic_int inflight;
     atomic_uint_fast64_t next_id;
     uint64_t start_us;
@@ -171,6 +173,9 @@ void tiled_stream_set_response(struct tiled_stream *s, struct MHD_Response *resp
 /* MHD content-reader callback and free callback. */
 long tiled_stream_read(void *cls, uint64_t pos, char *buf, size_t max);
 void tiled_stream_free(void *cls);
+/* At shutdown (with srv->stopping set): wakes every suspended stream so it
+ * ends with an error instead of waiting for data that will not come. */
+void tiled_streams_abort(void);
 
 /* auth.c: API keys. Loading an empty path disables authentication. */
 int tiled_auth_load(const char *path, struct tile_error *e);

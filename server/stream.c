@@ -41,10 +41,54 @@ struct tiled_stream {
     z_stream z;
     char *raw;
     struct tile_pool_task task;
+    struct tiled_server *srv;
+    struct tiled_stream *prev, *next; /* the server's list of live streams */
 };
+
+/* Live streams, so a shutdown can wake the suspended ones (MHD must not be
+ * stopped while a connection is suspended). */
+static pthread_mutex_t streams_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tiled_stream *streams;
+
+static void streams_add(struct tiled_stream *s)
+{
+    pthread_mutex_lock(&streams_lock);
+    s->next = streams;
+    if (streams)
+        streams->prev = s;
+    streams = s;
+    pthread_mutex_unlock(&streams_lock);
+}
+
+static void streams_remove(struct tiled_stream *s)
+{
+    pthread_mutex_lock(&streams_lock);
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        streams = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    pthread_mutex_unlock(&streams_lock);
+}
+
+void tiled_streams_abort(void)
+{
+    pthread_mutex_lock(&streams_lock);
+    for (struct tiled_stream *s = streams; s; s = s->next) {
+        pthread_mutex_lock(&s->lock);
+        if (s->suspended) {
+            s->suspended = false;
+            MHD_resume_connection(s->conn);
+        }
+        pthread_mutex_unlock(&s->lock);
+    }
+    pthread_mutex_unlock(&streams_lock);
+}
 
 static void stream_destroy(struct tiled_stream *s)
 {
+    streams_remove(s);
     if (s->coding != TILED_CODING_IDENTITY)
         deflateEnd(&s->z);
     free(s->raw);
@@ -154,6 +198,7 @@ struct tiled_stream *tiled_stream_init(struct tiled_req *req, struct tile_encode
     }
     pthread_mutex_init(&s->lock, NULL);
     s->pool = req->srv->pool;
+    s->srv = req->srv;
     s->conn = req->conn;
     s->chunk = chunk;
     s->chunked = req->want_trailers;
@@ -180,6 +225,7 @@ struct tiled_stream *tiled_stream_init(struct tiled_req *req, struct tile_encode
         s->chunked = true; /* the compressed length is known only at the end */
     }
     s->task = (struct tile_pool_task){.fn = produce, .arg = s};
+    streams_add(s);
     pthread_mutex_lock(&s->lock);
     kick_producer(s);
     pthread_mutex_unlock(&s->lock);
@@ -218,6 +264,10 @@ long tiled_stream_read(void *cls, uint64_t pos, char *out, size_t max)
     if (s->finished && pos >= s->produced) {
         pthread_mutex_unlock(&s->lock);
         return s->chunked ? finish_chunked(s) : MHD_CONTENT_READER_END_OF_STREAM;
+    }
+    if (atomic_load(&s->srv->stopping)) { /* past the drain timeout */
+        pthread_mutex_unlock(&s->lock);
+        return MHD_CONTENT_READER_END_WITH_ERROR;
     }
     for (int i = 0; i < NSLOTS; i++) {
         if (!s->ready[i] || pos < s->buf_pos[i] || pos >= s->buf_pos[i] + s->buf_len[i])

@@ -415,6 +415,19 @@ class Lifecycle(unittest.TestCase):
         self.assertEqual(len(first) + len(rest), 64 << 22)
         self.assertEqual(d.proc.wait(30), 0)
 
+    def test_drain_timeout_cuts_slow_streams_and_exits_cleanly(self):
+        d = Daemon("--drain-timeout", "1", "--stream-chunk", "64K")
+        conn = http.client.HTTPConnection(d.host, d.port, timeout=30)
+        conn.request("POST", f"/v1/tile?dtype=uint8&shape=64&repeats={1 << 24}", np.arange(64, dtype=np.uint8).tobytes(),
+                     {"Content-Type": "application/octet-stream"})
+        resp = conn.getresponse()
+        resp.read(1 << 16)  # then stop reading: the stream stalls
+        t0 = time.monotonic()
+        d.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(d.proc.wait(20), 0)
+        self.assertLess(time.monotonic() - t0, 10)
+        conn.close()
+
 
 if __name__ == "__main__":
     unittest.main()
