@@ -104,5 +104,21 @@ class TritonClient(unittest.TestCase):
         self.assertEqual(count(after), count(before) + 1)
 
 
+    def test_readme_snippet(self):
+        """The README's tritonclient example runs and prints what it shows."""
+        import contextlib
+        import io
+        import re
+        readme = open(os.path.join(os.path.dirname(__file__), "..", "..", "README.md"), encoding="utf-8").read()
+        blocks = re.findall(r"```python\n(.*?)```\n```output\n(.*?)```", readme, re.S)
+        snippets = [(code, out) for code, out in blocks if "tritonclient" in code]
+        self.assertEqual(len(snippets), 1)
+        code, expected = snippets[0]
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(code.replace("127.0.0.1:8080", f"127.0.0.1:{self.d.port}"), {})
+        self.assertEqual(out.getvalue().strip(), expected.strip())
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -1,0 +1,49 @@
+# tiled container image: `make image` builds it (docker, podman or buildah).
+#
+#   build    Debian 12 with the compiler and -dev packages; builds build/tiled
+#            with the project Makefile and strips it.
+#   runtime  Debian 12 slim with the three runtime libraries and the binary,
+#            running as uid 10001 on 0.0.0.0:8080.
+ARG DEBIAN_IMAGE=debian:bookworm-slim
+
+FROM ${DEBIAN_IMAGE} AS build
+ARG DEBIAN_FRONTEND=noninteractive
+# The packages of `scripts/deps.sh build`, installed here so that make finds
+# them all present and never runs apt itself.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends \
+      gcc libc6-dev make pkg-config binutils \
+      libmicrohttpd-dev libjansson-dev zlib1g-dev libcmocka-dev \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY . .
+ARG GIT_COMMIT=unknown
+RUN make -j"$(nproc)" build/tiled GIT_COMMIT="$GIT_COMMIT" \
+ && install -D -s -m 0755 build/tiled /out/usr/local/bin/tiled \
+ && /out/usr/local/bin/tiled serve --print-config >/dev/null
+
+FROM ${DEBIAN_IMAGE} AS runtime
+ARG DEBIAN_FRONTEND=noninteractive
+ARG GIT_COMMIT=unknown
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends libmicrohttpd12 libjansson4 zlib1g \
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt /var/log/dpkg.log \
+ && groupadd --system --gid 10001 tiled \
+ && useradd --system --uid 10001 --gid 10001 --no-create-home \
+      --home-dir /nonexistent --shell /usr/sbin/nologin tiled
+COPY --from=build /out/ /
+LABEL org.opencontainers.image.title="tiled" \
+      org.opencontainers.image.description="HTTP inference microservice for the ONNX Tile operator" \
+      org.opencontainers.image.revision="${GIT_COMMIT}"
+# Numeric so that Kubernetes can check runAsNonRoot without /etc/passwd.
+USER 10001:10001
+ENV TILED_HOST=0.0.0.0 \
+    TILED_PORT=8080
+EXPOSE 8080
+# SIGTERM drains in-flight requests (TILED_DRAIN_TIMEOUT, 20 s by default),
+# then the process exits 0: give `docker stop -t` more than that.
+STOPSIGNAL SIGTERM
+HEALTHCHECK --interval=10s --timeout=5s --start-period=5s --retries=3 \
+  CMD ["/usr/local/bin/tiled", "probe", "http://127.0.0.1:8080/v2/health/ready"]
+ENTRYPOINT ["/usr/local/bin/tiled"]
+CMD ["serve"]
