@@ -94,6 +94,25 @@ int tile_jr_bool(struct tile_jr *r, const char *what, bool *out)
     return 0;
 }
 
+int tile_jr_array(struct tile_jr *r, void *ctx, int (*fn)(void *ctx), const char *what)
+{
+    struct tile_json_token t;
+    if (tile_jr_next(r, &t) < 0)
+        return -1;
+    if (t.type != TILE_JSON_ARRAY_BEGIN)
+        return tile_error_set(r->e, TILE_EINVAL, "%s must be an array, not %s", what, tile_json_type_name(t.type));
+    for (;;) {
+        struct tile_json_lexer before = r->lx;
+        if (tile_jr_next(r, &t) < 0)
+            return -1;
+        if (t.type == TILE_JSON_ARRAY_END)
+            return 0;
+        r->lx = before; /* hand the element to fn from its first token */
+        if (fn(ctx) < 0)
+            return -1;
+    }
+}
+
 static int find_key(const struct tile_jr_key *keys, int n, const struct tile_json_token *t)
 {
     for (int k = 0; k < n; k++) {

@@ -35,6 +35,10 @@ int tile_jr_int_list(struct tile_jr *r, const char *what, int64_t *out, int max,
 /* A string, unescaped into buf (cap bytes, not NUL-terminated; *len set). */
 int tile_jr_string(struct tile_jr *r, const char *what, char *buf, size_t cap, size_t *len);
 int tile_jr_bool(struct tile_jr *r, const char *what, bool *out);
+/* Reads an array ('[' not yet read), calling fn(ctx) once per element with
+ * the lexer just before it, so fn reads the element itself. */
+int tile_jr_array(struct tile_jr *r, void *ctx, int (*fn)(void *ctx), const char *what);
+
 /* Reads an object's members ('{' not yet read) through `keys`; duplicates
  * are an error; unknown keys are an error unless `skip_unknown`. */
 int tile_jr_object(struct tile_jr *r, void *ctx, const struct tile_jr_key *keys, int n, const char *where,

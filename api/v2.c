@@ -125,8 +125,9 @@ static int in_parameters(void *p)
     return tile_jr_object(&c->jr, c, keys, 1, "input parameters", "binary_data_size", true);
 }
 
-static int read_input(struct v2_ctx *c)
+static int read_input(void *p)
 {
+    struct v2_ctx *c = p;
     static const struct tile_jr_key keys[] = {{"name", in_name},         {"shape", in_shape}, {"datatype", in_datatype},
                                               {"parameters", in_parameters}, {"data", in_data}};
     if (c->nin == V2_MAX_INPUTS)
@@ -148,21 +149,7 @@ static int read_input(struct v2_ctx *c)
 static int key_inputs(void *p)
 {
     struct v2_ctx *c = p;
-    struct tile_json_token t;
-    if (tile_jr_next(&c->jr, &t) < 0)
-        return -1;
-    if (t.type != TILE_JSON_ARRAY_BEGIN)
-        return tile_error_set(c->jr.e, TILE_EINVAL, "inputs must be an array, not %s", tile_json_type_name(t.type));
-    for (;;) {
-        struct tile_json_lexer at = c->jr.lx;
-        if (tile_jr_next(&c->jr, &t) < 0)
-            return -1;
-        if (t.type == TILE_JSON_ARRAY_END)
-            return 0;
-        c->jr.lx = at; /* let the object reader see its '{' */
-        if (read_input(c) < 0)
-            return -1;
-    }
+    return tile_jr_array(&c->jr, c, read_input, "inputs");
 }
 
 /* ---- outputs and parameters -------------------------------------------- */
@@ -194,26 +181,18 @@ static int out_parameters(void *p)
     return tile_jr_object(&c->jr, c, keys, 1, "output parameters", "binary_data", true);
 }
 
-static int key_outputs(void *p)
+static int read_output(void *p)
 {
     static const struct tile_jr_key keys[] = {{"name", out_name}, {"parameters", out_parameters}};
     struct v2_ctx *c = p;
-    struct tile_json_token t;
+    return tile_jr_object(&c->jr, c, keys, 2, "an output", "name or parameters", false);
+}
+
+static int key_outputs(void *p)
+{
+    struct v2_ctx *c = p;
     c->has_outputs = true;
-    if (tile_jr_next(&c->jr, &t) < 0)
-        return -1;
-    if (t.type != TILE_JSON_ARRAY_BEGIN)
-        return tile_error_set(c->jr.e, TILE_EINVAL, "outputs must be an array, not %s", tile_json_type_name(t.type));
-    for (;;) {
-        struct tile_json_lexer at = c->jr.lx;
-        if (tile_jr_next(&c->jr, &t) < 0)
-            return -1;
-        if (t.type == TILE_JSON_ARRAY_END)
-            return 0;
-        c->jr.lx = at;
-        if (tile_jr_object(&c->jr, c, keys, 2, "an output", "name or parameters", false) < 0)
-            return -1;
-    }
+    return tile_jr_array(&c->jr, c, read_output, "outputs");
 }
 
 static int par_semantics(void *p)
