@@ -24,17 +24,12 @@ RUN make -j"$(nproc)" build/tiled GIT_COMMIT="$GIT_COMMIT" \
 
 FROM ${DEBIAN_IMAGE} AS runtime
 ARG DEBIAN_FRONTEND=noninteractive
-ARG GIT_COMMIT=unknown
 RUN apt-get update \
  && apt-get install -y --no-install-recommends libmicrohttpd12 libjansson4 zlib1g \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt /var/log/dpkg.log \
- && groupadd --system --gid 10001 tiled \
- && useradd --system --uid 10001 --gid 10001 --no-create-home \
+ && groupadd --gid 10001 tiled \
+ && useradd --uid 10001 --gid 10001 --no-create-home \
       --home-dir /nonexistent --shell /usr/sbin/nologin tiled
-COPY --from=build /out/ /
-LABEL org.opencontainers.image.title="tiled" \
-      org.opencontainers.image.description="HTTP inference microservice for the ONNX Tile operator" \
-      org.opencontainers.image.revision="${GIT_COMMIT}"
 # Numeric so that Kubernetes can check runAsNonRoot without /etc/passwd.
 USER 10001:10001
 ENV TILED_HOST=0.0.0.0 \
@@ -47,3 +42,9 @@ HEALTHCHECK --interval=10s --timeout=5s --start-period=5s --retries=3 \
   CMD ["/usr/local/bin/tiled", "probe", "http://127.0.0.1:8080/v2/health/ready"]
 ENTRYPOINT ["/usr/local/bin/tiled"]
 CMD ["serve"]
+# Last, so that a new binary reuses every layer above.
+ARG GIT_COMMIT=unknown
+LABEL org.opencontainers.image.title="tiled" \
+      org.opencontainers.image.description="HTTP inference microservice for the ONNX Tile operator" \
+      org.opencontainers.image.revision="${GIT_COMMIT}"
+COPY --from=build /out/ /

@@ -1,12 +1,15 @@
 # deploy.mk - image, install and deployment checks (included by the Makefile).
 #
-#   make image        container image tiled:latest from ./Dockerfile
-#                     (docker when a daemon answers, else daemonless buildah)
-#   make image-test   runs the built image: health, a tile request, SIGTERM
+#   make image        container image tiled:latest from ./Dockerfile (docker
+#                     when a daemon answers, else daemonless buildah on a
+#                     debootstrapped Debian 12 base cached in build-image/)
+#   make image-test   runs the built image: health, a tile request, the
+#                     HEALTHCHECK, read-only root, SIGTERM and exit status 0
 #   make deploy-test  Kubernetes manifests, nginx failover over three
-#                     replicas, systemd unit; fast, no image or cluster needed
+#                     replicas under load, systemd unit; fast, no image or
+#                     cluster needed (needs kubectl, nginx, wrk, systemd)
 
-.PHONY: image image-test deploy-test
+.PHONY: image image-test deploy-test clean-image
 
 image:
 	@sh deploy/image.sh
@@ -15,6 +18,12 @@ image-test:
 	@sh tests/deploy/test_image.sh
 
 deploy-test: $(BUILD)/tiled
-	@TILED_BIN=$(BUILD)/tiled sh tests/deploy/test_k8s.sh
-	@TILED_BIN=$(BUILD)/tiled sh tests/deploy/test_nginx_failover.sh
-	@TILED_BIN=$(BUILD)/tiled sh tests/deploy/test_systemd.sh
+	@sh scripts/deps.sh test
+	@sh scripts/deps.sh bench
+	@status=0; for t in k8s nginx_failover systemd; do \
+	  TILED_BIN=$(BUILD)/tiled sh tests/deploy/test_$$t.sh || status=1; \
+	done; exit $$status
+
+# The debootstrapped base image tarball (images stay in the engine's store).
+clean-image:
+	rm -rf build-image

@@ -3,9 +3,11 @@
 #
 # Engine (TILED_IMAGE_ENGINE=auto|docker|podman|buildah, default auto):
 #   docker   when `docker info` reaches a daemon;
-#   buildah  otherwise: daemonless, chroot isolation, vfs storage, host
-#            network, so it works unprivileged-container sandboxes too.
-#            Installs buildah (and debootstrap) with apt when missing.
+#   buildah  otherwise: daemonless, chroot isolation, host network, so it
+#            works inside containers without a daemon too; storage driver
+#            from deploy/storage.sh (overlay when it works, else vfs).
+#            Installs buildah, podman, runc (and debootstrap) with apt when
+#            missing.
 #   podman   only when asked for; `podman build` with the same options.
 #
 # With buildah or podman, a missing debian:bookworm-slim is not pulled from a
@@ -15,14 +17,13 @@
 # docker.io/library/debian:bookworm-slim. TILED_IMAGE_BASE=pull pulls instead.
 #
 # Other settings: TILED_IMAGE (default tiled:latest), TILED_DEBIAN_MIRROR,
-# TILED_STORAGE_DRIVER (default vfs). Prints the build time and image size.
+# TILED_STORAGE_DRIVER (overlay or vfs). Prints the build time and size.
 set -eu
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 
 IMAGE=${TILED_IMAGE:-tiled:latest}
 ENGINE=${TILED_IMAGE_ENGINE:-auto}
 BASE_MODE=${TILED_IMAGE_BASE:-debootstrap}
-DRIVER=${TILED_STORAGE_DRIVER:-vfs}
 CACHE=build-image
 BASE_REF=docker.io/library/debian:bookworm-slim
 BASE_TAR=$CACHE/bookworm-slim.tar
@@ -113,11 +114,11 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 EOF
   find "$root/usr/share/doc" -mindepth 1 -not -name copyright -not -type d -delete 2>/dev/null || true
   find "$root/usr/share/doc" -mindepth 1 -type d -empty -delete 2>/dev/null || true
-  rm -rf "$root"/usr/share/man/* "$root"/usr/share/info/* "$root"/usr/share/locale/* \
+  rm -rf "${root:?}"/usr/share/man/* "$root"/usr/share/info/* "$root"/usr/share/locale/* \
          "$root"/usr/share/groff/* "$root"/usr/share/lintian/* \
          "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/*.bin "$root"/var/cache/apt/archives/*.deb \
          "$root"/var/log/*.log "$root"/var/log/apt/* "$root"/var/cache/debconf/*-old \
-         "$root"/dev/* "$root"/proc/* "$root"/sys/* "$root"/run/* "$root"/tmp/*
+         "${root:?}"/dev/* "$root"/proc/* "$root"/sys/* "$root"/run/* "$root"/tmp/*
   : > "$root/etc/machine-id"
   tar --numeric-owner --xattrs -C "$root" -cf "$BASE_TAR.tmp" .
   mv "$BASE_TAR.tmp" "$BASE_TAR"
@@ -134,12 +135,14 @@ ensure_base() {
     log "base image present: $BASE_REF"
     return 0
   fi
+  t=$(date +%s)
   make_base_tar
   log "importing $BASE_TAR as $BASE_REF"
   ctr=$(buildah --storage-driver "$DRIVER" from --pull=never scratch)
   buildah --storage-driver "$DRIVER" add "$ctr" "$BASE_TAR" / >/dev/null
   buildah --storage-driver "$DRIVER" config --cmd bash --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "$ctr"
   buildah --storage-driver "$DRIVER" commit --quiet --rm "$ctr" "$BASE_REF" >/dev/null
+  log "base image ready in $(($(date +%s) - t)) s"
 }
 
 engine=$ENGINE
@@ -155,27 +158,32 @@ start=$(date +%s.%N)
 case "$engine" in
   docker)
     log "building $IMAGE with docker"
+    bstart=$(date +%s.%N)
     docker build --build-arg GIT_COMMIT="$COMMIT" -t "$IMAGE" .
     size=$(docker image inspect --format '{{.Size}}' "$IMAGE")
     ;;
   buildah)
-    apt_install buildah
+    # podman and runc are for `make image-test` (podman run) and the size.
+    apt_install buildah podman runc
+    DRIVER=$(sh deploy/storage.sh)
     ensure_base "buildah --storage-driver $DRIVER"
     pull=--pull=never
     [ "$BASE_MODE" = pull ] && pull=--pull=true
-    log "building $IMAGE with buildah (chroot isolation, $DRIVER storage, host network)"
+    log "building $IMAGE with buildah (chroot isolation, $DRIVER storage driver, host network)"
+    bstart=$(date +%s.%N)
     buildah --storage-driver "$DRIVER" bud --isolation chroot --network host --format docker \
       --layers "$pull" --build-arg GIT_COMMIT="$COMMIT" -t "$IMAGE" .
-    size=$(buildah --storage-driver "$DRIVER" inspect --type image --format '{{.ImageSize}}' "$IMAGE" 2>/dev/null || echo 0)
-    # buildah prints no size for images it has not pushed; podman images does.
-    case "$size" in ''|0|*[!0-9]*) size=$(podman --storage-driver "$DRIVER" image inspect --format '{{.Size}}' "$IMAGE" 2>/dev/null || echo 0) ;; esac
+    # buildah inspect has no image size; podman reads the same store.
+    size=$(podman --storage-driver "$DRIVER" image inspect --format '{{.Size}}' "$IMAGE" 2>/dev/null || echo 0)
     ;;
   podman)
-    apt_install podman buildah
+    apt_install podman buildah runc
+    DRIVER=$(sh deploy/storage.sh)
     ensure_base "podman --storage-driver $DRIVER"
     pull=--pull=never
     [ "$BASE_MODE" = pull ] && pull=--pull=true
     log "building $IMAGE with podman"
+    bstart=$(date +%s.%N)
     podman --storage-driver "$DRIVER" build --isolation chroot --network host --format docker \
       --layers "$pull" --build-arg GIT_COMMIT="$COMMIT" -t "$IMAGE" .
     size=$(podman --storage-driver "$DRIVER" image inspect --format '{{.Size}}' "$IMAGE")
@@ -183,5 +191,5 @@ case "$engine" in
   *) echo "image: unknown engine '$engine' (docker, podman or buildah)" >&2; exit 2 ;;
 esac
 end=$(date +%s.%N)
-awk -v s="$start" -v e="$end" -v b="$size" -v img="$IMAGE" -v eng="$engine" \
-  'BEGIN { printf "image: %s built with %s in %.1f s, %.1f MB\n", img, eng, e - s, b / 1e6 }'
+awk -v s="$start" -v bs="$bstart" -v e="$end" -v b="$size" -v img="$IMAGE" -v eng="$engine" \
+  'BEGIN { printf "image: %s built with %s in %.1f s (%.1f s in all), %.1f MB\n", img, eng, e - bs, e - s, b / 1e6 }'

@@ -5,7 +5,7 @@
 set -eu
 case "${1:-build}" in
   build) pkgs="gcc make pkg-config libmicrohttpd-dev libjansson-dev zlib1g-dev libcmocka-dev" ;;
-  test)  pkgs="curl python3 python3-numpy python3-venv valgrind prometheus" ;;
+  test)  pkgs="curl python3 python3-numpy python3-venv python3-yaml valgrind prometheus" ;;
   bench) pkgs="wrk nginx-light curl python3-numpy" ;;
   fuzz)  pkgs="clang libclang-rt-14-dev" ;;
   *) echo "usage: $0 build|test|bench|fuzz" >&2; exit 2 ;;

@@ -6,7 +6,7 @@ log=build/test.log
 mkdir -p build
 : > "$log"
 status=0
-for target in test-unit test-asan check-clang test-integration; do
+for target in test-unit test-asan check-clang test-integration deploy-test; do
   echo "== make $target" | tee -a "$log"
   ${MAKE:-make} --no-print-directory "$target" 2>&1 | tee -a "$log"
 done

@@ -1,2 +1,17 @@
 # peers.mk - benchmarks against peers (included by the Makefile).
+#
+#   make bench-peers                       the full run (~6-10 min), writes bench/REPORT.md and plots
+#   make bench-peers PEERS_ARGS="--dur 2 --reps 5"            quicker and noisier
+#   make bench-peers PEERS_ARGS=--report-only                 report from the last raw results
+#
+# Installs what it needs (bench/peers/setup.sh): Debian's python3-numpy,
+# python3-torch, python3-fastapi, python3-uvicorn, gnuplot-nox, wrk, nginx,
+# and onnxruntime + onnx from PyPI in $(PEERS_VENV). Not part of `make test`.
+PEERS_VENV ?= $(BUILD)/venv-peers
+PEERS_ARGS ?=
+
 .PHONY: bench-peers
+bench-peers: $(BUILD)/tiled $(BUILD)/bench/bench_peers
+	@sh bench/peers/setup.sh $(PEERS_VENV)
+	$(PEERS_VENV)/bin/python bench/peers/run.py --tiled $(BUILD)/tiled --driver $(BUILD)/bench/bench_peers \
+	    --work $(BUILD)/bench-peers $(PEERS_ARGS)

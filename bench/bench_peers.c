@@ -1,0 +1,307 @@
+/* bench_peers.c - tiled's kernel on arbitrary cases, for the peer comparison.
+ *
+ *   bench_peers CASEFILE [reps [profile_seconds]]
+ *
+ * CASEFILE has one case per line, `name|dtype|shape|repeats` (shape and
+ * repeats comma separated; `#` starts a comment). For each case it prints
+ * one JSON line with the median seconds per call and GB/s of output written
+ * (and the fastest sample's) for: tile_execute with 1 worker and with all workers into a reused,
+ * pre-faulted buffer (as bench_kernel does), tile_execute with all workers
+ * into a freshly allocated buffer (the first-touch cost numpy.tile and
+ * torch.tile pay on every call), and memcpy of the output size. It also
+ * prints a CRC-32 of the output so the peers' outputs can be checked
+ * against it byte for byte.
+ *
+ * Inputs are the same bytes bench/peers/peers.py builds: element byte i is
+ * (uint8_t)(i * 2654435761 >> 13); string element i is "str<i>", and the
+ * string CRC runs over every output string followed by one NUL byte.
+ *
+ * Small outputs are timed in batches of calls (each batch >= ~2 ms) and the
+ * median per-call time of the batches is reported.
+ *
+ * With profile_seconds > 0 it only runs tile_execute (all workers, reused
+ * buffer) on each case for that long, for a profiler attached to it
+ * (perf record -p, valgrind --tool=callgrind): it prints a "ready" line
+ * once the buffers are set up and warm, then loops, then prints the count.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zlib.h>
+
+#include "tile.h"
+
+#define MAX_REPS 64
+#define BATCH_SEC 2e-3
+
+static double now_sec(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(v[0]), cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void clobber(void *p)
+{
+    __asm__ volatile("" : : "r"(p) : "memory");
+}
+
+enum op { OP_MEMCPY, OP_TILE, OP_TILE_FRESH };
+
+struct run {
+    const struct tile_plan *plan;
+    const void *in;
+    void *out, *src;
+    struct tile_pool *pool;
+};
+
+/* Seconds for `k` back-to-back calls. */
+static double time_batch(enum op op, const struct run *r, long k)
+{
+    uint64_t n = r->plan->out_bytes;
+    double t = 0;
+    if (op == OP_TILE_FRESH) { /* allocation and release stay outside the clock */
+        for (long i = 0; i < k; i++) {
+            void *fresh = tile_alloc_buffer(n);
+            double t0 = now_sec();
+            tile_execute(r->plan, r->in, fresh, r->pool);
+            t += now_sec() - t0;
+            clobber(fresh);
+            tile_free_buffer(fresh, n);
+        }
+        return t;
+    }
+    double t0 = now_sec();
+    for (long i = 0; i < k; i++) {
+        if (op == OP_MEMCPY)
+            memcpy(r->out, r->src, n);
+        else
+            tile_execute(r->plan, r->in, r->out, r->pool);
+        clobber(r->out);
+    }
+    return now_sec() - t0;
+}
+
+/* Median seconds per call over `reps` batches, after one warm-up batch;
+ * the fastest batch's seconds per call in *best. */
+static double sec_per_call(enum op op, const struct run *r, int reps, double *best)
+{
+    double warm = time_batch(op, r, 1);
+    long k = 1;
+    if (warm < BATCH_SEC / 2) {
+        k = (long)(BATCH_SEC / (warm > 1e-8 ? warm : 1e-8));
+        k = k < 1 ? 1 : k > 100000 ? 100000 : k;
+        time_batch(op, r, k);
+    }
+    double v[MAX_REPS];
+    for (int i = 0; i < reps; i++)
+        v[i] = time_batch(op, r, k) / (double)k;
+    double m = median(v, reps); /* sorts v */
+    *best = v[0];
+    return m;
+}
+
+static void fill_input(void *in, uint64_t n)
+{
+    uint8_t *p = in;
+    for (uint64_t i = 0; i < n; i++)
+        p[i] = (uint8_t)(i * 2654435761u >> 13);
+}
+
+static int parse_list(const char *s, int64_t *out, int max)
+{
+    int n = 0;
+    while (*s && *s != '\n') {
+        char *end;
+        long long v = strtoll(s, &end, 10);
+        if (end == s || n == max)
+            return -1;
+        out[n++] = v;
+        s = end;
+        if (*s == ',')
+            s++;
+    }
+    return n;
+}
+
+struct strings {
+    struct tile_str *views;
+    char *bytes;
+};
+
+static int make_strings(uint64_t n, struct strings *s)
+{
+    s->views = tile_alloc_buffer(n * sizeof(*s->views));
+    s->bytes = malloc(n * 24 + 1);
+    if (!s->views || !s->bytes)
+        return -1;
+    char *p = s->bytes;
+    for (uint64_t i = 0; i < n; i++) {
+        int len = sprintf(p, "str%llu", (unsigned long long)i);
+        s->views[i].ptr = p;
+        s->views[i].len = (uint64_t)len;
+        p += len;
+    }
+    return 0;
+}
+
+static unsigned long output_crc(const struct tile_plan *plan, const void *out)
+{
+    unsigned long crc = crc32(0L, Z_NULL, 0);
+    if (plan->dtype == TILE_STRING) {
+        const struct tile_str *v = out;
+        for (uint64_t i = 0; i < plan->out_elems; i++) {
+            crc = crc32(crc, (const Bytef *)v[i].ptr, (uInt)v[i].len);
+            crc = crc32(crc, (const Bytef *)"", 1);
+        }
+        return crc;
+    }
+    const uint8_t *p = out;
+    for (uint64_t done = 0; done < plan->out_bytes;) {
+        uint64_t n = plan->out_bytes - done > (1u << 30) ? (1u << 30) : plan->out_bytes - done;
+        crc = crc32(crc, p + done, (uInt)n);
+        done += n;
+    }
+    return crc;
+}
+
+static void json_shape(const char *key, const int64_t *v, int n)
+{
+    printf("\"%s\":[", key);
+    for (int i = 0; i < n; i++)
+        printf("%s%lld", i ? "," : "", (long long)v[i]);
+    printf("]");
+}
+
+static int bench_case(char *line, struct tile_pool *pool, int reps, double profile_sec)
+{
+    char *f[4];
+    int nf = 0;
+    for (char *tok = strtok(line, "|"); tok && nf < 4; tok = strtok(NULL, "|"))
+        f[nf++] = tok;
+    if (nf != 4) {
+        fprintf(stderr, "bad case line (want name|dtype|shape|repeats)\n");
+        return -1;
+    }
+    enum tile_dtype dtype = tile_dtype_parse(f[1], strlen(f[1]));
+    int64_t shape[TILE_MAX_RANK], repeats[TILE_MAX_RANK];
+    int rank = parse_list(f[2], shape, TILE_MAX_RANK), nrep = parse_list(f[3], repeats, TILE_MAX_RANK);
+    if (dtype == TILE_DTYPE_INVALID || rank < 0 || nrep < 0) {
+        fprintf(stderr, "%s: bad dtype, shape or repeats\n", f[0]);
+        return -1;
+    }
+    struct tile_spec spec = {.semantics = TILE_SEM_ONNX, .repeats = repeats, .nrepeats = nrep};
+    struct tile_plan plan;
+    struct tile_error err = {0};
+    if (tile_plan_init(&plan, dtype, rank, shape, &spec, &err) < 0) {
+        fprintf(stderr, "%s: %s\n", f[0], err.text);
+        return -1;
+    }
+    struct strings strs = {0};
+    void *in;
+    if (dtype == TILE_STRING) {
+        if (make_strings(plan.in_elems, &strs) < 0)
+            return -1;
+        in = strs.views;
+    } else {
+        in = tile_alloc_buffer(plan.in_bytes);
+        if (!in)
+            return -1;
+        fill_input(in, plan.in_bytes);
+    }
+    void *out = tile_alloc_buffer(plan.out_bytes), *src = tile_alloc_buffer(plan.out_bytes);
+    if (!out || !src) {
+        fprintf(stderr, "%s: out of memory\n", f[0]);
+        return -1;
+    }
+    memset(out, 0, plan.out_bytes);
+    memset(src, 2, plan.out_bytes);
+    struct run one = {&plan, in, out, src, NULL}, all = {&plan, in, out, src, pool};
+
+    if (profile_sec > 0) {
+        long calls = 0;
+        time_batch(OP_TILE, &all, 1);
+        printf("{\"kind\":\"ready\",\"case\":\"%s\"}\n", f[0]);
+        fflush(stdout);
+        double t0 = now_sec();
+        do {
+            time_batch(OP_TILE, &all, 1);
+            calls++;
+        } while (now_sec() - t0 < profile_sec);
+        printf("{\"kind\":\"looped\",\"case\":\"%s\",\"profile_calls\":%ld,\"profile_s\":%.3f}\n", f[0], calls,
+               now_sec() - t0);
+        fflush(stdout);
+        goto done;
+    }
+    double mcb, t1b, tnb, tfb;
+    double mc = sec_per_call(OP_MEMCPY, &one, reps, &mcb);
+    double t1 = sec_per_call(OP_TILE, &one, reps, &t1b);
+    double tn = sec_per_call(OP_TILE, &all, reps, &tnb);
+    double tf = sec_per_call(OP_TILE_FRESH, &all, reps, &tfb);
+    tile_execute(&plan, in, out, pool);
+    unsigned long crc = output_crc(&plan, out);
+    double gb = (double)plan.out_bytes / 1e9;
+
+    printf("{\"case\":\"%s\",\"dtype\":\"%s\",", f[0], tile_dtype_name(dtype));
+    json_shape("shape", shape, rank);
+    printf(",");
+    json_shape("repeats", repeats, nrep);
+    printf(",");
+    json_shape("out_shape", plan.out_shape, plan.out_rank);
+    printf(",\"out_elems\":%llu,\"out_bytes\":%llu,\"workers\":%d,\"reps\":%d,\"crc32\":%lu,"
+           "\"tiled_1_s\":%.9g,\"tiled_all_s\":%.9g,\"tiled_fresh_s\":%.9g,\"memcpy_s\":%.9g,"
+           "\"tiled_1_gbps\":%.4f,\"tiled_all_gbps\":%.4f,\"tiled_fresh_gbps\":%.4f,\"memcpy_gbps\":%.4f,"
+           "\"tiled_1_min_s\":%.9g,\"tiled_all_min_s\":%.9g,\"tiled_fresh_min_s\":%.9g,\"memcpy_min_s\":%.9g}\n",
+           (unsigned long long)plan.out_elems, (unsigned long long)plan.out_bytes, tile_pool_size(pool), reps, crc,
+           t1, tn, tf, mc, gb / t1, gb / tn, gb / tf, gb / mc, t1b, tnb, tfb, mcb);
+    fflush(stdout);
+done:
+    tile_free_buffer(in, dtype == TILE_STRING ? plan.in_elems * sizeof(struct tile_str) : plan.in_bytes);
+    free(strs.bytes);
+    tile_free_buffer(out, plan.out_bytes);
+    tile_free_buffer(src, plan.out_bytes);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: bench_peers CASEFILE [reps]\n");
+        return 2;
+    }
+    int reps = argc > 2 ? (int)strtol(argv[2], NULL, 10) : 7;
+    if (reps < 1 || reps > MAX_REPS)
+        reps = 7;
+    double profile_sec = argc > 3 ? strtod(argv[3], NULL) : 0;
+    FILE *cf = fopen(argv[1], "r");
+    if (!cf) {
+        perror(argv[1]);
+        return 2;
+    }
+    struct tile_pool *pool = tile_pool_init(0, 0, NULL);
+    char line[1024];
+    int rc = 0;
+    while (fgets(line, sizeof(line), cf)) {
+        line[strcspn(line, "\r\n")] = 0;
+        if (!line[0] || line[0] == '#')
+            continue;
+        if (bench_case(line, pool, reps, profile_sec) < 0)
+            rc = 1;
+    }
+    fclose(cf);
+    tile_pool_free(pool);
+    return rc;
+}

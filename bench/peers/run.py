@@ -1,0 +1,1087 @@
+"""run.py - `make bench-peers`: tiled against its peers, in one run.
+
+    python bench/peers/run.py --tiled build/tiled --driver build/bench/bench_peers
+        [--work build/bench-peers] [--dur 5] [--reps 7] [--skip-kernel] [--skip-service]
+        [--report-only]
+
+1. Kernel: bench_peers (tiled's kernel, 1 and all workers, memcpy) and
+   peers.py (numpy.tile, torch.tile, ONNX Runtime's Tile end to end and
+   kernel-only) on bench/peers/cases.txt; outputs checked byte for byte by
+   CRC-32; a perf profile of tiled (and of ORT) on every case that misses a
+   target.
+2. Service: the tiled daemon, nginx (`return 200`) and bench/fastapi_service.py,
+   one after the other, each pinned to core 0 with the load generator on
+   core 1: wrk at 1, 16 and 64 connections for small JSON, raw, npy and v2
+   requests; 64 MiB and 1 GiB outputs fetched by curl with the server's peak
+   RSS; bench/curl-load.sh beside wrk on the small JSON case.
+3. bench/REPORT.md, bench/peers-gbps.png and bench/service-latency.png.
+
+Raw results go to the work directory (results.json); --report-only rebuilds
+the report and plots from them. Traffic goes to 127.0.0.1 only, every load
+is bounded in time or count, and every process started here is stopped here.
+"""
+import argparse
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BENCH = os.path.join(ROOT, "bench")
+CASES = os.path.join(BENCH, "peers", "cases.txt")
+MIB = 1 << 20
+SIZE1_CASE = "float32 [4096,1]x[1,4096]"
+TILE_PARALLEL_MIN_BYTES = 4 << 20  # core/tile.h
+
+COMMANDS = []  # (phase, command) in the order they ran
+
+
+def log(msg):
+    print("bench-peers: " + msg, file=sys.stderr, flush=True)
+
+
+def peer_env():
+    """The peers' environment: OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE unset (see the env README)."""
+    env = dict(os.environ)
+    env.pop("OPENBLAS_CORETYPE", None)
+    env.pop("OPENBLAS_L2_SIZE", None)
+    return env
+
+
+def show(cmd, env_note=""):
+    return (env_note + " " if env_note else "") + " ".join(shlex.quote(str(c)) for c in cmd)
+
+
+def run(phase, cmd, timeout, env=None, env_note="", check=True, record=True):
+    if record:
+        COMMANDS.append((phase, show(cmd, env_note)))
+    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
+    if check and p.returncode != 0:
+        raise RuntimeError("%s failed (%d): %s" % (show(cmd), p.returncode, p.stderr[-2000:]))
+    return p
+
+
+def json_lines(text):
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            out.append(json.loads(line))
+    return out
+
+
+def cpu_times():
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return v  # user nice system idle iowait irq softirq steal ...
+
+
+def steal_pct(a, b):
+    d = [y - x for x, y in zip(a, b)]
+    tot = sum(d[:8]) or 1
+    return 100.0 * d[7] / tot, 100.0 * (tot - d[3] - d[4]) / tot
+
+
+def background_load(seconds=1.0):
+    """Share of the CPUs busy (and stolen) while this run does nothing: the other tenants' load."""
+    a = cpu_times()
+    time.sleep(seconds)
+    steal, busy = steal_pct(a, cpu_times())
+    return {"busy_pct": busy, "steal_pct": steal}
+
+
+# ---------------------------------------------------------------- machine
+
+def machine():
+    lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    info = {}
+    for line in lscpu.splitlines():
+        k, _, v = line.partition(":")
+        info[k.strip()] = v.strip()
+    mem_kb = 0
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemTotal:"):
+                mem_kb = int(line.split()[1])
+
+    def ver(cmd):
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
+            return (p.stdout + p.stderr).strip().splitlines()[0]
+        except (OSError, IndexError, subprocess.TimeoutExpired):
+            return "not found"
+
+    thp = open("/sys/kernel/mm/transparent_hugepage/enabled").read().strip() \
+        if os.path.exists("/sys/kernel/mm/transparent_hugepage/enabled") else "n/a"
+    return {
+        "model": info.get("Model name", "?"), "vendor": info.get("Vendor ID", "?"),
+        "cpus": info.get("CPU(s)", "?"), "threads_per_core": info.get("Thread(s) per core", "?"),
+        "cores_per_socket": info.get("Core(s) per socket", "?"), "sockets": info.get("Socket(s)", "?"),
+        "l2": info.get("L2 cache", "?"), "l3": info.get("L3 cache", "?"),
+        "hypervisor": info.get("Hypervisor vendor", "none"), "nproc": os.cpu_count(),
+        "mem_gib": round(mem_kb / (1 << 20), 1), "kernel": os.uname().release, "thp": thp,
+        "loadavg": open("/proc/loadavg").read().split()[:3],
+        "versions": {
+            "gcc": ver(["cc", "--version"]), "wrk": ver(["wrk", "-v"]), "nginx": ver(["nginx", "-v"]),
+            "curl": ver(["curl", "--version"]), "gnuplot": ver(["gnuplot", "--version"]),
+            "perf": ver(["perf", "--version"]),
+            "fastapi": ver(["/usr/bin/python3", "-c", "import fastapi; print(fastapi.__version__)"]),
+            "uvicorn": ver(["/usr/bin/python3", "-c", "import uvicorn; print(uvicorn.__version__)"]),
+        },
+    }
+
+
+# ---------------------------------------------------------------- kernel
+
+def read_cases():
+    out = []
+    for line in open(CASES):
+        line = line.rstrip("\n")
+        if line and not line.startswith("#"):
+            out.append((line.split("|")[0], line))
+    return out
+
+
+class Peers:
+    """peers.py --serve: one long-lived process (imports once) that measures a case on request."""
+
+    def __init__(self, a, work):
+        cmd = [sys.executable, os.path.join(BENCH, "peers", "peers.py"), CASES, "--serve", str(a.reps)]
+        COMMANDS.append(("kernel", show(cmd, "env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE")
+                         + "   # then one case name per line on stdin"))
+        self.err = open(os.path.join(work, "peers.stderr"), "w")
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err,
+                                     text=True, env=peer_env(), cwd=ROOT)
+        import queue
+        import threading
+        self.lines = queue.Queue()
+
+        def pump():
+            for line in self.proc.stdout:
+                self.lines.put(line)
+            self.lines.put(None)
+        threading.Thread(target=pump, daemon=True).start()
+        self.env = self.readline(120)
+
+    def readline(self, timeout):
+        import queue
+        end = time.time() + timeout
+        while True:
+            try:
+                line = self.lines.get(timeout=max(0.01, end - time.time()))
+            except queue.Empty:
+                raise RuntimeError("peers.py did not answer within %d s (see %s)" % (timeout, self.err.name))
+            if line is None:
+                raise RuntimeError("peers.py exited (see %s)" % self.err.name)
+            if line.startswith("{"):
+                return json.loads(line)
+
+    def ask(self, line, timeout=600, until="done"):
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        out = []
+        while True:
+            r = self.readline(timeout)
+            out.append(r)
+            if r.get("kind") == until:
+                return out
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.err.close()
+
+
+def kernel_bench(a):
+    """Per case: tiled's kernel (bench_peers), then the peers, back to back, so that
+    the figures being compared are taken under the same load."""
+    res = {"tiled": [], "peers": []}
+    t0 = cpu_times()
+    tmp = tempfile.mkdtemp(prefix="tiled-cases-")
+    peers = Peers(a, a.work)
+    res["env"] = peers.env
+    try:
+        for name, line in read_cases():
+            log("kernel: %s" % name)
+            cf = os.path.join(tmp, "case.txt")
+            with open(cf, "w") as f:
+                f.write(line + "\n")
+            p = run("kernel", [a.driver, cf, a.reps], timeout=600)
+            COMMANDS[-1] = ("kernel", COMMANDS[-1][1] + "   # " + shlex.quote(line))
+            res["tiled"].extend(json_lines(p.stdout))
+            res["peers"].extend(r for r in peers.ask(name) if r.get("kind") == "result")
+        res["steal_pct"], res["busy_pct"] = steal_pct(t0, cpu_times())
+        rows = kernel_table(res)
+        res["profiles"] = profile_misses(a, rows, targets(rows), peers, tmp)
+    finally:
+        peers.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return res
+
+
+def kernel_table(k):
+    """One row per case: seconds per implementation, ratios, CRC agreement."""
+    rows = []
+    peers = {}
+    for r in k["peers"]:
+        peers.setdefault(r["case"], {})[r["impl"]] = r
+    for t in k["tiled"]:
+        p = peers.get(t["case"], {})
+        is_str = t["dtype"] in ("str", "string")
+        row = {"case": t["case"], "dtype": t["dtype"], "out_bytes": t["out_bytes"], "out_elems": t["out_elems"],
+               "string": is_str, "workers": t["workers"],
+               "s": {"tiled_1": t["tiled_1_s"], "tiled_all": t["tiled_all_s"], "tiled_fresh": t["tiled_fresh_s"],
+                     "memcpy": t["memcpy_s"]},
+               "s_min": {"tiled_1": t.get("tiled_1_min_s"), "tiled_all": t.get("tiled_all_min_s"),
+                         "tiled_fresh": t.get("tiled_fresh_min_s"), "memcpy": t.get("memcpy_min_s")},
+               "crc_ok": {}, "notes": {}}
+        for impl, r in p.items():
+            row["s"][impl] = r.get("s")
+            row["s_min"][impl] = r.get("s_min")
+            if r.get("note"):
+                row["notes"][impl] = r["note"]
+            if r.get("crc32") is not None:
+                row["crc_ok"][impl] = r["crc32"] == t["crc32"]
+        for s in (row["s"], row["s_min"]):
+            for key, impls in (("numpy_best", ("numpy", "numpy_U")), ("ort_e2e_best", ("ort_e2e_1", "ort_e2e_default")),
+                               ("ort_kernel_best", ("ort_kernel_1", "ort_kernel_default"))):
+                v = [s[i] for i in impls if s.get(i)]
+                s[key] = min(v) if v else None
+        s = row["s"]
+        ref = s["tiled_all"]
+        row["ratio"] = {i: (v / ref if v else None) for i, v in s.items()}
+        sm = row["s_min"]
+        row["ratio_min"] = {i: (v / sm["tiled_all"] if v and sm.get("tiled_all") else None) for i, v in sm.items()}
+        row["ratio_fresh"] = {i: (v / s["tiled_fresh"] if v else None) for i, v in s.items()}
+        rows.append(row)
+    return rows
+
+
+def targets(rows):
+    """The "Done when" targets per case: (case, target, need, got, met)."""
+    out = []
+    for r in rows:
+        if r["out_bytes"] < MIB and not (r["string"] and r["out_elems"] * 8 >= MIB):
+            continue
+        need_np, need_ort = (10.0, 10.0) if r["case"] == SIZE1_CASE else (3.0, 1.5)
+        for key, label, need in (("numpy_best", "numpy.tile", need_np),
+                                 ("ort_e2e_best", "ORT Tile end to end", need_ort),
+                                 ("ort_kernel_best", "ORT Tile kernel-only", need_ort)):
+            got = r["ratio"].get(key)
+            if got is None:
+                continue
+            out.append({"case": r["case"], "target": label, "need": need, "got": got, "met": got >= need,
+                        "got_fresh": r["ratio_fresh"].get(key), "got_min": r["ratio_min"].get(key)})
+    return out
+
+
+def perf_top(pid, seconds, data):
+    """perf record -p PID for `seconds`; the top symbols of perf report."""
+    run("profile", ["perf", "record", "-q", "-e", "cpu-clock", "-F", "4000", "-p", pid, "-o", data, "--",
+                    "sleep", seconds], timeout=seconds + 60, check=False)
+    rep = run("profile", ["perf", "report", "-i", data, "--stdio", "--no-children", "--sort", "dso,sym",
+                          "-g", "none", "--percent-limit", "1.5"], timeout=120, check=False)
+    return [ln.rstrip() for ln in rep.stdout.splitlines() if ln.strip() and not ln.startswith("#")][:12]
+
+
+def profile_misses(a, rows, tgt, peers, tmp):
+    """Profiles of tiled and of the peer on each case that missed a target: perf
+    attached (-p) to the running loop only, so setup is not in the profile;
+    callgrind for tiled when perf is missing."""
+    missed = []
+    for t in tgt:
+        if not t["met"] and t["case"] not in missed:
+            missed.append(t["case"])
+    profiles = {}
+    have_perf = shutil.which("perf") is not None
+    lines = dict(read_cases())
+    loop_s, rec_s = 2.0, 1.0
+    for case in missed:
+        log("profile: %s" % case)
+        cf = os.path.join(tmp, "case.txt")
+        with open(cf, "w") as f:
+            f.write(lines[case] + "\n")
+        worst = [t for t in tgt if t["case"] == case and not t["met"]]
+        peer_impl = "numpy" if all(t["target"] == "numpy.tile" for t in worst) else "ort_1"
+        prof = {"tool": "perf record -e cpu-clock -p PID (%.1f s of the loop)" % rec_s}
+        data = os.path.join(tmp, "perf.data")
+        if have_perf:
+            cmd = [a.driver, cf, 3, loop_s]
+            COMMANDS.append(("profile", show(cmd)))
+            p = subprocess.Popen([str(c) for c in cmd], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+            p.stdout.readline()  # ready
+            top = perf_top(p.pid, rec_s, data)
+            out, _ = p.communicate(timeout=120)
+            calls = json_lines(out)
+            prof["tiled"] = {"impl": "tiled (all workers)", "top": top,
+                             "calls_per_s": calls[0]["profile_calls"] / calls[0]["profile_s"] if calls else None}
+            peers.proc.stdin.write("loop %s %s %s\n" % (peer_impl, loop_s, case))
+            peers.proc.stdin.flush()
+            COMMANDS.append(("profile", "(peers.py --serve) loop %s %s %s" % (peer_impl, loop_s, case)))
+            peers.readline(120)  # ready
+            top = perf_top(peers.proc.pid, rec_s, data)
+            rest = []
+            while not rest or rest[-1].get("kind") != "done":
+                rest.append(peers.readline(120))
+            looped = [r for r in rest if r.get("kind") == "looped"]
+            prof["peer"] = {"impl": peer_impl, "top": top,
+                            "calls_per_s": looped[0]["profile_calls"] / looped[0]["profile_s"] if looped else None}
+        else:
+            prof["tool"] = "valgrind --tool=callgrind (instructions)"
+            out = os.path.join(tmp, "cg.out")
+            p = run("profile", ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out, a.driver, cf, 1, 0.2],
+                    timeout=600, check=False)
+            rep = run("profile", ["callgrind_annotate", out], timeout=60, check=False)
+            top = [ln.rstrip() for ln in rep.stdout.splitlines() if re.match(r"^\s*[\d,]+ \(", ln)][:12]
+            prof["tiled"] = {"impl": "tiled (all workers)", "top": top, "calls_per_s": None}
+        profiles[case] = prof
+    return profiles
+
+
+# ---------------------------------------------------------------- service
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def wait_http(url, timeout=20):
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                r.read()
+                return True
+        except OSError:
+            time.sleep(0.1)
+    return False
+
+
+class Server:
+    def __init__(self, name, cmd, ready_url, work, env=None, env_note=""):
+        self.name = name
+        COMMANDS.append(("service", show(cmd, env_note)))
+        self.log = open(os.path.join(work, name + ".log"), "w")
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+        if not wait_http(ready_url):
+            self.stop()
+            raise RuntimeError("%s did not become ready (see %s)" % (name, self.log.name))
+
+    def pid(self):
+        """The process that serves: the nginx worker, else the started process."""
+        if self.name == "nginx":
+            try:
+                kids = open("/proc/%d/task/%d/children" % (self.proc.pid, self.proc.pid)).read().split()
+                if kids:
+                    return int(kids[0])
+            except OSError:
+                pass
+        return self.proc.pid
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM if self.name != "nginx" else signal.SIGQUIT)
+            try:
+                self.proc.wait(timeout=25)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        self.log.close()
+
+
+def lua_str(b):
+    return '"' + "".join(chr(c) if 32 <= c < 127 and c not in (34, 92) else "\\%03d" % c for c in b) + '"'
+
+
+WRK_DONE = r'''
+done = function(summary, latency, requests)
+  io.write(string.format('WRKJSON {"requests":%d,"duration_us":%d,"bytes":%d,"err_connect":%d,"err_read":%d,' ..
+    '"err_write":%d,"err_status":%d,"err_timeout":%d,"p50_us":%d,"p99_us":%d,"p999_us":%d,"max_us":%d,' ..
+    '"mean_us":%.1f}\n', summary.requests, summary.duration, summary.bytes, summary.errors.connect,
+    summary.errors.read, summary.errors.write, summary.errors.status, summary.errors.timeout,
+    latency:percentile(50), latency:percentile(99), latency:percentile(99.9), latency.max, latency.mean))
+end
+'''
+
+
+def small_requests():
+    """The small request of each format: (path+query, content type, body, check(resp bytes))."""
+    import io
+    x = np.array([[1, 2], [3, 4]], dtype=np.float32)
+    want = np.tile(x, (2, 2))
+    npy = io.BytesIO()
+    np.save(npy, x)
+    js = json.dumps({"input": {"dtype": "float32", "shape": [2, 2], "data": [1, 2, 3, 4]}, "repeats": [2, 2]})
+    v2 = json.dumps({"inputs": [{"name": "input", "shape": [2, 2], "datatype": "FP32", "data": [1, 2, 3, 4]},
+                                {"name": "repeats", "shape": [2], "datatype": "INT64", "data": [2, 2]}]})
+
+    def chk_json(b):
+        o = json.loads(b)["output"]
+        return o["shape"] == [4, 4] and np.array_equal(np.array(o["data"], np.float32).reshape(4, 4), want)
+
+    def chk_raw(b):
+        return np.array_equal(np.frombuffer(b, np.float32).reshape(4, 4), want)
+
+    def chk_npy(b):
+        return np.array_equal(np.load(io.BytesIO(b)), want)
+
+    def chk_v2(b):
+        o = json.loads(b)["outputs"][0]
+        return o["shape"] == [4, 4] and np.array_equal(np.array(o["data"], np.float32).reshape(4, 4), want)
+
+    return {
+        "json": ("/v1/tile", "application/json", js.encode(), chk_json),
+        "raw": ("/v1/tile?dtype=float32&shape=2,2&repeats=2,2", "application/octet-stream", x.tobytes(), chk_raw),
+        "npy": ("/v1/tile?repeats=2,2", "application/x-npy", npy.getvalue(), chk_npy),
+        "v2": ("/v2/models/tile/infer", "application/json", v2.encode(), chk_v2),
+    }
+
+
+def post(url, ctype, body):
+    req = urllib.request.Request(url, data=body, headers={"Content-Type": ctype}, method="POST")
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return r.status, r.read()
+
+
+def wrk(work, base, path, ctype, body, conns, dur):
+    script = os.path.join(work, "wrk.lua")
+    with open(script, "w") as f:
+        f.write('wrk.method = "POST"\nwrk.headers["Content-Type"] = %s\nwrk.body = %s\n%s'
+                % (lua_str(ctype.encode()), lua_str(body), WRK_DONE))
+    cmd = ["taskset", "-c", "1", "wrk", "-t1", "-c%d" % conns, "-d%ds" % dur, "--timeout", "10s", "-s", script,
+           base + path]
+    p = run("service", cmd, timeout=dur + 60, record=dur > 1)
+    m = re.search(r"WRKJSON (\{.*\})", p.stdout)
+    if not m:
+        raise RuntimeError("wrk printed no summary: " + p.stdout[-1000:])
+    r = json.loads(m.group(1))
+    r["rps"] = r["requests"] / (r["duration_us"] / 1e6)
+    r["errors"] = sum(r[k] for k in ("err_connect", "err_read", "err_write", "err_status", "err_timeout"))
+    return r
+
+
+def rss_kb(pid, field):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def big_fetch(pid, cmd, reps):
+    """Median download speed of `reps` curl fetches, and the server's peak RSS during them."""
+    speeds, peak, base = [], 0, rss_kb(pid, "VmRSS")
+    for i in range(reps):
+        try:
+            with open("/proc/%d/clear_refs" % pid, "w") as f:
+                f.write("5")  # resets VmHWM, the peak resident set
+        except OSError:
+            pass
+        p = run("service", cmd, timeout=300, record=i == 0)
+        code, size, total, speed = p.stdout.split()
+        if code != "200":
+            raise RuntimeError("%s answered %s" % (show(cmd), code))
+        speeds.append(float(size) / float(total))
+        peak = max(peak, rss_kb(pid, "VmHWM"))
+    return {"gbps": float(np.median(speeds)) / 1e9, "bytes": int(size), "peak_rss_mib": peak / 1024,
+            "base_rss_mib": base / 1024, "reps": reps}
+
+
+CURL_W = ["-w", "%{http_code} %{size_download} %{time_total} %{speed_download}"]
+
+
+def service_bench(a):
+    work = os.path.join(a.work, "service")
+    os.makedirs(work, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix="tiled-peers-")
+    os.chmod(tmp, 0o755)
+    res = {"wrk": [], "big": [], "curl": [], "dur": a.dur}
+    reqs = small_requests()
+    big_sizes = [(64 * MIB, "64 MiB"), (1 << 30, "1 GiB")]
+    in4 = os.path.join(tmp, "in4.bin")
+    with open(in4, "wb") as f:
+        f.write(bytes([1, 2, 3, 4]))
+    small_json = os.path.join(tmp, "small.json")
+    with open(small_json, "wb") as f:
+        f.write(reqs["json"][2])
+    t0 = cpu_times()
+    servers = []
+    try:
+        # nginx: `return 200` for the small POST, static files for the big outputs.
+        static = os.path.join(tmp, "static")
+        os.makedirs(static)
+        for size, _ in big_sizes:
+            with open(os.path.join(static, "out%d.bin" % size), "wb") as f:
+                f.truncate(size)  # sparse: served from the page cache, like a cached file
+        port = free_port()
+        conf = os.path.join(tmp, "nginx.conf")
+        with open(conf, "w") as f:
+            f.write("""worker_processes 1;
+daemon off;
+user root;
+pid %(t)s/nginx.pid;
+error_log %(t)s/error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  sendfile on;
+  keepalive_requests 100000000;
+  client_body_temp_path %(t)s/body;
+  proxy_temp_path %(t)s/proxy;
+  fastcgi_temp_path %(t)s/fastcgi;
+  uwsgi_temp_path %(t)s/uwsgi;
+  scgi_temp_path %(t)s/scgi;
+  server {
+    listen 127.0.0.1:%(p)d;
+    location = /small { return 200 '{"ok":true}'; }
+    location /static/ { alias %(t)s/static/; }
+  }
+}
+""" % {"t": tmp, "p": port})
+        plan = [
+            ("nginx", ["taskset", "-c", "0", "nginx", "-c", conf, "-p", tmp], "/small", port, None, "",
+             {"return 200": ("/small", "application/json", reqs["json"][2], None)}),
+        ]
+        port = free_port()
+        plan.append(("tiled", ["taskset", "-c", "0", a.tiled, "serve", "--port", str(port), "--workers", "1",
+                               "--log-level", "warn"], "/v2/health/ready", port, None, "", reqs))
+        port = free_port()
+        plan.append(("fastapi", ["taskset", "-c", "0", "/usr/bin/python3", os.path.join(BENCH, "fastapi_service.py"),
+                                 "--port", str(port)], "/v2/health/ready", port, peer_env(),
+                     "env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE", reqs))
+        for name, cmd, ready, port, env, note, formats in plan:
+            base = "http://127.0.0.1:%d" % port
+            log("service: %s" % name)
+            srv = Server(name, cmd, base + ready, work, env, note)
+            servers.append(srv)
+            for fmt, (path, ctype, body, check) in formats.items():
+                status, resp = post(base + path, ctype, body)
+                if status != 200 or (check and not check(resp)):
+                    raise RuntimeError("%s %s: wrong answer %d %r" % (name, fmt, status, resp[:200]))
+                wrk(work, base, path, ctype, body, 16, 1)  # warm-up
+                for c in (1, 16, 64):
+                    r = wrk(work, base, path, ctype, body, c, a.dur)
+                    r.update({"server": name, "format": fmt, "conns": c})
+                    res["wrk"].append(r)
+                    log("  %s %s c=%d: %.0f req/s p50 %.0f us p99 %.0f us" % (name, fmt, c, r["rps"], r["p50_us"],
+                                                                              r["p99_us"]))
+            pid = srv.pid()
+            for size, label in big_sizes:
+                reps = 3 if size < (1 << 30) else 2
+                if name == "nginx":
+                    cmd = ["taskset", "-c", "1", "curl", "-s", "-o", "/dev/null"] + CURL_W + \
+                        [base + "/static/out%d.bin" % size]
+                else:
+                    cmd = ["taskset", "-c", "1", "curl", "-s", "-o", "/dev/null"] + CURL_W + \
+                        ["-H", "Content-Type: application/octet-stream", "--data-binary", "@" + in4,
+                         base + "/v1/tile?dtype=uint8&shape=4&repeats=%d" % (size // 4)]
+                r = big_fetch(pid, cmd, reps)
+                r.update({"server": name, "size": label})
+                res["big"].append(r)
+                log("  %s %s: %.2f GB/s, peak RSS %.0f MiB" % (name, label, r["gbps"], r["peak_rss_mib"]))
+            if name in ("tiled", "nginx"):
+                path = "/v1/tile" if name == "tiled" else "/small"
+                for c in (1, 16, 64):
+                    n = 3000 if c == 1 else 10000
+                    timings = os.path.join(work, "curl-%s-c%d.txt" % (name, c))
+                    p = run("service", ["taskset", "-c", "1", "sh", os.path.join(BENCH, "curl-load.sh"),
+                                        base + path, small_json, "application/json", n, c, timings], timeout=300)
+                    m = re.search(r"curl-load: (\d+) requests, (\d+) parallel, ([\d.]+) s, (\d+) req/s, "
+                                  r"p50 ([\d.]+) ms, p99 ([\d.]+) ms, non-200 (\d+), connects (\d+)", p.stdout)
+                    if not m:
+                        raise RuntimeError("curl-load printed no summary: " + p.stdout + p.stderr)
+                    res["curl"].append({"server": name, "conns": c, "requests": int(m.group(1)),
+                                        "rps": float(m.group(4)), "p50_us": float(m.group(5)) * 1000,
+                                        "p99_us": float(m.group(6)) * 1000, "errors": int(m.group(7)),
+                                        "connects": int(m.group(8)), "summary": p.stdout.strip()})
+                    log("  curl-load %s c=%d: %s" % (name, c, p.stdout.strip()))
+            srv.stop()
+            servers.remove(srv)
+    finally:
+        for srv in servers:
+            srv.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    res["steal_pct"], res["busy_pct"] = steal_pct(t0, cpu_times())
+    return res
+
+
+# ---------------------------------------------------------------- report
+
+IMPL_LABEL = {"tiled_1": "tiled 1 worker", "tiled_all": "tiled all workers", "tiled_fresh": "tiled all, fresh buffer",
+              "numpy": "numpy.tile", "numpy_U": "numpy.tile <U", "torch": "torch.tile",
+              "ort_e2e_1": "ORT e2e 1 thr", "ort_e2e_default": "ORT e2e default",
+              "ort_kernel_1": "ORT kernel 1 thr", "ort_kernel_default": "ORT kernel default", "memcpy": "memcpy"}
+
+
+def f_gb(rows, r, impl):
+    s = r["s"].get(impl)
+    if not s:
+        return "n/a"
+    if r["string"]:
+        return "%.0f" % (r["out_elems"] / s / 1e6)
+    return "%.1f" % (r["out_bytes"] / s / 1e9)
+
+
+def f_ratio(v):
+    if v is None:
+        return "n/a"
+    return "%.2fx" % v if v < 1 else "%.1fx" % v if v < 100 else "%.0fx" % v
+
+
+def plots(res, rows):
+    """gnuplot PNGs: GB/s against output size; latency against connections."""
+    made = []
+    if not shutil.which("gnuplot"):
+        return made
+    work = res["work"]
+    if rows:
+        impls = ["tiled_all", "tiled_1", "tiled_fresh", "numpy", "torch", "ort_e2e_best", "ort_kernel_best", "memcpy"]
+        labels = dict(IMPL_LABEL, ort_e2e_best="ORT e2e (best)", ort_kernel_best="ORT kernel (best)")
+        dat = os.path.join(work, "gbps.dat")
+        with open(dat, "w") as f:
+            for impl in impls:
+                f.write('# %s\n' % impl)
+                for r in sorted((r for r in rows if not r["string"]), key=lambda r: r["out_bytes"]):
+                    s = r["s"].get(impl)
+                    if s:
+                        f.write("%d %.4f\n" % (r["out_bytes"], r["out_bytes"] / s / 1e9))
+                f.write("\n\n")
+        png = os.path.join(BENCH, "peers-gbps.png")
+        gp = ['set terminal pngcairo size 1000,620 font "sans,10"', 'set output "%s"' % png,
+              'set title "Tile: GB/s of output written against output size (median; higher is better)"',
+              'set logscale x 2', 'set logscale y 2', 'set xlabel "output size (bytes)"', 'set ylabel "GB/s"',
+              'set format x "%.0s%cB"', 'set key outside right', 'set grid']
+        pts = [7, 5, 9, 11, 13, 4, 6, 1]
+        gp.append("plot " + ", ".join('"%s" index %d using 1:2 with linespoints pt %d ps 1.3 title "%s"'
+                                      % (dat, i, pts[i], labels[impl]) for i, impl in enumerate(impls)))
+        script = os.path.join(work, "gbps.gp")
+        open(script, "w").write("\n".join(gp) + "\n")
+        if run("report", ["gnuplot", script], timeout=60, check=False).returncode == 0:
+            made.append(png)
+    svc = res.get("service")
+    if svc and svc["wrk"]:
+        dat = os.path.join(work, "latency.dat")
+        series = []
+        with open(dat, "w") as f:
+            for w in svc["wrk"]:
+                key = (w["server"], w["format"])
+                if key not in series:
+                    if series:
+                        f.write("\n\n")
+                    series.append(key)
+                    f.write("# %s %s\n" % key)
+                f.write("%d %.1f %.1f %.1f %.0f\n" % (w["conns"], w["p50_us"], w["p99_us"], w["p999_us"], w["rps"]))
+        png = os.path.join(BENCH, "service-latency.png")
+        gp = ['set terminal pngcairo size 1300,520 font "sans,10"', 'set output "%s"' % png,
+              'set multiplot layout 1,3 title "Service under wrk load (server on core 0, wrk on core 1)"',
+              'set logscale x 2', 'set xtics (1, 16, 64)', 'set xrange [0.8:80]', 'set grid',
+              'set xlabel "connections"', 'set key top left font "sans,8"']
+
+        def panel(col, title, ylabel, logy=True):
+            gp.append('set title "%s"' % title)
+            gp.append('set ylabel "%s"' % ylabel)
+            gp.append('set logscale y' if logy else 'unset logscale y')
+            gp.append("plot " + ", ".join('"%s" index %d using 1:($%d%s) with linespoints title "%s %s"'
+                                          % (dat, i, col, "/1000" if col < 5 else "", s, fm)
+                                          for i, (s, fm) in enumerate(series)))
+        panel(2, "p50 latency", "ms")
+        panel(3, "p99 latency", "ms")
+        panel(5, "throughput", "requests/s")
+        gp.append("unset multiplot")
+        script = os.path.join(work, "latency.gp")
+        open(script, "w").write("\n".join(gp) + "\n")
+        if run("report", ["gnuplot", script], timeout=60, check=False).returncode == 0:
+            made.append(png)
+    return made
+
+
+TARGET_KEY = {"numpy.tile": "numpy_best", "ORT Tile end to end": "ort_e2e_best",
+              "ORT Tile kernel-only": "ort_kernel_best"}
+
+
+def explain_miss(r, tgt_rows, prof):
+    """Generated reasoning for a missed target, from the measured figures."""
+    s = r["s"]
+    lines = []
+    out_mib = r["out_bytes"] / MIB
+    mc = r["out_bytes"] / s["memcpy"] / 1e9
+    ta = r["out_bytes"] / s["tiled_all"] / 1e9
+    missed = [t for t in tgt_rows if not t["met"] and s.get(TARGET_KEY[t["target"]])]
+    if r["string"]:
+        lines.append("- tiled (all workers) produces %.0f M elements/s, writing a 16-byte view per element "
+                     "(%.1f GB/s); memcpy of the same %.1f MiB runs at %.1f GB/s."
+                     % (r["out_elems"] / s["tiled_all"] / 1e6, ta, out_mib, mc))
+        for t in missed:
+            pe = r["out_elems"] / s[TARGET_KEY[t["target"]]] / 1e6
+            lines.append("- %s: %.0f M elements/s. With dtype object numpy writes an 8-byte reference per "
+                         "element, half of tiled's 16-byte view, and increments the reference count of input "
+                         "strings that stay in cache; a %.1fx lead in elements/s would need tiled to write its "
+                         "views at %.1f GB/s, %.1fx memcpy's speed." % (
+                             t["target"], pe, t["need"], pe * t["need"] * 16 / 1e3, pe * t["need"] * 16 / 1e3 / mc))
+    else:
+        lines.append("- tiled (all workers) writes %.1f GB/s here; memcpy of the same %.1f MiB writes %.1f GB/s "
+                     "(tiled at %.0f%% of memcpy)." % (ta, out_mib, mc, 100 * ta / mc))
+        if r["out_bytes"] < TILE_PARALLEL_MIN_BYTES:
+            lines.append("- The output is below TILE_PARALLEL_MIN_BYTES (%d MiB, core/tile.h), so \"all "
+                         "workers\" runs on the calling thread alone: this row is a single-threaded kernel."
+                         % (TILE_PARALLEL_MIN_BYTES // MIB))
+        for t in missed:
+            pg = r["out_bytes"] / s[TARGET_KEY[t["target"]]] / 1e9
+            lines.append("- %s: %.1f GB/s (%.0f%% of memcpy); a %.1fx lead would need tiled at %.1f GB/s, "
+                         "%.1fx memcpy's speed." % (t["target"], pg, 100 * pg / mc, t["need"], pg * t["need"],
+                                                    pg * t["need"] / mc))
+    if prof:
+        for who in ("tiled", "peer"):
+            p = prof.get(who)
+            if not p:
+                continue
+            lines.append("")
+            lines.append("%s: %s calls/s; top symbols from %s:" % (
+                p["impl"], "%.0f" % p["calls_per_s"] if p.get("calls_per_s") else "?", prof["tool"]))
+            lines.append("")
+            lines.append("```")
+            lines.extend(p["top"] or ["(no samples)"])
+            lines.append("```")
+    return lines
+
+
+def report(res, a):
+    k = res.get("kernel")
+    rows = kernel_table(k) if k else []
+    tgt = targets(rows) if rows else []
+    m = res["machine"]
+    L = []
+    L.append("# tiled against its peers")
+    L.append("")
+    L.append("Generated by `make bench-peers` (bench/peers/run.py) on %s; the whole run took %.0f s. "
+             "Rerun it to refresh every figure, table and plot here." % (res["date"], res["wall_s"]))
+    L.append("")
+    bb, ba = res.get("background_before", {}), res.get("background_after", {})
+    L.append("The machine is shared (other engineers build, fuzz and benchmark on it) and virtualised, so "
+             "absolute figures move from run to run. With this run idle, other processes kept %.0f%% of the "
+             "CPUs busy just before it and %.0f%% just after it, and the hypervisor stole %.1f%% / %.1f%% "
+             "(/proc/stat over 1 s). Medians of several runs are reported, and tiled and its peers are "
+             "measured back to back per case; compare ratios from the same run rather than absolute figures "
+             "across runs. Phases: %s."
+             % (bb.get("busy_pct", 0), ba.get("busy_pct", 0), bb.get("steal_pct", 0), ba.get("steal_pct", 0),
+                ", ".join("%s %.0f s" % kv for kv in res.get("phase_s", {}).items()) or "n/a"))
+    L.append("")
+    L.append("## Machine")
+    L.append("")
+    L.append("| | |")
+    L.append("|---|---|")
+    L.append("| CPU | %s (%s) |" % (m["model"], m["vendor"]))
+    L.append("| cores | %s CPUs: %s socket(s) x %s core(s) x %s thread(s); hypervisor %s |"
+             % (m["cpus"], m["sockets"], m["cores_per_socket"], m["threads_per_core"], m["hypervisor"]))
+    L.append("| caches | L2 %s, L3 %s |" % (m["l2"], m["l3"]))
+    L.append("| memory | %s GiB; transparent huge pages: %s |" % (m["mem_gib"], m["thp"]))
+    L.append("| kernel | Linux %s; load average at start %s |" % (m["kernel"], " ".join(m["loadavg"])))
+    for name, v in m["versions"].items():
+        L.append("| %s | %s |" % (name, v))
+    if k:
+        e = k["env"]
+        L.append("| Python peers | Python %s, numpy %s, torch %s (%d threads), onnxruntime %s, onnx %s |"
+                 % (e["python"], e["numpy"], e["torch"], e["torch_threads"], e["onnxruntime"], e.get("onnx", "?")))
+        tp = e.get("threadpoolctl")
+        if isinstance(tp, list):
+            tp_s = "; ".join("%s %s (%s, %s threads)" % (d.get("internal_api"), d.get("version") or "",
+                                                         d.get("architecture") or "no arch", d.get("num_threads"))
+                             for d in tp) or "no thread pools found"
+        else:
+            tp_s = str(tp)
+        blas = ", ".join(e.get("blas_libs_mapped", [])) or "none mapped"
+        L.append("| BLAS | threadpoolctl: %s; BLAS libraries mapped into the peers' process: %s |" % (tp_s, blas))
+        L.append("| OpenBLAS variables | OPENBLAS_CORETYPE=%s, OPENBLAS_L2_SIZE=%s in the run's environment; "
+                 "unset for the peers' processes (numpy, torch, ORT, FastAPI) only |"
+                 % (res["openblas_env"]["OPENBLAS_CORETYPE"], res["openblas_env"]["OPENBLAS_L2_SIZE"]))
+    L.append("")
+
+    if rows:
+        L.append("## 1. Kernel against peers")
+        L.append("")
+        L.append("GB/s of output written (output bytes / median seconds per call); for the string case, "
+                 "millions of output elements per second. Ratio = the peer's time / tiled's time with all "
+                 "workers, so >1 means tiled is faster. tiled runs `tile_execute` into a reused, pre-faulted "
+                 "buffer (as bench_kernel does); numpy.tile, torch.tile and ORT allocate their output on every "
+                 "call, as their APIs do, so the 'tiled all, fresh buffer' column shows tiled under that "
+                 "condition too. ORT end to end = `InferenceSession.run` from Python on a one-node Tile model "
+                 "(opset 13); ORT kernel-only = the Tile node's `dur` in ORT's profiler trace; 'best' = the "
+                 "faster of intra_op_num_threads=1 and the default. Every output was checked byte for byte "
+                 "against tiled's (CRC-32): %s."
+                 % ("all agree" if all(all(r["crc_ok"].values()) for r in rows) else
+                    "MISMATCH in " + ", ".join("%s/%s" % (r["case"], i) for r in rows
+                                              for i, ok in r["crc_ok"].items() if not ok)))
+        L.append("")
+        L.append("### Headline")
+        L.append("")
+        L.append("| case | out MiB | tiled all | numpy.tile | ratio | torch.tile | ratio | ORT e2e best | ratio "
+                 "| ORT kernel best | ratio | memcpy |")
+        L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for r in rows:
+            rt = r["ratio"]
+            L.append("| %s | %.1f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                r["case"] + (" (Melem/s)" if r["string"] else ""), r["out_bytes"] / MIB, f_gb(rows, r, "tiled_all"),
+                f_gb(rows, r, "numpy_best"), f_ratio(rt.get("numpy_best")), f_gb(rows, r, "torch"),
+                f_ratio(rt.get("torch")), f_gb(rows, r, "ort_e2e_best"), f_ratio(rt.get("ort_e2e_best")),
+                f_gb(rows, r, "ort_kernel_best"), f_ratio(rt.get("ort_kernel_best")), f_gb(rows, r, "memcpy")))
+        L.append("")
+        L.append("### Every measurement")
+        L.append("")
+        cols = ["tiled_1", "tiled_all", "tiled_fresh", "numpy", "numpy_U", "torch", "ort_e2e_1", "ort_e2e_default",
+                "ort_kernel_1", "ort_kernel_default", "memcpy"]
+        L.append("| case | " + " | ".join(IMPL_LABEL[c] for c in cols) + " |")
+        L.append("|---|" + "---:|" * len(cols))
+        for r in rows:
+            L.append("| %s | %s |" % (r["case"], " | ".join(
+                "%s (%s)" % (f_gb(rows, r, c), f_ratio(r["ratio"].get(c))) if r["s"].get(c) else "n/a"
+                for c in cols)))
+        L.append("")
+        L.append("Figures are GB/s (Melem/s for strings) with the ratio to tiled (all workers) in brackets. "
+                 "tiled splits outputs of at least %d MiB across %d workers; smaller ones run on the calling "
+                 "thread. torch.tile ran with %d threads. Strings: tiled's output is 16-byte views into the "
+                 "input's bytes; numpy.tile with dtype object copies 8-byte references (and counts references), "
+                 "with dtype <U copies fixed-width UCS-4 text; ORT copies std::string objects and, end to end, "
+                 "converts them to Python str; torch has no string tensors (n/a)."
+                 % (TILE_PARALLEL_MIN_BYTES // MIB, rows[0]["workers"], k["env"]["torch_threads"]))
+        L.append("")
+        L.append("![GB/s against output size](peers-gbps.png)")
+        L.append("")
+        L.append("### \"Done when\" targets")
+        L.append("")
+        L.append("On every case with an output of at least 1 MiB: tiled (all workers) >= 3x numpy.tile and "
+                 ">= 1.5x ONNX Runtime's Tile, end to end and kernel-only; >= 10x both on the size-1-innermost-axis "
+                 "case (%s). The peer's figure is its best variant (numpy: the faster of object and <U for "
+                 "strings; ORT: the faster thread setting), so a met target holds against every variant."
+                 % SIZE1_CASE)
+        L.append("")
+        L.append("| case | target | needed | got (medians) | met | best run vs best run | tiled with a fresh "
+                 "output buffer |")
+        L.append("|---|---|---:|---:|---|---:|---:|")
+        for t in tgt:
+            L.append("| %s | tiled vs %s | %.1fx | %s | %s | %s | %s |" % (
+                t["case"], t["target"], t["need"], f_ratio(t["got"]), "yes" if t["met"] else "**no**",
+                f_ratio(t.get("got_min")), f_ratio(t["got_fresh"])))
+        met = sum(t["met"] for t in tgt)
+        met_min = sum((t.get("got_min") or 0) >= t["need"] for t in tgt)
+        L.append("")
+        L.append("**%d of %d targets met** on medians (the official figure). 'Best run vs best run' compares "
+                 "each side's fastest sample, which is what a quiet machine would show: %d of %d met on that "
+                 "basis. The last column compares tiled writing into a freshly allocated buffer (page faults "
+                 "included, as numpy, torch and ORT's Python API pay them) with the peers' medians."
+                 % (met, len(tgt), met_min, len(tgt)))
+        missed_cases = []
+        for t in tgt:
+            if not t["met"] and t["case"] not in missed_cases:
+                missed_cases.append(t["case"])
+        if missed_cases:
+            L.append("")
+            L.append("#### Why the misses miss")
+            for case in missed_cases:
+                r = next(r for r in rows if r["case"] == case)
+                L.append("")
+                L.append("**%s** (%.1f MiB out)" % (case, r["out_bytes"] / MIB))
+                L.append("")
+                L.extend(explain_miss(r, [t for t in tgt if t["case"] == case], res.get("profiles", {}).get(case)))
+        L.append("")
+
+    svc = res.get("service")
+    if svc:
+        L.append("## 2. Service under load")
+        L.append("")
+        L.append("Each server runs alone, pinned to core 0 (`taskset -c 0`), with the client on core 1, over "
+                 "loopback. tiled: `tiled serve --workers 1`; nginx 1.x with one worker answering `return 200` "
+                 "with a fixed small body (the floor of an HTTP server on this machine); FastAPI: "
+                 "bench/fastapi_service.py (FastAPI + uvicorn with uvloop and httptools, one process, numpy.tile). "
+                 "Small requests tile a float32 [2,2] by [2,2] in each format (JSON, raw binary, .npy, and "
+                 "Open Inference Protocol v2 JSON at /v2/models/tile/infer); every server's answer in every "
+                 "format was checked before its load. wrk -t1, %d s per point after a 1 s warm-up, latency "
+                 "percentiles from wrk's own histogram. Triton's perf_analyzer is not installable here (PyPI "
+                 "only has a placeholder package), so the v2 endpoint is loaded with wrk as well." % svc["dur"])
+        L.append("")
+        L.append("| server | request | conns | req/s | p50 ms | p99 ms | p99.9 ms | errors |")
+        L.append("|---|---|---:|---:|---:|---:|---:|---:|")
+        for w in svc["wrk"]:
+            L.append("| %s | %s | %d | %.0f | %.3f | %.3f | %.3f | %d |" % (
+                w["server"], w["format"], w["conns"], w["rps"], w["p50_us"] / 1000, w["p99_us"] / 1000,
+                w["p999_us"] / 1000, w["errors"]))
+        L.append("")
+        by = {(w["server"], w["format"], w["conns"]): w for w in svc["wrk"]}
+        L.append("Throughput relative to nginx `return 200` at the same connection count:")
+        L.append("")
+        L.append("| request | conns | tiled / nginx | FastAPI / nginx | tiled / FastAPI |")
+        L.append("|---|---:|---:|---:|---:|")
+        for fmt in ("json", "raw", "npy", "v2"):
+            for c in (1, 16, 64):
+                ng, tl, fa = by.get(("nginx", "return 200", c)), by.get(("tiled", fmt, c)), by.get(("fastapi", fmt, c))
+                if ng and tl and fa:
+                    L.append("| %s | %d | %.2f | %.2f | %.1fx |" % (fmt, c, tl["rps"] / ng["rps"], fa["rps"] / ng["rps"],
+                                                                  tl["rps"] / fa["rps"]))
+        L.append("")
+        L.append("![latency against connections](service-latency.png)")
+        L.append("")
+        L.append("### Large outputs")
+        L.append("")
+        L.append("One client (`curl -o /dev/null`, core 1) fetches the output; median of the fetches, and the "
+                 "server's peak resident set during them (VmHWM from /proc, reset through "
+                 "/proc/PID/clear_refs before each fetch). tiled and FastAPI tile a 4-byte uint8 input sent as "
+                 "raw binary; nginx sends a cached file of the same size with sendfile (the ceiling of the "
+                 "socket path).")
+        L.append("")
+        L.append("| server | output | GB/s | peak RSS MiB | RSS before MiB | fetches |")
+        L.append("|---|---|---:|---:|---:|---:|")
+        for b in svc["big"]:
+            L.append("| %s | %s | %.2f | %.0f | %.0f | %d |" % (b["server"], b["size"], b["gbps"], b["peak_rss_mib"],
+                                                                b["base_rss_mib"], b["reps"]))
+        L.append("")
+        if svc["curl"]:
+            L.append("### curl-only load against wrk")
+            L.append("")
+            L.append("bench/curl-load.sh drives the same small JSON request with nothing but curl "
+                     "(`curl --parallel --parallel-max N` over a generated config of N requests, `-w` timings "
+                     "per request to a file, summary at the end). It is run against tiled and, to measure curl's "
+                     "own ceiling, against nginx.")
+            L.append("")
+            L.append("| server | conns | curl req/s | wrk req/s | curl/wrk | curl p50 ms | wrk p50 ms | curl p99 ms "
+                     "| wrk p99 ms | requests | errors |")
+            L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+            for cu in svc["curl"]:
+                w = by.get((cu["server"], "json" if cu["server"] == "tiled" else "return 200", cu["conns"]))
+                if not w:
+                    continue
+                L.append("| %s | %d | %.0f | %.0f | %.2f | %.3f | %.3f | %.3f | %.3f | %d | %d |" % (
+                    cu["server"], cu["conns"], cu["rps"], w["rps"], cu["rps"] / w["rps"], cu["p50_us"] / 1000,
+                    w["p50_us"] / 1000, cu["p99_us"] / 1000, w["p99_us"] / 1000, cu["requests"], cu["errors"]))
+            L.append("")
+            L.extend(curl_vs_wrk_text(svc, by))
+            L.append("")
+
+    L.append("## Commands")
+    L.append("")
+    L.append("`make bench-peers` runs `sh bench/peers/setup.sh build/venv-peers` (installs Debian's "
+             "python3-numpy, python3-torch, python3-fastapi, python3-uvicorn, gnuplot-nox, wrk, nginx-light "
+             "when missing, and onnxruntime and onnx from PyPI into the virtual environment, which sees Debian's "
+             "numpy and torch) and then `%s`. These are the commands it ran, in order (temporary paths vary):"
+             % res["argv"])
+    L.append("")
+    L.append("```")
+    last = None
+    for phase, cmd in res["commands"] + [c for c in COMMANDS if c[0] == "report"]:
+        if phase != last:
+            L.append("# %s" % phase)
+            last = phase
+        L.append(cmd)
+    L.append("```")
+    L.append("")
+    L.append("Quicker, noisier reruns: `make bench-peers PEERS_ARGS=\"--dur 2 --reps 5\"`; only one part: "
+             "`PEERS_ARGS=--skip-service` or `--skip-kernel`; rebuild this file from the last raw results "
+             "(build/bench-peers/results.json): `PEERS_ARGS=--report-only`.")
+    L.append("")
+    with open(os.path.join(BENCH, "REPORT.md"), "w") as f:
+        f.write("\n".join(L))
+    return tgt
+
+
+def curl_vs_wrk_text(svc, by):
+    L = []
+    tl = [c for c in svc["curl"] if c["server"] == "tiled"]
+    ng = {c["conns"]: c for c in svc["curl"] if c["server"] == "nginx"}
+    for cu in tl:
+        w = by.get(("tiled", "json", cu["conns"]))
+        wn = by.get(("nginx", "return 200", cu["conns"]))
+        n = ng.get(cu["conns"])
+        if not (w and wn and n):
+            continue
+        L.append("- %d connection(s): curl measures tiled at %.0f req/s, %.0f%% of wrk's %.0f; against nginx curl "
+                 "reaches %.0f req/s where wrk reaches %.0f, so curl itself tops out near %.0f req/s here and "
+                 "tiled reaches %.0f%% of that ceiling under curl (%.0f%% under wrk). p50: curl %.3f ms, wrk "
+                 "%.3f ms." % (cu["conns"], cu["rps"], 100 * cu["rps"] / w["rps"], w["rps"], n["rps"], wn["rps"],
+                               n["rps"], 100 * cu["rps"] / n["rps"], 100 * w["rps"] / wn["rps"],
+                               cu["p50_us"] / 1000, w["p50_us"] / 1000))
+    L.append("")
+    L.append("Why the figures differ: wrk is a C event loop that reuses one request buffer and only counts "
+             "bytes, so its per-request cost is a few microseconds and the server is the bottleneck. curl sets "
+             "up an easy handle per transfer, parses every response fully, formats and writes a `-w` line per "
+             "request and schedules transfers through libcurl's multi loop, all on one core; so with many "
+             "connections the client saturates first (the nginx row shows where), and its per-request times "
+             "include the time a finished response waits for curl's loop. With one connection curl also "
+             "pays its per-transfer setup between requests, which lowers req/s more than p50. Where the "
+             "server, not the client, limits (tiled's share of the curl and wrk ceilings above is similar), "
+             "the two tools agree on the server's capacity.")
+    return L
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tiled", default="build/tiled")
+    ap.add_argument("--driver", default="build/bench/bench_peers")
+    ap.add_argument("--work", default="build/bench-peers")
+    ap.add_argument("--dur", type=int, default=5, help="seconds per wrk point")
+    ap.add_argument("--reps", type=int, default=7, help="timed samples per kernel measurement")
+    ap.add_argument("--skip-kernel", action="store_true")
+    ap.add_argument("--skip-service", action="store_true")
+    ap.add_argument("--report-only", action="store_true")
+    a = ap.parse_args()
+    a.dur = max(1, min(a.dur, 60))
+    a.reps = max(3, min(a.reps, 31))
+    os.chdir(ROOT)
+    a.work = os.path.abspath(a.work)
+    a.tiled = os.path.abspath(a.tiled)
+    a.driver = os.path.abspath(a.driver)
+    os.makedirs(a.work, exist_ok=True)
+    results = os.path.join(a.work, "results.json")
+    if a.report_only:
+        res = json.load(open(results))
+    else:
+        t0 = time.time()
+        res = {"date": time.strftime("%Y-%m-%d %H:%M %Z"), "work": a.work,
+               "argv": " ".join(["python", "bench/peers/run.py"] + sys.argv[1:]),
+               "openblas_env": {v: os.environ.get(v, "(unset)") for v in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")},
+               "machine": machine()}
+        res["background_before"] = background_load()
+        res["phase_s"] = {}
+        if not a.skip_kernel:
+            t1 = time.time()
+            res["kernel"] = kernel_bench(a)
+            res["profiles"] = res["kernel"].pop("profiles")
+            res["phase_s"]["kernel and profiles"] = time.time() - t1
+        if not a.skip_service:
+            t1 = time.time()
+            res["service"] = service_bench(a)
+            res["phase_s"]["service"] = time.time() - t1
+        res["background_after"] = background_load()
+        res["commands"] = list(COMMANDS)
+        res["wall_s"] = time.time() - t0
+        with open(results, "w") as f:
+            json.dump(res, f, indent=1)
+    rows = kernel_table(res["kernel"]) if res.get("kernel") else []
+    made = plots(res, rows)
+    tgt = report(res, a)
+    log("wrote bench/REPORT.md%s in %.0f s" % ("".join(", " + os.path.relpath(p, ROOT) for p in made),
+                                                res["wall_s"]))
+    if tgt:
+        log("targets met: %d of %d" % (sum(t["met"] for t in tgt), len(tgt)))
+        for t in tgt:
+            if not t["met"]:
+                log("  missed: %s vs %s: %.2fx < %.1fx" % (t["case"], t["target"], t["got"], t["need"]))
+
+
+if __name__ == "__main__":
+    main()

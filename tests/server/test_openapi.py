@@ -1,0 +1,356 @@
+"""api/openapi.json against the live daemon.
+
+The document must be valid OpenAPI 3.0.3, be what GET /openapi.json serves,
+survive schemathesis' generated requests (every answer documented, with the
+documented status, media type, headers and body schema), and describe the
+answers to known-good requests in every format, which generated data rarely
+reaches. Run with the virtual environment scripts/venv.sh makes:
+  cd tests/server && ../../build/venv/bin/python -m unittest test_openapi -v
+"""
+import gzip
+import io
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import unittest
+import zlib
+
+import numpy as np
+import requests
+import schemathesis
+from openapi_spec_validator import validate
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+DOC = os.path.join(ROOT, "api", "openapi.json")
+os.environ.setdefault("TILED_BIN", os.path.join(ROOT, "build", "tiled"))
+sys.path.insert(0, HERE)
+from test_http import Daemon  # noqa: E402
+
+# Small streaming thresholds so generated and known requests exercise
+# streamed bodies, and small output limits so no generated repeats can make
+# the daemon build a huge answer (it answers 413 instead).
+DAEMON_ARGS = ["--stream-threshold", "256K", "--stream-chunk", "64K", "--max-output", "16M", "--max-stream", "16M"]
+
+# schemathesis: examples per operation and the seed (the run is reproducible).
+MAX_EXAMPLES = int(os.environ.get("TILED_OPENAPI_EXAMPLES", "25"))
+SEED = 20240601
+WANTED_CHECKS = ["not_a_server_error", "status_code_conformance", "content_type_conformance",
+                 "response_headers_conformance", "response_schema_conformance", "unsupported_method",
+                 "negative_data_rejection"]
+REQUIRED_CHECKS = {"not_a_server_error", "response_schema_conformance"}
+
+CONFORMANCE = [status_code_conformance, content_type_conformance, response_headers_conformance,
+               response_schema_conformance]
+
+DTYPE_SAMPLES = {
+    "bool": [True, False],
+    "int8": [-128, 127], "int16": [-32768, 32767], "int32": [-(2 ** 31), 2 ** 31 - 1],
+    "int64": [-(2 ** 63), 2 ** 63 - 1], "uint8": [0, 255], "uint16": [0, 65535], "uint32": [0, 2 ** 32 - 1],
+    "uint64": [0, 2 ** 64 - 1],
+    "float16": [1.5, "-Infinity"], "bfloat16": [-2.0, "NaN"], "float32": [3.25, "Infinity"],
+    "float64": [1e308, "NaN"],
+    "complex64": [[1.0, -2.0], ["NaN", 0.5]], "complex128": [[0.0, 1e300], [3.0, "-Infinity"]],
+    "str": ["", "h\u00e9llo \u65e5\u672c"],
+}
+KSERVE = {"bool": "BOOL", "int8": "INT8", "int16": "INT16", "int32": "INT32", "int64": "INT64", "uint8": "UINT8",
+          "uint16": "UINT16", "uint32": "UINT32", "uint64": "UINT64", "float16": "FP16", "bfloat16": "BF16",
+          "float32": "FP32", "float64": "FP64", "complex64": "COMPLEX64", "complex128": "COMPLEX128",
+          "str": "BYTES"}
+
+
+def npy_bytes(a, fortran=False):
+    buf = io.BytesIO()
+    np.save(buf, np.asfortranarray(a) if fortran else a)
+    return buf.getvalue()
+
+
+def strings_wire(items):
+    return b"".join(struct.pack("<I", len(s)) + s for s in items)
+
+
+def st_help():
+    st = os.path.join(os.path.dirname(sys.executable), "st")
+    out = subprocess.run([st, "run", "--help"], capture_output=True, text=True, timeout=120)
+    return st, out.stdout
+
+
+class OpenAPIDocument(unittest.TestCase):
+    def test_document_is_valid_openapi(self):
+        with open(DOC) as f:
+            doc = json.load(f)
+        validate(doc)
+        self.assertEqual(doc["openapi"], "3.0.3")
+
+    def test_document_is_pretty_printed(self):
+        with open(DOC) as f:
+            text = f.read()
+        self.assertEqual(text, json.dumps(json.loads(text), indent=2, ensure_ascii=False) + "\n")
+
+
+class OpenAPILive(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon(*DAEMON_ARGS)
+        cls.base = f"http://{cls.d.host}:{cls.d.port}"
+        cls.schema = schemathesis.openapi.from_path(DOC)
+        cls.session = requests.Session()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.session.close()
+        assert cls.d.stop() == 0, "daemon exit status"
+
+    # ---- (c) the served document ------------------------------------------
+    def test_served_document_is_the_file(self):
+        resp, body = self.d.request("GET", "/openapi.json")
+        self.assertEqual(resp.status, 200, body[:200])
+        self.assertEqual(resp.getheader("Content-Type"), "application/json")
+        with open(DOC, "rb") as f:
+            self.assertEqual(body, f.read(), "GET /openapi.json differs from api/openapi.json (rebuild?)")
+
+    # ---- (b) generated requests ---------------------------------------------
+    def test_schemathesis_run(self):
+        st, help_text = st_help()
+        checks = [c for c in WANTED_CHECKS if c in REQUIRED_CHECKS or c in help_text]
+        seed_flag = "--hypothesis-seed" if "--hypothesis-seed" in help_text else "--seed"
+        cmd = [st, "run", DOC, "--url", self.base, "--checks", ",".join(checks),
+               "--max-examples", str(MAX_EXAMPLES), seed_flag, str(SEED), "--no-color"]
+        # One worker: hypothesis is not thread-safe on every Python (ast errors in 3.11).
+        for flag, value in (("--workers", "1"), ("--generation-database", "none"), ("--request-timeout", "30")):
+            if flag in help_text:
+                cmd += [flag, value]
+        work = tempfile.mkdtemp(prefix="tiled-schemathesis-")  # it keeps state in its cwd
+        try:
+            run = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=600)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        print("\n$ " + " ".join(cmd[:2] + ["api/openapi.json"] + cmd[3:]) + "\n" + run.stdout[-1500:])
+        self.assertEqual(run.returncode, 0, "schemathesis failed:\n" + run.stdout[-30000:] + run.stderr[-5000:])
+
+    # ---- known-good and known-bad requests ----------------------------------
+    def call(self, path, method, status, *, path_parameters=None, query=None, params=None, headers=None,
+             body=None, media_type=None, send_method=None):
+        """Sends one request and checks the answer against the document's `method path` operation.
+
+        `query` takes lists for the comma-separated parameters; `params` is sent as given."""
+        url = self.base + path.format(**(path_parameters or {}))
+        sent = {k: ",".join(map(str, v)) if isinstance(v, list) else v for k, v in (query or {}).items()}
+        sent.update(params or {})
+        hdrs = dict(headers or {})
+        if media_type:
+            hdrs.setdefault("Content-Type", media_type)
+        data = json.dumps(body).encode() if media_type == "application/json" and not isinstance(body, bytes) else body
+        resp = self.session.request(send_method or method, url, params=sent, headers=hdrs, data=data, timeout=120)
+        self.assertEqual(resp.status_code, status, f"{send_method or method} {resp.url}: {resp.content[:300]!r}")
+        case = self.schema[path][method].Case(method=send_method or method, path_parameters=path_parameters,
+                                             query=query, headers=headers)
+        case.validate_response(resp, checks=CONFORMANCE + ([not_a_server_error] if status < 500 else []))
+        return resp
+
+    def tile(self, status=200, **case):
+        return self.call("/v1/tile", "POST", status, **case)
+
+    def test_v1_json_every_dtype(self):
+        for dtype, data in DTYPE_SAMPLES.items():
+            with self.subTest(dtype=dtype):
+                r = self.tile(body={"input": {"dtype": dtype, "data": data}, "repeats": [2]},
+                              media_type="application/json")
+                out = r.json()["output"]
+                self.assertEqual((out["dtype"], out["shape"], len(out["data"])), (dtype, [4], 4))
+
+    def test_v1_json_forms(self):
+        for body in (
+            {"input": {"dtype": "f4", "shape": [2, 2], "data": [1, 2, 3, 4]}, "repeats": [1, 2], "semantics": "ONNX"},
+            {"semantics": "onnx1", "tiles": 3, "axis": -1, "input": {"data": [[1, 2]], "dtype": "FP16"}},
+            {"input": {"dtype": "int32", "data": 7}, "repeats": []},
+            {"input": {"dtype": "uint8", "data": [[1], [2]]}, "repeats": [3], "semantics": "numpy"},
+            {"input": {"dtype": "int64", "data": [[1, 2]]}, "repeats": [2, 1, 2], "semantics": "openvino"},
+            {"input": {"dtype": "int16", "shape": [1, 2], "data": [1, 2]}, "repeats": [2, 2], "semantics": "directml"},
+            {"input": {"dtype": "float32", "shape": [0, 3], "data": []}, "repeats": [5, 0]},
+        ):
+            with self.subTest(body=body):
+                self.tile(body=body, media_type="application/json")
+
+    def test_v1_accept_negotiation(self):
+        body = {"input": {"dtype": "float32", "data": [1, 2]}, "repeats": [2]}
+        for accept, media in (("application/octet-stream", "application/octet-stream"),
+                              ("application/x-npy;q=0.9, application/json;q=0.5", "application/x-npy"),
+                              ("*/*", "application/json"), ("text/html, application/*", "application/json")):
+            with self.subTest(accept=accept):
+                r = self.tile(body=body, media_type="application/json", headers={"Accept": accept})
+                self.assertEqual(r.headers["Content-Type"], media)
+        r = self.tile(body=body, media_type="application/json", headers={"Accept": "application/octet-stream"})
+        self.assertEqual((r.headers["X-Tensor-Dtype"], r.headers["X-Tensor-Shape"]), ("float32", "[4]"))
+        self.assertEqual(np.frombuffer(r.content, "<f4").tolist(), [1, 2, 1, 2])
+        self.tile(406, body=body, media_type="application/json", headers={"Accept": "text/html"})
+
+    def test_v1_raw(self):
+        r = self.tile(body=b"\x01\x02\x03", media_type="application/octet-stream",
+                      query={"dtype": "uint8", "shape": [3], "repeats": [2]})
+        self.assertEqual(r.content, b"\x01\x02\x03" * 2)
+        self.assertEqual(r.headers["X-Tensor-Shape"], "[6]")
+        self.tile(body=struct.pack("<d", 2.5), media_type="application/octet-stream",
+                  headers={"Accept": "application/json"}, params={"dtype": "float64", "shape": "", "repeats": ""})
+        r = self.tile(body=strings_wire([b"ab", b"\xff"]), media_type="application/octet-stream",
+                      query={"dtype": "str", "shape": [2], "repeats": [2]})
+        self.assertEqual(r.headers["X-Tensor-Dtype"], "str")
+        self.tile(body=struct.pack("<3e", 1, 2, 3), media_type="application/octet-stream",
+                  query={"dtype": "float16", "shape": [1, 3], "tiles": 2, "axis": 0, "semantics": "onnx1"},
+                  headers={"Accept": "application/x-npy"})
+        # Not UTF-8, so no JSON form; bfloat16 has no .npy form.
+        self.tile(406, body=strings_wire([b"\xff"]), media_type="application/octet-stream",
+                  query={"dtype": "str", "shape": [1], "repeats": [1]}, headers={"Accept": "application/json"})
+        self.tile(406, body=b"\x00\x40", media_type="application/octet-stream",
+                  query={"dtype": "bfloat16", "shape": [1], "repeats": [1]}, headers={"Accept": "application/x-npy"})
+        self.tile(400, body=b"\x01\x02", media_type="application/octet-stream",
+                  query={"dtype": "uint8", "shape": [3], "repeats": [2]})
+
+    def test_v1_npy(self):
+        arrays = [np.arange(6, dtype="<i2").reshape(2, 3), np.arange(6, dtype=">f8").reshape(3, 2),
+                  np.array([[1 + 2j, 3 - 4j]], dtype="complex128"), np.array(["a", "\u00e9t\u00e9"]),
+                  np.array([b"xy", b""], dtype="S2"), np.array(True)]
+        for a in arrays:
+            for accept in ("application/x-npy", "application/json", "application/octet-stream"):
+                with self.subTest(dtype=str(a.dtype), accept=accept):
+                    self.tile(body=npy_bytes(a, fortran=a.ndim == 2), media_type="application/x-npy",
+                              params={"repeats": ",".join(["2"] * a.ndim)}, headers={"Accept": accept})
+        r = self.tile(body=npy_bytes(np.arange(4, dtype="u1")), media_type="application/x-npy",
+                      query={"repeats": [2], "semantics": "numpy"})
+        self.assertEqual(np.load(io.BytesIO(r.content)).tolist(), [0, 1, 2, 3] * 2)
+        self.tile(400, body=b"not npy", media_type="application/x-npy", query={"repeats": [2]})
+        self.tile(400, body=npy_bytes(np.arange(2)), media_type="application/x-npy",
+                  query={"repeats": [2], "dtype": "int8"})
+
+    def test_v1_streamed(self):
+        # Above --stream-threshold: streamed, with padded metrics in JSON.
+        for accept in ("application/json", "application/octet-stream", "application/x-npy"):
+            for te in ("", "trailers"):
+                with self.subTest(accept=accept, te=te):
+                    r = self.tile(body={"input": {"dtype": "int8", "data": [1, -1]}, "repeats": [200000]},
+                                  media_type="application/json", headers={"Accept": accept, "TE": te})
+                    if accept == "application/json":
+                        self.assertEqual(len(r.json()["output"]["data"]), 400000)
+
+    def test_v1_content_encoding(self):
+        doc = json.dumps({"input": {"dtype": "int8", "data": [1, 2]}, "repeats": [3]}).encode()
+        for coding, packed in (("gzip", gzip.compress(doc)), ("deflate", zlib.compress(doc)),
+                               ("identity", doc)):
+            with self.subTest(coding=coding):
+                self.tile(body=packed, media_type="application/json", headers={"Content-Encoding": coding})
+        r = self.tile(415, body=doc, media_type="application/json", headers={"Content-Encoding": "br"})
+        self.assertEqual(r.headers["Accept-Encoding"], "gzip, deflate")
+        self.tile(400, body=doc, media_type="application/json", headers={"Content-Encoding": "gzip"})
+        for ae in ("gzip", "deflate", "identity", "gzip;q=0, deflate;q=0"):
+            with self.subTest(accept_encoding=ae):
+                r = self.tile(body=json.loads(doc), media_type="application/json", headers={"Accept-Encoding": ae})
+                self.assertEqual(r.json()["output"]["data"], [1, 2] * 3)
+
+    def test_v1_errors(self):
+        self.tile(400, body={"input": {"dtype": "int8", "data": [1]}, "repeats": [1], "extra": 1},
+                  media_type="application/json")
+        self.tile(400, body={"input": {"dtype": "int8", "data": [1]}, "repeats": [1]}, media_type="application/json",
+                  query={"repeats": [1]})
+        self.tile(400, body={"input": {"dtype": "float32", "data": [1]}, "repeats": [-1]},
+                  media_type="application/json")
+        self.tile(413, body={"input": {"dtype": "float64", "data": [1]}, "repeats": [1 << 40]},
+                  media_type="application/json")
+        self.tile(415, body=b"{}", media_type="application/octet-stream", headers={"Content-Type": "text/plain"})
+        r = self.tile(405, send_method="GET")
+        self.assertEqual(r.headers["Allow"], "POST")
+
+    def test_request_id(self):
+        r = self.tile(body={"input": {"dtype": "int8", "data": [1]}, "repeats": [1]}, media_type="application/json",
+                      headers={"X-Request-Id": "abc-123"})
+        self.assertEqual(r.headers["X-Request-Id"], "abc-123")
+        r = self.call("/v2/health/live", "GET", 200, headers={"X-Request-Id": "has space"})
+        self.assertNotEqual(r.headers["X-Request-Id"], "has space")
+
+    # ---- v2 ----------------------------------------------------------------
+    def test_v2_metadata(self):
+        for path in ("/v2", "/v2/", "/v2/health/live", "/v2/health/ready", "/v2/models/stats", "/metrics",
+                     "/openapi.json"):
+            with self.subTest(path=path):
+                self.call(path, "GET", 200)
+        for action in ("", "/ready", "/config", "/stats"):
+            with self.subTest(action=action):
+                self.call("/v2/models/{model}" + action, "GET", 200, path_parameters={"model": "tile"})
+                self.call("/v2/models/{model}" + action, "GET", 404, path_parameters={"model": "other"})
+                for version in (13, 6, 1):
+                    self.call("/v2/models/{model}/versions/{version}" + action, "GET", 200,
+                              path_parameters={"model": "tile", "version": version})
+                self.call("/v2/models/{model}/versions/{version}" + action, "GET", 404,
+                          path_parameters={"model": "tile", "version": 2})
+        r = self.call("/v2/models/{model}/config", "GET", 200, path_parameters={"model": "tile"})
+        self.assertEqual(r.json()["version_policy"], {"specific": {"versions": [13]}})
+
+    def infer(self, status=200, version=None, **case):
+        if version is None:
+            return self.call("/v2/models/{model}/infer", "POST", status, path_parameters={"model": "tile"}, **case)
+        return self.call("/v2/models/{model}/versions/{version}/infer", "POST", status,
+                         path_parameters={"model": "tile", "version": version}, **case)
+
+    def test_v2_infer_every_datatype(self):
+        for dtype, data in DTYPE_SAMPLES.items():
+            flat = [x for pair in data for x in pair] if dtype.startswith("complex") else data
+            body = {"id": dtype, "inputs": [
+                {"name": "input", "shape": [2], "datatype": KSERVE[dtype], "data": flat},
+                {"name": "repeats", "shape": [1], "datatype": "INT64", "data": [2]}]}
+            with self.subTest(dtype=dtype):
+                r = self.infer(body=body, media_type="application/json")
+                self.assertEqual(r.json()["outputs"][0]["shape"], [4])
+                self.infer(body=dict(body, outputs=[{"name": "output", "parameters": {"binary_data": True}}]),
+                           media_type="application/json")
+
+    def test_v2_infer_binary(self):
+        hdr = json.dumps({"inputs": [
+            {"name": "input", "shape": [3], "datatype": "UINT8", "parameters": {"binary_data_size": 3}},
+            {"name": "repeats", "shape": [1], "datatype": "INT64", "parameters": {"binary_data_size": 8}}],
+            "parameters": {"binary_data_output": True}}).encode()
+        r = self.infer(body=hdr + b"\x01\x02\x03" + struct.pack("<q", 2), media_type="application/octet-stream",
+                       headers={"Inference-Header-Content-Length": str(len(hdr))})
+        n = int(r.headers["Inference-Header-Content-Length"])
+        self.assertEqual(r.content[n:], b"\x01\x02\x03" * 2)
+        self.infer(400, body=hdr + b"\x01", media_type="application/octet-stream",
+                   headers={"Inference-Header-Content-Length": str(len(hdr))})
+        # BYTES that are not UTF-8 have no JSON form.
+        hdr = json.dumps({"inputs": [
+            {"name": "input", "shape": [1], "datatype": "BYTES", "parameters": {"binary_data_size": 5}},
+            {"name": "repeats", "shape": [1], "datatype": "INT64", "data": [2]}]}).encode()
+        self.infer(406, body=hdr + strings_wire([b"\xff"]), media_type="application/octet-stream",
+                   headers={"Inference-Header-Content-Length": str(len(hdr))})
+
+    def test_v2_infer_versions_and_errors(self):
+        v1 = {"inputs": [{"name": "input", "shape": [1, 2], "datatype": "FP32", "data": [1, 2]},
+                         {"name": "tiles", "shape": [1], "datatype": "INT32", "data": [3]},
+                         {"name": "axis", "shape": [1], "datatype": "INT64", "data": [-1]}]}
+        self.infer(version=1, body=v1, media_type="application/json")
+        self.infer(400, version=13, body=v1, media_type="application/json")
+        ok = {"inputs": [{"name": "input", "shape": [1], "datatype": "BF16", "data": [1]},
+                         {"name": "repeats", "shape": [1], "datatype": "UINT8", "data": [2]}],
+              "parameters": {"semantics": "numpy", "other": 1}}
+        self.infer(version=13, body=ok, media_type="application/json", headers={"Accept-Encoding": "gzip"})
+        self.infer(400, version=6, body=ok, media_type="application/json")
+        self.infer(404, version=7, body=ok, media_type="application/json")
+        self.infer(400, body={"inputs": []}, media_type="application/json")
+        self.infer(413, body={"inputs": [{"name": "input", "shape": [1], "datatype": "FP64", "data": [1]},
+                                         {"name": "repeats", "shape": [1], "datatype": "INT64", "data": [1 << 40]}]},
+                   media_type="application/json")
+        self.infer(415, body=ok, media_type="application/json", headers={"Content-Encoding": "compress"})
+        r = self.infer(405, send_method="GET")
+        self.assertEqual(r.headers["Allow"], "POST")
+
+
+if __name__ == "__main__":
+    unittest.main()

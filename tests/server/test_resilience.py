@@ -1,0 +1,426 @@
+"""Resilience: overload, slow clients and draining, measured (loopback only).
+
+- Overload: one worker and a queue of two, flooded by 8 clients with slow requests
+  (16 MiB outputs gzip-compressed on the worker): the requests that do not
+  fit get 503 with Retry-After within milliseconds, none times out, and a
+  normal request afterwards is as fast as before the flood.
+- Slow clients: hundreds of connections trickling header bytes do not slow
+  a normal client down, and silent connections are closed after
+  --idle-timeout.
+- Streams: back-to-back streamed responses each arrive whole.
+- Drain: SIGTERM during a burst of concurrent requests: every request that
+  got an answer got a whole 200, new connections are refused at once, the
+  readiness probe on a kept-alive connection turns 503 at once, exit 0.
+
+Every loop is bounded in count and time; the whole file runs in well under
+a minute.
+
+    cd tests/server && TILED_BIN=../../build/tiled /usr/bin/python3 -m unittest -v test_resilience
+"""
+import http.client
+import json
+import os
+import signal
+import socket
+import threading
+import time
+import unittest
+
+import numpy as np
+
+from test_http import WRAP, Daemon
+
+SLACK = 10 if WRAP else 1          # timing allowance under a wrapper such as valgrind
+RAW = {"Content-Type": "application/octet-stream"}
+
+# A slow request: 4 KiB in, 16 MiB out, built in memory and gzip-compressed
+# on the worker (~0.1 s of worker time, ~120 KiB on the wire).
+SLOW_IN = bytes(range(256)) * 16
+SLOW_PATH = "/v1/tile?dtype=uint8&shape=4096&repeats=4096"
+SLOW_HEADERS = {**RAW, "Accept-Encoding": "gzip"}
+# A normal request: small enough to be served inline on the HTTP thread.
+SMALL_IN = np.arange(6, dtype=np.float32).tobytes()
+SMALL_PATH = "/v1/tile?dtype=float32&shape=2,3&repeats=2,2"
+SMALL_OUT = np.tile(np.arange(6, dtype=np.float32).reshape(2, 3), (2, 2)).tobytes()
+
+
+def percentile(values, p):
+    if not values:
+        return float("nan")
+    v = sorted(values)
+    return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
+
+
+def small_request(host, port, timeout=10):
+    """One normal request on a fresh connection: (seconds, status, body ok)."""
+    t0 = time.perf_counter()
+    conn = http.client.HTTPConnection(host, port, timeout=timeout)
+    try:
+        conn.request("POST", SMALL_PATH, SMALL_IN, RAW)
+        resp = conn.getresponse()
+        body = resp.read()
+    finally:
+        conn.close()
+    return time.perf_counter() - t0, resp.status, body == SMALL_OUT
+
+
+def small_latencies(d, n, pause=0.0):
+    out = []
+    for _ in range(n):
+        dt, status, ok = small_request(d.host, d.port)
+        if status != 200 or not ok:
+            raise AssertionError(f"normal request failed: {status}")
+        out.append(dt)
+        if pause:
+            time.sleep(pause)
+    return out
+
+
+class Overload(unittest.TestCase):
+    def test_flood_gets_fast_503_and_recovers(self):
+        d = Daemon("--workers", "1", "--queue", "2", "--stream-threshold", "64M", "--log-level", "warn")
+        try:
+            small_latencies(d, 5)  # warm up
+            before = small_latencies(d, 30)
+            results, lock = [], threading.Lock()
+            deadline = time.monotonic() + 3.0
+
+            def flood():
+                conn = None
+                for _ in range(2000):  # bounded by count and by the deadline
+                    if time.monotonic() > deadline:
+                        break
+                    t0 = time.perf_counter()
+                    try:
+                        if conn is None:
+                            conn = http.client.HTTPConnection(d.host, d.port, timeout=30 * SLACK)
+                        conn.request("POST", SLOW_PATH, SLOW_IN, SLOW_HEADERS)
+                        resp = conn.getresponse()
+                        body = resp.read()
+                        rec = (resp.status, time.perf_counter() - t0, resp.getheader("Retry-After"),
+                               resp.getheader("Content-Encoding"), len(body), None)
+                        if resp.getheader("Connection", "").lower() == "close":
+                            conn.close()
+                            conn = None
+                    except (OSError, http.client.HTTPException) as exc:
+                        rec = (None, time.perf_counter() - t0, None, None, 0, repr(exc))
+                        if conn:
+                            conn.close()
+                        conn = None
+                    with lock:
+                        results.append(rec)
+                if conn:
+                    conn.close()
+
+            threads = [threading.Thread(target=flood) for _ in range(8)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(60 * SLACK)
+            self.assertFalse(any(t.is_alive() for t in threads), "a flooding client hangs")
+
+            errors = [r for r in results if r[5]]
+            self.assertEqual(errors, [], "requests failed at the socket level (timeouts, resets)")
+            by_status = {}
+            for r in results:
+                by_status.setdefault(r[0], []).append(r)
+            self.assertEqual(set(by_status) - {200, 503}, set(), {k: len(v) for k, v in by_status.items()})
+            ok, busy = by_status.get(200, []), by_status.get(503, [])
+            self.assertGreater(len(ok), 3, "the worker served almost nothing")
+            self.assertGreater(len(busy), 50, "the flood never filled the queue")
+            for status, _, retry, coding, size, _ in ok:
+                self.assertEqual(coding, "gzip")
+                self.assertGreater(size, 1000)
+            for status, _, retry, _, _, _ in busy:
+                self.assertEqual(retry, "1")
+            lat503 = [r[1] for r in busy]
+            p50, p99 = percentile(lat503, 50), percentile(lat503, 99)
+            print(f"\n  overload: {len(ok)} x 200, {len(busy)} x 503 in 3 s; "
+                  f"503 latency p50 {p50 * 1e3:.2f} ms p99 {p99 * 1e3:.2f} ms max {max(lat503) * 1e3:.2f} ms")
+            self.assertLess(p99, 0.050 * SLACK, "503 answers must come within milliseconds")
+            # The queue got no more than it may hold: 200s waited at most a few job lengths.
+            self.assertLess(max(r[1] for r in ok), 10 * SLACK)
+
+            after = small_latencies(d, 30)
+            b50, a50 = percentile(before, 50), percentile(after, 50)
+            print(f"  normal request p50 before {b50 * 1e3:.2f} ms, after {a50 * 1e3:.2f} ms")
+            self.assertLess(a50, max(3 * b50, b50 + 0.005) * SLACK, "latency did not recover after the flood")
+            resp, body = d.request("GET", "/v2/health/ready")
+            self.assertEqual(resp.status, 200)
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+
+class SlowClients(unittest.TestCase):
+    NSLOW = 300
+
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon("--idle-timeout", "2", "--log-level", "warn")
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.d.stop() == 0, "daemon exit status"
+
+    def test_slowloris_does_not_starve_normal_clients(self):
+        d = self.d
+        socks = []
+        stop = threading.Event()
+        try:
+            for _ in range(self.NSLOW):
+                s = socket.create_connection((d.host, d.port), timeout=5)
+                s.sendall(b"POST /v1/tile HTTP/1.1\r\nHost: t\r\n")
+                socks.append(s)
+            header = b"X-Trickle: " + b"a" * 200 + b"\r\n"
+            sent = {"bytes": 0, "closed": 0}
+
+            def trickle():
+                # One byte per connection every ~0.4 s (under the idle timeout),
+                # for at most 15 s.
+                end = time.monotonic() + 15
+                i = 0
+                while not stop.is_set() and time.monotonic() < end:
+                    for s in socks:
+                        if s.fileno() < 0:
+                            continue
+                        try:
+                            s.send(header[i % len(header):i % len(header) + 1])
+                            sent["bytes"] += 1
+                        except OSError:
+                            sent["closed"] += 1
+                            s.close()
+                    i += 1
+                    stop.wait(0.4)
+
+            t = threading.Thread(target=trickle)
+            t.start()
+            time.sleep(0.5)
+            lat = []
+            for _ in range(100):  # ~3 s of normal traffic
+                dt, status, ok = small_request(d.host, d.port)
+                self.assertEqual(status, 200)
+                self.assertTrue(ok)
+                lat.append(dt)
+                time.sleep(0.02)
+            stop.set()
+            t.join(5)
+            p50, p99 = percentile(lat, 50), percentile(lat, 99)
+            print(f"\n  slowloris: {self.NSLOW} trickling connections ({sent['bytes']} bytes sent, "
+                  f"{sent['closed']} closed by the server); normal client p50 {p50 * 1e3:.2f} ms "
+                  f"p99 {p99 * 1e3:.2f} ms max {max(lat) * 1e3:.2f} ms")
+            self.assertLess(p99, 0.100 * SLACK)
+        finally:
+            stop.set()
+            for s in socks:
+                s.close()
+
+    def closed_after(self, s, limit=6.0):
+        """Seconds until the server closes `s` (None if it does not within `limit`)."""
+        t0 = time.monotonic()
+        s.settimeout(limit)
+        try:
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    return time.monotonic() - t0
+        except socket.timeout:
+            return None
+        except ConnectionResetError:
+            return time.monotonic() - t0
+
+    def test_idle_connections_are_closed(self):
+        d = self.d
+        silent = socket.create_connection((d.host, d.port), timeout=5)
+        partial = socket.create_connection((d.host, d.port), timeout=5)
+        partial.sendall(b"POST /v1/tile HTTP/1.1\r\nHost: t\r\nContent-Le")
+        half_body = socket.create_connection((d.host, d.port), timeout=5)
+        half_body.sendall(b"POST " + SMALL_PATH.encode() + b" HTTP/1.1\r\nHost: t\r\n"
+                          b"Content-Type: application/octet-stream\r\nContent-Length: 24\r\n\r\n" + SMALL_IN[:10])
+        kept = http.client.HTTPConnection(d.host, d.port, timeout=5)
+        kept.request("GET", "/v2/health/live")
+        self.assertEqual(kept.getresponse().read(), b'{"live":true}')
+        results = {}
+
+        def watch(name, s):
+            results[name] = self.closed_after(s)
+
+        threads = [threading.Thread(target=watch, args=a)
+                   for a in (("silent", silent), ("partial headers", partial), ("half a body", half_body),
+                             ("idle keep-alive", kept.sock))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(10)
+        print("\n  closed after: " + ", ".join(f"{k} {v:.2f} s" if v else f"{k} never" for k, v in results.items()))
+        for name, after in results.items():
+            self.assertIsNotNone(after, f"{name}: not closed within 6 s with --idle-timeout 2")
+            self.assertGreater(after, 1.5, name)
+            self.assertLess(after, 3.0 * (2 if WRAP else 1), name)
+        for s in (silent, partial, half_body):
+            s.close()
+        kept.close()
+        self.assertEqual(small_request(d.host, d.port)[1], 200)
+
+
+class Streams(unittest.TestCase):
+    def test_streamed_bodies_arrive_whole(self):
+        """Back-to-back streamed responses on one kept-alive connection each arrive whole."""
+        d = Daemon("--stream-threshold", "64K", "--stream-chunk", "64K", "--log-level", "warn")
+        try:
+            a = np.arange(4, dtype=np.uint8)
+            want = np.tile(a, 1 << 17).tobytes()  # 512 KiB: 8 chunks
+            conn = http.client.HTTPConnection(d.host, d.port, timeout=10 * SLACK)
+            failures, n = [], 0
+            deadline = time.monotonic() + 10
+            for i in range(1000):  # bounded by count and time
+                if time.monotonic() > deadline:
+                    break
+                n += 1
+                try:
+                    conn.request("POST", "/v1/tile?dtype=uint8&shape=4&repeats=131072", a.tobytes(), RAW)
+                    resp = conn.getresponse()
+                    body = resp.read()
+                    if resp.status != 200 or body != want:
+                        failures.append((i, resp.status, len(body)))
+                    conn.request("GET", "/v2/health/ready")
+                    conn.getresponse().read()
+                except (OSError, http.client.HTTPException) as exc:
+                    failures.append((i, repr(exc)))
+                    conn.close()
+                    conn = http.client.HTTPConnection(d.host, d.port, timeout=10 * SLACK)
+            conn.close()
+            self.assertEqual(failures, [], f"{len(failures)} of {n} streamed responses were cut short")
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+
+class Drain(unittest.TestCase):
+    def test_sigterm_during_burst(self):
+        d = Daemon("--stream-chunk", "64K", "--log-level", "warn")
+        stop_at = [None]
+        t_sig = [None]
+        outcomes, lock = [], threading.Lock()
+        a = np.arange(256, dtype=np.uint8)
+        want = np.tile(a, 4096).tobytes()  # 1 MiB, done on a worker
+
+        def burst(seed):
+            conn = None
+            for _ in range(500):  # bounded by count and time
+                if stop_at[0] and time.monotonic() > stop_at[0]:
+                    break
+                t0 = time.monotonic()
+                got = None
+                try:
+                    if conn is None:
+                        conn = http.client.HTTPConnection(d.host, d.port, timeout=30 * SLACK)
+                        conn.connect()
+                    conn.request("POST", "/v1/tile?dtype=uint8&shape=256&repeats=4096", a.tobytes(), RAW)
+                    resp = conn.getresponse()
+                    got = "response"
+                    body = resp.read()
+                    kind = "ok" if resp.status == 200 and body == want else f"bad {resp.status} {len(body)}"
+                    if resp.getheader("Connection", "").lower() == "close":
+                        conn.close()
+                        conn = None
+                except ConnectionRefusedError:
+                    kind = "refused"
+                    conn = None
+                except (OSError, http.client.HTTPException) as exc:
+                    # Without a byte of response the request was not taken (a kept-alive
+                    # connection closed as it was reused); after a response began it is a failure.
+                    kind = f"bad {exc!r}" if got else f"not taken {exc!r}"
+                    if conn:
+                        conn.close()
+                    conn = None
+                with lock:
+                    outcomes.append((t0, kind))
+                if kind == "refused":
+                    break
+            if conn:
+                conn.close()
+
+        # A slow streamed download in flight keeps the drain going for a while.
+        stream_result = {}
+
+        def slow_stream():
+            conn = http.client.HTTPConnection(d.host, d.port, timeout=30 * SLACK)
+            conn.request("POST", f"/v1/tile?dtype=uint8&shape=256&repeats={1 << 16}", a.tobytes(), RAW)
+            resp = conn.getresponse()
+            n = 0
+            stream_result["status"] = resp.status
+            for _ in range(10000):
+                chunk = resp.read(1 << 16)  # 16 MiB at ~6 MiB/s: ~2.5 s
+                if not chunk:
+                    break
+                n += len(chunk)
+                time.sleep(0.01)
+            stream_result["bytes"] = n
+            conn.close()
+
+        try:
+            ready = http.client.HTTPConnection(d.host, d.port, timeout=10 * SLACK)
+            ready.request("GET", "/v2/health/ready")
+            r = ready.getresponse()
+            self.assertEqual((r.status, r.read()), (200, b'{"ready":true}'))
+
+            streamer = threading.Thread(target=slow_stream)
+            streamer.start()
+            threads = [threading.Thread(target=burst, args=(i,)) for i in range(16)]
+            for t in threads:
+                t.start()
+            time.sleep(0.5)
+            with lock:
+                before = len(outcomes)
+            t_sig[0] = time.monotonic()
+            d.proc.send_signal(signal.SIGTERM)
+            stop_at[0] = t_sig[0] + 1.0
+
+            # The readiness probe on the kept-alive connection: 503 (or closed) at once.
+            t0 = time.monotonic()
+            try:
+                ready.request("GET", "/v2/health/ready")
+                r = ready.getresponse()
+                probe = (r.status, json.loads(r.read()))
+            except (OSError, http.client.HTTPException) as exc:
+                probe = ("closed", repr(exc))
+            probe_s = time.monotonic() - t0
+            time.sleep(0.1)
+            # New connections are refused at once.
+            t0 = time.monotonic()
+            with self.assertRaises(ConnectionRefusedError):
+                socket.create_connection((d.host, d.port), timeout=2).close()
+            refuse_s = time.monotonic() - t0
+
+            for t in threads:
+                t.join(30 * SLACK)
+            streamer.join(30 * SLACK)
+            self.assertFalse(any(t.is_alive() for t in threads + [streamer]), "a client hangs")
+            rc = d.proc.wait(30 * SLACK)
+            exit_s = time.monotonic() - t_sig[0]
+
+            kinds = {}
+            for t, kind in outcomes:
+                kinds[kind.split(" ")[0]] = kinds.get(kind.split(" ")[0], 0) + 1
+            print(f"\n  drain: {len(outcomes)} requests ({before} before SIGTERM): {kinds}; probe {probe} in "
+                  f"{probe_s * 1e3:.1f} ms; refused in {refuse_s * 1e3:.1f} ms; exit {rc} after {exit_s:.2f} s")
+            bad = [o for o in outcomes if o[1].startswith("bad")]
+            self.assertEqual(bad, [], "an accepted request did not complete with 200")
+            early = [o for o in outcomes if o[1] != "ok" and o[0] < t_sig[0]]
+            self.assertEqual(early, [], "requests failed before the signal")
+            self.assertGreater(kinds.get("ok", 0), before)
+            self.assertIn(probe[0], (503, "closed"), probe)
+            if probe[0] == 503:
+                self.assertEqual(probe[1].get("ready"), False)
+            self.assertLess(probe_s, 0.5 * SLACK)
+            self.assertLess(refuse_s, 0.5)
+            self.assertEqual(stream_result.get("status"), 200)
+            self.assertEqual(stream_result.get("bytes"), 256 << 16, "the in-flight stream was cut")
+            self.assertEqual(rc, 0)
+        finally:
+            if d.proc.poll() is None:
+                d.proc.kill()
+                d.proc.wait()
+
+
+if __name__ == "__main__":
+    unittest.main()
