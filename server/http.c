@@ -406,13 +406,16 @@ static void worker_job(void *arg)
     req->t_work = tiled_now_us();
     req->tm.queue_us = req->t_work - req->t_queued;
     tiled_work_run(req);
+    /* Resume outside the lock: once resumed, the HTTP thread may finish and
+     * free the request (and its lock) at once. While suspended it cannot,
+     * so `conn` read under the lock is still valid. */
     pthread_mutex_lock(&req->lock);
+    struct MHD_Connection *conn = req->suspended ? req->conn : NULL;
     req->done = true;
-    if (req->suspended) {
-        req->suspended = false;
-        MHD_resume_connection(req->conn);
-    }
+    req->suspended = false;
     pthread_mutex_unlock(&req->lock);
+    if (conn)
+        MHD_resume_connection(conn);
 }
 
 /* Hands the request to the pool; false when the queue is full. */
@@ -456,6 +459,33 @@ static enum MHD_Result dispatch(struct tiled_req *req)
     return queue_reply(req);
 }
 
+static enum MHD_Result count_content_length(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    (void)kind;
+    (void)value;
+    if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0)
+        (*(int *)cls)++;
+    return MHD_YES;
+}
+
+/* Refuses message framing that could be read two ways (RFC 9112 6.3):
+ * repeated Content-Length, or a Transfer-Encoding other than chunked. The
+ * reply closes the connection, so nothing after it is taken as a request. */
+static bool framing_error(struct tiled_req *req)
+{
+    int lengths = 0;
+    MHD_get_connection_values(req->conn, MHD_HEADER_KIND, count_content_length, &lengths);
+    const char *te = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+    if (lengths > 1)
+        tiled_reply_error(&req->reply, 400, "the request has %d Content-Length headers; send one", lengths);
+    else if (te && strcasecmp(te, "chunked") != 0)
+        tiled_reply_error(&req->reply, 501, "unsupported Transfer-Encoding '%.60s' (only chunked is supported)", te);
+    else
+        return false;
+    tiled_reply_header(&req->reply, MHD_HTTP_HEADER_CONNECTION, "close");
+    return true;
+}
+
 static enum MHD_Result first_call(struct tiled_server *srv, struct MHD_Connection *c, const char *url,
                                   const char *method, void **req_cls)
 {
@@ -481,8 +511,14 @@ static enum MHD_Result first_call(struct tiled_server *srv, struct MHD_Connectio
         }
         return queue_reply(req);
     }
+    if (framing_error(req))
+        return queue_reply(req);
     if (req->route->needs_body)
         body_prepare(req);
+    if (req->early_status) { /* e.g. 413 from Content-Length: answer before the upload */
+        tiled_reply_error(&req->reply, req->early_status, "%s", req->early_error);
+        return queue_reply(req);
+    }
     return MHD_YES;
 }
 
@@ -588,7 +624,7 @@ int tiled_http_start(struct tiled_server *srv, struct tile_error *e)
         flags, 0, NULL, NULL, access_handler, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
         MHD_OPTION_NOTIFY_COMPLETED, request_completed, srv, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)srv->cfg.max_connections, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)srv->cfg.idle_timeout,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024), MHD_OPTION_THREAD_POOL_SIZE,
+        MHD_OPTION_STRICT_FOR_CLIENT, (int)1, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024), MHD_OPTION_THREAD_POOL_SIZE,
         (unsigned)(srv->cfg.http_threads > 1 ? srv->cfg.http_threads : 0), MHD_OPTION_LISTEN_BACKLOG_SIZE,
         (unsigned)1024, MHD_OPTION_ARRAY, srv->tls_cert_pem ? tls : tls + 2, MHD_OPTION_END);
     if (!srv->daemon)

@@ -110,15 +110,16 @@ static int free_slot(const struct tiled_stream *s)
 }
 
 /* Fills `out` (chunk bytes) with the next body bytes; returns the count
- * and sets s->finished after the last. Runs without the lock: only the
- * producer touches the encoder and the deflate state. */
-static uint64_t fill(struct tiled_stream *s, char *out)
+ * and sets *last after the last. Runs without the lock (only the producer
+ * touches the encoder and the deflate state), so it must not publish
+ * anything: the caller does, under the lock. */
+static uint64_t fill(struct tiled_stream *s, char *out, bool *last)
 {
     uint64_t raw_left = tile_encoder_size(&s->enc) - s->enc.pos;
     if (s->coding == TILED_CODING_IDENTITY) {
         uint64_t n = raw_left < s->chunk ? raw_left : s->chunk;
         tile_encoder_read(&s->enc, out, (size_t)n);
-        s->finished = n == raw_left;
+        *last = n == raw_left;
         return n;
     }
     s->z.next_out = (Bytef *)out;
@@ -133,7 +134,7 @@ static uint64_t fill(struct tiled_stream *s, char *out)
         }
         int rc = deflate(&s->z, raw_left == 0 ? Z_FINISH : Z_NO_FLUSH);
         if (rc == Z_STREAM_END) {
-            s->finished = true;
+            *last = true;
             break;
         }
         if (rc != Z_OK && rc != Z_BUF_ERROR)
@@ -154,7 +155,8 @@ static void produce(void *arg)
             break;
         pthread_mutex_unlock(&s->lock);
         uint64_t t0 = tiled_now_us();
-        uint64_t n = fill(s, s->buf[slot]);
+        bool last = false;
+        uint64_t n = fill(s, s->buf[slot], &last);
         uint64_t dt = tiled_now_us() - t0;
         pthread_mutex_lock(&s->lock);
         s->tm.encode_us += dt;
@@ -162,6 +164,7 @@ static void produce(void *arg)
         s->buf_len[slot] = n;
         s->ready[slot] = n > 0;
         s->produced += n;
+        s->finished = last;
         if (s->suspended) {
             s->suspended = false;
             MHD_resume_connection(s->conn);

@@ -666,12 +666,16 @@ def plots(res, rows):
                 f.write("\n\n")
         png = os.path.join(BENCH, "peers-gbps.png")
         gp = ['set terminal pngcairo size 1000,620 font "sans,10"', 'set output "%s"' % png,
-              'set title "Tile: GB/s of output written against output size (median; higher is better)"',
-              'set logscale x 2', 'set logscale y 2', 'set xlabel "output size (bytes)"', 'set ylabel "GB/s"',
-              'set format x "%.0s%cB"', 'set key outside right', 'set grid']
+              'set title "Tile: GB/s of output written against output size, one point per case '
+              '(median; higher is better)"',
+              'set logscale x 2', 'set logscale y 2', 'set xlabel "output size"', 'set ylabel "GB/s"',
+              'set xtics ("64 KiB" 65536, "256 KiB" 262144, "1 MiB" 1048576, "4 MiB" 4194304, '
+              '"16 MiB" 16777216, "64 MiB" 67108864, "256 MiB" 268435456)',
+              'set xrange [40000:400000000]', 'set key outside right', 'set grid']
         pts = [7, 5, 9, 11, 13, 4, 6, 1]
-        gp.append("plot " + ", ".join('"%s" index %d using 1:2 with linespoints pt %d ps 1.3 title "%s"'
-                                      % (dat, i, pts[i], labels[impl]) for i, impl in enumerate(impls)))
+        sizes = [1.8, 1.4, 1.4, 1.4, 1.4, 1.4, 1.4, 1.6]
+        gp.append("plot " + ", ".join('"%s" index %d using 1:2 with points pt %d ps %.1f title "%s"'
+                                      % (dat, i, pts[i], sizes[i], labels[impl]) for i, impl in enumerate(impls)))
         script = os.path.join(work, "gbps.gp")
         open(script, "w").write("\n".join(gp) + "\n")
         if run("report", ["gnuplot", script], timeout=60, check=False).returncode == 0:

@@ -44,12 +44,14 @@ from test_http import Daemon  # noqa: E402
 DAEMON_ARGS = ["--stream-threshold", "256K", "--stream-chunk", "64K", "--max-output", "16M", "--max-stream", "16M"]
 
 # schemathesis: examples per operation and the seed (the run is reproducible).
-MAX_EXAMPLES = int(os.environ.get("TILED_OPENAPI_EXAMPLES", "25"))
+MAX_EXAMPLES = int(os.environ.get("TILED_OPENAPI_EXAMPLES", "100"))
 SEED = 20240601
 WANTED_CHECKS = ["not_a_server_error", "status_code_conformance", "content_type_conformance",
                  "response_headers_conformance", "response_schema_conformance", "unsupported_method",
                  "negative_data_rejection"]
 REQUIRED_CHECKS = {"not_a_server_error", "response_schema_conformance"}
+# What negative_data_rejection accepts as a refusal: its defaults and 413.
+REJECTION_STATUSES = ["400", "401", "403", "404", "405", "406", "409", "413", "415", "422", "428", "429", "5xx"]
 
 CONFORMANCE = [status_code_conformance, content_type_conformance, response_headers_conformance,
                response_schema_conformance]
@@ -80,10 +82,12 @@ def strings_wire(items):
     return b"".join(struct.pack("<I", len(s)) + s for s in items)
 
 
-def st_help():
-    st = os.path.join(os.path.dirname(sys.executable), "st")
-    out = subprocess.run([st, "run", "--help"], capture_output=True, text=True, timeout=120)
-    return st, out.stdout
+ST = os.path.join(os.path.dirname(sys.executable), "st")
+
+
+def st_help(top=False):
+    out = subprocess.run([ST] + ([] if top else ["run"]) + ["--help"], capture_output=True, text=True, timeout=120)
+    return out.stdout
 
 
 class OpenAPIDocument(unittest.TestCase):
@@ -99,10 +103,14 @@ class OpenAPIDocument(unittest.TestCase):
         self.assertEqual(text, json.dumps(json.loads(text), indent=2, ensure_ascii=False) + "\n")
 
 
-class OpenAPILive(unittest.TestCase):
+class LiveDaemon:
+    """A daemon for the class, and requests whose answers are checked against the document."""
+
+    daemon_args = DAEMON_ARGS
+
     @classmethod
     def setUpClass(cls):
-        cls.d = Daemon(*DAEMON_ARGS)
+        cls.d = Daemon(*cls.daemon_args)
         cls.base = f"http://{cls.d.host}:{cls.d.port}"
         cls.schema = schemathesis.openapi.from_path(DOC)
         cls.session = requests.Session()
@@ -112,34 +120,6 @@ class OpenAPILive(unittest.TestCase):
         cls.session.close()
         assert cls.d.stop() == 0, "daemon exit status"
 
-    # ---- (c) the served document ------------------------------------------
-    def test_served_document_is_the_file(self):
-        resp, body = self.d.request("GET", "/openapi.json")
-        self.assertEqual(resp.status, 200, body[:200])
-        self.assertEqual(resp.getheader("Content-Type"), "application/json")
-        with open(DOC, "rb") as f:
-            self.assertEqual(body, f.read(), "GET /openapi.json differs from api/openapi.json (rebuild?)")
-
-    # ---- (b) generated requests ---------------------------------------------
-    def test_schemathesis_run(self):
-        st, help_text = st_help()
-        checks = [c for c in WANTED_CHECKS if c in REQUIRED_CHECKS or c in help_text]
-        seed_flag = "--hypothesis-seed" if "--hypothesis-seed" in help_text else "--seed"
-        cmd = [st, "run", DOC, "--url", self.base, "--checks", ",".join(checks),
-               "--max-examples", str(MAX_EXAMPLES), seed_flag, str(SEED), "--no-color"]
-        # One worker: hypothesis is not thread-safe on every Python (ast errors in 3.11).
-        for flag, value in (("--workers", "1"), ("--generation-database", "none"), ("--request-timeout", "30")):
-            if flag in help_text:
-                cmd += [flag, value]
-        work = tempfile.mkdtemp(prefix="tiled-schemathesis-")  # it keeps state in its cwd
-        try:
-            run = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=600)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-        print("\n$ " + " ".join(cmd[:2] + ["api/openapi.json"] + cmd[3:]) + "\n" + run.stdout[-1500:])
-        self.assertEqual(run.returncode, 0, "schemathesis failed:\n" + run.stdout[-30000:] + run.stderr[-5000:])
-
-    # ---- known-good and known-bad requests ----------------------------------
     def call(self, path, method, status, *, path_parameters=None, query=None, params=None, headers=None,
              body=None, media_type=None, send_method=None):
         """Sends one request and checks the answer against the document's `method path` operation.
@@ -162,6 +142,52 @@ class OpenAPILive(unittest.TestCase):
     def tile(self, status=200, **case):
         return self.call("/v1/tile", "POST", status, **case)
 
+    def infer(self, status=200, version=None, **case):
+        if version is None:
+            return self.call("/v2/models/{model}/infer", "POST", status, path_parameters={"model": "tile"}, **case)
+        return self.call("/v2/models/{model}/versions/{version}/infer", "POST", status,
+                         path_parameters={"model": "tile", "version": version}, **case)
+
+
+class OpenAPILive(LiveDaemon, unittest.TestCase):
+
+    # ---- (c) the served document ------------------------------------------
+    def test_served_document_is_the_file(self):
+        resp, body = self.d.request("GET", "/openapi.json")
+        self.assertEqual(resp.status, 200, body[:200])
+        self.assertEqual(resp.getheader("Content-Type"), "application/json")
+        with open(DOC, "rb") as f:
+            self.assertEqual(body, f.read(), "GET /openapi.json differs from api/openapi.json (rebuild?)")
+
+    # ---- (b) generated requests ---------------------------------------------
+    def test_schemathesis_run(self):
+        help_text = st_help()
+        checks = [c for c in WANTED_CHECKS if c in REQUIRED_CHECKS or c in help_text]
+        seed_flag = "--hypothesis-seed" if "--hypothesis-seed" in help_text else "--seed"
+        args = ["run", DOC, "--url", self.base, "--checks", ",".join(checks), "--max-examples", str(MAX_EXAMPLES),
+                seed_flag, str(SEED), "--no-color"]
+        # One worker: hypothesis is not thread-safe on every Python (ast errors in 3.11).
+        for flag, value in (("--workers", "1"), ("--generation-database", "none"), ("--request-timeout", "30")):
+            if flag in help_text:
+                args += [flag, value]
+        work = tempfile.mkdtemp(prefix="tiled-schemathesis-")  # it keeps state in its cwd
+        if "--config-file" in st_help(top=True):
+            # 413 is how tiled refuses a request whose shape claims more than --max-body or the
+            # output limits allow, as documented; count it as a rejection of invalid data.
+            config = os.path.join(work, "schemathesis.toml")
+            with open(config, "w") as f:
+                f.write("[checks.negative_data_rejection]\nexpected-statuses = [" +
+                        ", ".join(f'"{s}"' for s in REJECTION_STATUSES) + "]\n")
+            args = ["--config-file", config] + args
+        try:
+            run = subprocess.run([ST] + args, cwd=work, capture_output=True, text=True, timeout=600)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        shown = ["api/openapi.json" if a == DOC else "schemathesis.toml" if a.endswith(".toml") else a for a in args]
+        print("\n$ st " + " ".join(shown) + "\n" + run.stdout[-1500:])
+        self.assertEqual(run.returncode, 0, "schemathesis failed:\n" + run.stdout[-30000:] + run.stderr[-5000:])
+
+    # ---- known-good and known-bad requests ----------------------------------
     def test_v1_json_every_dtype(self):
         for dtype, data in DTYPE_SAMPLES.items():
             with self.subTest(dtype=dtype):
@@ -295,12 +321,6 @@ class OpenAPILive(unittest.TestCase):
         r = self.call("/v2/models/{model}/config", "GET", 200, path_parameters={"model": "tile"})
         self.assertEqual(r.json()["version_policy"], {"specific": {"versions": [13]}})
 
-    def infer(self, status=200, version=None, **case):
-        if version is None:
-            return self.call("/v2/models/{model}/infer", "POST", status, path_parameters={"model": "tile"}, **case)
-        return self.call("/v2/models/{model}/versions/{version}/infer", "POST", status,
-                         path_parameters={"model": "tile", "version": version}, **case)
-
     def test_v2_infer_every_datatype(self):
         for dtype, data in DTYPE_SAMPLES.items():
             flat = [x for pair in data for x in pair] if dtype.startswith("complex") else data
@@ -351,6 +371,113 @@ class OpenAPILive(unittest.TestCase):
         r = self.infer(405, send_method="GET")
         self.assertEqual(r.headers["Allow"], "POST")
 
+
+class OpenAPIAuth(LiveDaemon, unittest.TestCase):
+    """The 401 answers, and the health routes left open, with --api-key-file."""
+
+    @classmethod
+    def setUpClass(cls):
+        fd, cls.keyfile = tempfile.mkstemp(prefix="tiled-openapi-keys-")
+        with os.fdopen(fd, "w") as f:
+            f.write("k-openapi-test\n")
+        cls.daemon_args = ["--api-key-file", cls.keyfile]
+        super().setUpClass()
+
+    @classmethod
+    def tearDownClass(cls):
+        os.unlink(cls.keyfile)
+        super().tearDownClass()
+
+    def test_keys(self):
+        body = {"input": {"dtype": "int8", "data": [1]}, "repeats": [2]}
+        r = self.tile(401, body=body, media_type="application/json")
+        self.assertEqual(r.headers["WWW-Authenticate"], 'Bearer realm="tiled"')
+        self.tile(body=body, media_type="application/json", headers={"Authorization": "Bearer k-openapi-test"})
+        self.call("/v2/models/{model}/stats", "GET", 401, path_parameters={"model": "tile"})
+        self.call("/metrics", "GET", 401, headers={"Authorization": "Bearer wrong"})
+        self.call("/v2/health/live", "GET", 200)
+        self.call("/v2/health/ready", "GET", 200)
+
+
+class KnownServerBugs(LiveDaemon, unittest.TestCase):
+    """Server behaviour that contradicts the document or HTTP; each test states
+    the expected behaviour and fails until the server is fixed (then drop the
+    expectedFailure)."""
+
+    def raw(self, method, path, headers=None, body=None):
+        return self.d.request(method, path, body=body, headers=headers or {})
+
+    def assert_json_error(self, body):
+        json.loads(body.decode("utf-8"))  # RFC 8259: JSON text is UTF-8
+
+    @unittest.expectedFailure
+    def test_head_on_get_resources(self):
+        """RFC 9110 9.1: a server MUST support HEAD wherever it supports GET; tiled answers 405."""
+        for path in ("/v2/health/live", "/v2/models/tile", "/metrics"):
+            resp, _ = self.raw("HEAD", path)
+            self.assertEqual(resp.status, 200, path)
+
+    @unittest.expectedFailure
+    def test_error_messages_are_utf8(self):
+        """Error bodies quote request text byte-wise: a raw byte from the path or a header, or a
+        quote cut after 40 bytes in the middle of a UTF-8 sequence, makes the body invalid JSON."""
+        resp, body = self.raw("GET", "/v2/models/%FF")
+        self.assertEqual(resp.status, 404)
+        self.assert_json_error(body)
+
+    @unittest.expectedFailure
+    def test_error_quote_cut_inside_a_character(self):
+        resp, body = self.raw("POST", "/v1/tile?dtype=a" + "%C3%A9" * 30 + "&shape=1&repeats=1", b"x",
+                              {"Content-Type": "application/octet-stream"})
+        self.assertEqual(resp.status, 400)
+        self.assert_json_error(body)
+
+    @unittest.expectedFailure
+    def test_error_quote_cut_inside_a_character_json(self):
+        doc = '{"inputs":[{"name":"a' + "\u00e9" * 40 + '","shape":[1],"datatype":"INT8","data":[1]}]}'
+        resp, body = self.raw("POST", "/v2/models/tile/infer", doc.encode())
+        self.assertEqual(resp.status, 400)
+        self.assert_json_error(body)
+
+    @unittest.expectedFailure
+    def test_long_tensor_shape_header(self):
+        """X-Tensor-Shape is cut at 159 characters (the reply header buffer), losing the closing ']'."""
+        self.tile(body=b"", media_type="application/octet-stream",
+                  query={"dtype": "uint8", "shape": [0] + [1000000] * 30, "repeats": [1] * 31})
+
+    @unittest.expectedFailure
+    def test_long_path_is_not_truncated(self):
+        """The request path is cut at 255 bytes before /v2/models/ routing, so a longer, invalid
+        path can be answered as the valid endpoint its first 255 bytes spell."""
+        p, tail = "/v2/models/tile/versions/", "13/ready"
+        path = p + "0" * (255 - len(p) - len(tail)) + tail + "/no/such/endpoint"
+        resp, _ = self.raw("GET", path)
+        self.assertEqual(resp.status, 404)
+
+    @unittest.expectedFailure
+    def test_long_accept_header(self):
+        """Accept is cut at 255 bytes, so a type listed after that is not seen: 406 instead of 200."""
+        self.tile(body={"input": {"dtype": "int8", "data": [1]}, "repeats": [2]}, media_type="application/json",
+                  headers={"Accept": "text/html, " * 30 + "application/json"})
+
+    @unittest.expectedFailure
+    def test_inference_header_length_minus_one(self):
+        """-1, the internal 'absent' value, and an empty value are taken as no header instead of 400."""
+        body = {"inputs": [{"name": "input", "shape": [1], "datatype": "INT8", "data": [1]},
+                           {"name": "repeats", "shape": [1], "datatype": "INT64", "data": [2]}]}
+        for value in ("-1", ""):
+            with self.subTest(value=value):
+                self.infer(400, body=body, media_type="application/json",
+                           headers={"Inference-Header-Content-Length": value})
+
+    @unittest.expectedFailure
+    def test_content_encoding_masks_404_and_405(self):
+        """Under /v2/models/ the Content-Encoding check runs before model, version and method are
+        resolved: an unsupported coding gets 415 where the resource or method is not there."""
+        resp, _ = self.raw("PUT", "/v2/models/tile", b"x", {"Content-Encoding": "br"})
+        self.assertEqual(resp.status, 405)
+        resp, _ = self.raw("GET", "/v2/models/nosuch", None, {"Content-Encoding": "br"})
+        self.assertEqual(resp.status, 404)
 
 if __name__ == "__main__":
     unittest.main()
