@@ -50,7 +50,7 @@ BENCH_BIN  := $(BUILD)/bench/bench_kernel
 
 DEPS_STAMP := $(BUILD)/.deps-ok
 
-.PHONY: all install deps test test-unit test-asan test-integration check-clang run bench clean help lib
+.PHONY: all install deps test test-tsan test-valgrind test-unit test-asan test-integration check-clang run bench clean help lib
 
 all: $(BUILD)/tiled
 
@@ -142,6 +142,20 @@ test-integration: $(BUILD)/tiled
 check-clang:
 	@sh scripts/deps.sh fuzz
 	$(MAKE) CC=clang BUILD=build-clang all
+
+# The pool and daemon under ThreadSanitizer: the unit tests plus the HTTP
+# suite against a TSan daemon (the multi-GiB stream is left to the plain runs).
+test-tsan:
+	$(MAKE) SAN=thread test-unit build-thread/tiled
+	cd tests/server && TILED_BIN=../../build-thread/tiled TILED_QUICK=1 \
+	    TSAN_OPTIONS="halt_on_error=1 exitcode=66" /usr/bin/python3 -W ignore -m unittest test_http
+
+# The HTTP suite with the daemon under valgrind: any error or leak makes the
+# daemon's exit status non-zero, which fails the test that stops it.
+test-valgrind: $(BUILD)/tiled
+	cd tests/server && TILED_BIN=../../$(BUILD)/tiled TILED_QUICK=1 \
+	    TILED_WRAP="valgrind --leak-check=full --error-exitcode=1 --errors-for-leak-kinds=definite" \
+	    /usr/bin/python3 -W ignore -m unittest test_http test_bad_input
 
 # Every suite, then one line counting all cases ("N passed, N failed").
 test:
