@@ -21,7 +21,7 @@ URL=$1 BODY=$2 CTYPE=$3 N=$4 PAR=$5
 OUT=${6:-}
 case $N in '' | *[!0-9]*) echo "curl-load: REQUESTS must be a number" >&2; exit 2 ;; esac
 case $PAR in '' | *[!0-9]*) echo "curl-load: PARALLEL must be a number" >&2; exit 2 ;; esac
-[ "$N" -ge 1 ] && [ "$N" -le 10000000 ] || { echo "curl-load: REQUESTS out of range" >&2; exit 2; }
+if [ "$N" -lt 1 ] || [ "$N" -gt 10000000 ]; then echo "curl-load: REQUESTS out of range" >&2; exit 2; fi
 [ -r "$BODY" ] || { echo "curl-load: cannot read $BODY" >&2; exit 2; }
 TMP=$(mktemp -d /tmp/curl-load.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT INT TERM

@@ -3,7 +3,7 @@
 # the tests drive tiled with (tritonclient from PyPI). Idempotent.
 set -eu
 dir=${1:-build/venv}
-if [ ! -x "$dir/bin/python" ] || ! "$dir/bin/python" -c 'import tritonclient.http, numpy' 2>/dev/null; then
+if [ ! -x "$dir/bin/python" ] || ! "$dir/bin/python" -c 'import tritonclient.http, numpy, schemathesis, openapi_spec_validator' 2>/dev/null; then
   python3 -m venv "$dir"
-  "$dir/bin/pip" install -q --disable-pip-version-check 'tritonclient[http]' numpy
+  "$dir/bin/pip" install -q --disable-pip-version-check 'tritonclient[http]' numpy openapi-spec-validator schemathesis
 fi

@@ -56,8 +56,8 @@ void tiled_reply_header(struct tiled_reply *r, const char *name, const char *val
 {
     if (r->nheaders >= (int)(sizeof(r->headers) / sizeof(r->headers[0])))
         return;
-    snprintf(r->headers[r->nheaders][0], sizeof(r->headers[0][0]), "%s", name);
-    snprintf(r->headers[r->nheaders][1], sizeof(r->headers[0][1]), "%s", value);
+    r->headers[r->nheaders][0] = strdup(name);
+    r->headers[r->nheaders][1] = strdup(value);
     r->nheaders++;
 }
 
@@ -74,18 +74,38 @@ void tiled_reply_json(struct tiled_reply *r, int status, const char *json)
         r->body_len = 0;
 }
 
-/* Appends s to out as JSON string content (quotes not included). */
+/* Length of the valid UTF-8 sequence at p (0 if invalid). */
+static size_t utf8_seq(const unsigned char *p)
+{
+    size_t n = p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 && p[0] < 0xe0 ? 2 : 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+    }
+    if ((n == 3 && p[0] == 0xe0 && p[1] < 0xa0) || (n == 3 && p[0] == 0xed && p[1] >= 0xa0) ||
+        (n == 4 && p[0] == 0xf0 && p[1] < 0x90) || (n == 4 && p[0] == 0xf4 && p[1] >= 0x90))
+        return 0; /* overlong, surrogate or above U+10FFFF */
+    return n;
+}
+
+/* Appends s to out as JSON string content (quotes not included). Messages
+ * quote request text, which may be cut mid-character or not be UTF-8 at
+ * all: such bytes become U+FFFD so the body is always valid JSON. */
 static size_t json_escape_into(const char *s, char *out, size_t cap)
 {
     size_t n = 0;
-    for (const unsigned char *p = (const unsigned char *)s; *p && n + 7 < cap; p++) {
+    for (const unsigned char *p = (const unsigned char *)s; *p && n + 7 < cap;) {
+        size_t seq = *p >= 0x80 ? utf8_seq(p) : 1;
         if (*p == '"' || *p == '\\') {
             out[n++] = '\\';
-            out[n++] = (char)*p;
-        } else if (*p < 0x20) {
-            n += (size_t)snprintf(out + n, cap - n, "\\u%04x", *p);
+            out[n++] = (char)*p++;
+        } else if (*p < 0x20 || seq == 0) {
+            n += (size_t)snprintf(out + n, cap - n, *p < 0x20 ? "\\u%04x" : "\\ufffd", *p);
+            p++;
         } else {
-            out[n++] = (char)*p;
+            memcpy(out + n, p, seq);
+            n += seq;
+            p += seq;
         }
     }
     out[n] = '\0';
@@ -116,6 +136,11 @@ void tiled_reply_tile_error(struct tiled_reply *r, const struct tile_error *e)
 
 void tiled_reply_free(struct tiled_reply *r)
 {
+    for (int i = 0; i < r->nheaders; i++) {
+        free(r->headers[i][0]);
+        free(r->headers[i][1]);
+    }
+    r->nheaders = 0;
     free(r->body);
     r->body = NULL;
     if (r->stream)
@@ -195,6 +220,12 @@ static enum MHD_Result collect_query(void *cls, enum MHD_ValueKind kind, const c
     return MHD_YES;
 }
 
+static const char *header_or_empty(struct MHD_Connection *c, const char *name)
+{
+    const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
+    return v ? v : "";
+}
+
 static void copy_header(struct MHD_Connection *c, const char *name, char *dst, size_t cap)
 {
     const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
@@ -215,6 +246,8 @@ static void remote_address(struct MHD_Connection *c, char *dst, size_t cap)
 static const struct tiled_route *find_route(const char *method, const char *path, char *allow, size_t cap)
 {
     allow[0] = '\0';
+    if (strcmp(method, "HEAD") == 0) /* HEAD is GET without the body (RFC 9110 9.3.2) */
+        method = "GET";
     for (size_t i = 0; i < NROUTES; i++) {
         const struct tiled_route *r = &tiled_routes[i];
         if (r->prefix && strncmp(r->path, path, strlen(r->path)) == 0)
@@ -241,14 +274,16 @@ static struct tiled_req *req_init(struct tiled_server *srv, struct MHD_Connectio
     pthread_mutex_init(&req->lock, NULL);
     tile_request_init(&req->treq);
     snprintf(req->method, sizeof(req->method), "%s", method);
-    snprintf(req->path, sizeof(req->path), "%s", url);
+    req->path = url;
     copy_header(c, "X-Request-Id", req->request_id, sizeof(req->request_id));
     if (!valid_request_id(req->request_id))
         snprintf(req->request_id, sizeof(req->request_id), "%016llx-%llx", (unsigned long long)srv->start_us,
                  (unsigned long long)atomic_fetch_add(&srv->next_id, 1));
-    copy_header(c, MHD_HTTP_HEADER_CONTENT_TYPE, req->content_type, sizeof(req->content_type));
-    copy_header(c, MHD_HTTP_HEADER_ACCEPT, req->accept, sizeof(req->accept));
-    copy_header(c, MHD_HTTP_HEADER_ACCEPT_ENCODING, req->accept_encoding, sizeof(req->accept_encoding));
+    req->content_type = header_or_empty(c, MHD_HTTP_HEADER_CONTENT_TYPE);
+    req->accept = header_or_empty(c, MHD_HTTP_HEADER_ACCEPT);
+    req->accept_encoding = header_or_empty(c, MHD_HTTP_HEADER_ACCEPT_ENCODING);
+    req->content_encoding = header_or_empty(c, MHD_HTTP_HEADER_CONTENT_ENCODING);
+    req->infer_header_len = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Inference-Header-Content-Length");
     const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "TE");
     req->want_trailers = te && strcasestr(te, "trailers");
     remote_address(c, req->remote, sizeof(req->remote));
@@ -377,8 +412,10 @@ static struct MHD_Response *make_response(struct tiled_req *req)
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->content_type[0] ? r->content_type : "application/json");
     MHD_add_response_header(resp, "X-Request-Id", req->request_id);
     MHD_add_response_header(resp, "Server-Timing", timing);
-    for (int i = 0; i < r->nheaders; i++)
-        MHD_add_response_header(resp, r->headers[i][0], r->headers[i][1]);
+    for (int i = 0; i < r->nheaders; i++) {
+        if (r->headers[i][0] && r->headers[i][1])
+            MHD_add_response_header(resp, r->headers[i][0], r->headers[i][1]);
+    }
     if (atomic_load(&req->srv->draining))
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     return resp;
@@ -442,12 +479,6 @@ static enum MHD_Result dispatch(struct tiled_req *req)
         tiled_reply_error(&req->reply, req->early_status, "%s", req->early_error);
         return queue_reply(req);
     }
-    const char *ce = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_ENCODING);
-    if (ce && tiled_coding_parse(ce, &req->request_coding) < 0) {
-        tiled_reply_error(&req->reply, 415, "unsupported Content-Encoding '%.60s' (use gzip, deflate or identity)", ce);
-        tiled_reply_header(&req->reply, "Accept-Encoding", "gzip, deflate");
-        return queue_reply(req);
-    }
     req->route->handler(req);
     if (req->reply.status)
         return queue_reply(req); /* finished inline */
@@ -487,13 +518,17 @@ static bool framing_error(struct tiled_req *req)
 }
 
 static enum MHD_Result first_call(struct tiled_server *srv, struct MHD_Connection *c, const char *url,
-                                  const char *method, void **req_cls)
+                                  const char *method, const char *version, void **req_cls)
 {
     struct tiled_req *req = req_init(srv, c, url, method);
     if (!req)
         return MHD_NO;
     *req_cls = req;
     char allow[64];
+    if (strcmp(version, MHD_HTTP_VERSION_1_1) == 0 && !MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host")) {
+        tiled_reply_error(&req->reply, 400, "the Host header is missing (required since HTTP/1.1)");
+        return queue_reply(req);
+    }
     req->route = find_route(method, url, allow, sizeof(allow));
     /* Without a key nothing but health is answered, not even "not found". */
     if ((!req->route || !req->route->open) && tiled_auth_enabled() &&
@@ -526,10 +561,9 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *c, const
                                       const char *version, const char *upload_data, size_t *upload_size,
                                       void **req_cls)
 {
-    (void)version;
     struct tiled_req *req = *req_cls;
     if (!req)
-        return first_call(cls, c, url, method, req_cls);
+        return first_call(cls, c, url, method, version, req_cls);
     if (*upload_size) {
         body_append(req, upload_data, *upload_size);
         *upload_size = 0;
@@ -624,7 +658,7 @@ int tiled_http_start(struct tiled_server *srv, struct tile_error *e)
         flags, 0, NULL, NULL, access_handler, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
         MHD_OPTION_NOTIFY_COMPLETED, request_completed, srv, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)srv->cfg.max_connections, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)srv->cfg.idle_timeout,
-        MHD_OPTION_STRICT_FOR_CLIENT, (int)1, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024), MHD_OPTION_THREAD_POOL_SIZE,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024), MHD_OPTION_THREAD_POOL_SIZE,
         (unsigned)(srv->cfg.http_threads > 1 ? srv->cfg.http_threads : 0), MHD_OPTION_LISTEN_BACKLOG_SIZE,
         (unsigned)1024, MHD_OPTION_ARRAY, srv->tls_cert_pem ? tls : tls + 2, MHD_OPTION_END);
     if (!srv->daemon)

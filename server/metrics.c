@@ -85,7 +85,7 @@ static void observe(struct histogram *h, uint64_t us)
 void tiled_metrics_record(const struct tiled_req *req, int status)
 {
     enum tiled_route_label r = route_label(req);
-    int f = req->v2_version ? (req->infer_header_len[0] ? TILE_FMT_RAW : TILE_FMT_JSON)
+    int f = req->v2_version ? (req->infer_header_len ? TILE_FMT_RAW : TILE_FMT_JSON)
             : req->prepare  ? (int)req->in_fmt
                             : NFORMATS - 1;
     atomic_fetch_add_explicit(&m.requests[r][f][status_slot(status)], 1, memory_order_relaxed);

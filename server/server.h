@@ -54,7 +54,7 @@ struct tiled_server {
 struct tiled_reply {
     int status;
     char content_type[64];
-    char headers[6][2][160]; /* extra headers (name, value) */
+    char *headers[6][2];      /* extra headers (name, value), owned */
     int nheaders;
     char *body;               /* owned, malloc'd */
     uint64_t body_len;
@@ -67,11 +67,14 @@ struct tiled_req {
     struct MHD_Connection *conn;
     const struct tiled_route *route;
     char method[16];
-    char path[256];
+    const char *path;         /* borrowed from libmicrohttpd, like the headers */
     char request_id[80];
-    char content_type[128];
-    char accept[256];
-    char accept_encoding[128];
+    /* Request headers, borrowed from libmicrohttpd (valid until the request
+     * completes, on any thread); "" when absent. */
+    const char *content_type;
+    const char *accept;
+    const char *accept_encoding;
+    const char *content_encoding;
     enum tiled_coding request_coding;
     char remote[64];
     bool want_trailers;
@@ -96,7 +99,7 @@ struct tiled_req {
     int (*prepare)(struct tiled_req *req, struct tile_error *e);
     int v2_version;           /* model version of a v2 infer request, else 0 */
     struct tile_v2_request v2;
-    char infer_header_len[24];
+    const char *infer_header_len; /* NULL when the header is absent */
     enum tile_format in_fmt, out_fmt;
     /* Query parameters, collected once. */
     struct tiled_kv {

@@ -40,10 +40,11 @@ void tiled_handle_server_metadata(struct tiled_req *req)
 static int v2_prepare(struct tiled_req *req, struct tile_error *e)
 {
     struct tile_v2_request *v = &req->v2;
-    const char *hl = req->infer_header_len[0] ? req->infer_header_len : NULL;
-    int64_t header_len = -1;
-    if (hl && tile_parse_int64(hl, strlen(hl), &header_len, "Inference-Header-Content-Length", e) < 0)
-        return -1;
+    const char *hl = req->infer_header_len;
+    int64_t header_len = -1; /* absent: the whole body is JSON */
+    if (hl && (tile_parse_int64(hl, strlen(hl), &header_len, "Inference-Header-Content-Length", e) < 0 ||
+               header_len < 0))
+        return tile_error_set(e, TILE_EINVAL, "Inference-Header-Content-Length '%.30s' is not a byte count", hl);
     uint64_t t0 = tiled_now_us();
     tile_v2_request_free(v);
     int rc = tile_v2_decode(req->body ? req->body : "", req->body_len, header_len, req->v2_version,
@@ -83,8 +84,6 @@ static int v2_prepare(struct tiled_req *req, struct tile_error *e)
 
 static void handle_infer(struct tiled_req *req, int version)
 {
-    const char *hl = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, "Inference-Header-Content-Length");
-    snprintf(req->infer_header_len, sizeof(req->infer_header_len), "%s", hl ? hl : "");
     req->v2_version = version;
     req->prepare = v2_prepare;
     tiled_work_start(req);
@@ -148,7 +147,7 @@ static void handle_stats(struct tiled_req *req, int version)
 
 static bool method_is(struct tiled_req *req, const char *want)
 {
-    if (strcmp(req->method, want) == 0)
+    if (strcmp(req->method, want) == 0 || (strcmp(want, "GET") == 0 && strcmp(req->method, "HEAD") == 0))
         return true;
     tiled_reply_error(&req->reply, 405, "method %s is not allowed on %s (allowed: %s)", req->method, req->path, want);
     tiled_reply_header(&req->reply, "Allow", want);

@@ -89,10 +89,19 @@ void tiled_work_fail(struct tiled_req *req, const struct tile_error *e)
     tiled_reply_tile_error(&req->reply, e);
 }
 
+/* Decodes the body: 0 when prepared, -1 with `e` set, -2 when the reply
+ * is already an error (an unsupported Content-Encoding: 415 naming the
+ * codings we take, as Triton answers). */
 static int prepare(struct tiled_req *req, struct tile_error *e)
 {
     if (req->has_enc)
         return 0;
+    if (tiled_coding_parse(req->content_encoding, &req->request_coding) < 0) {
+        tiled_reply_error(&req->reply, 415, "unsupported Content-Encoding '%.60s' (use gzip, deflate or identity)",
+                          req->content_encoding);
+        tiled_reply_header(&req->reply, "Accept-Encoding", "gzip, deflate");
+        return -2;
+    }
     if (tiled_body_decompress(req, e) < 0)
         return -1;
     return req->prepare(req, e);
@@ -101,7 +110,8 @@ static int prepare(struct tiled_req *req, struct tile_error *e)
 void tiled_work_run(struct tiled_req *req)
 {
     struct tile_error e = {0};
-    if (prepare(req, &e) < 0 || produce(req, &e) < 0)
+    int rc = prepare(req, &e);
+    if (rc == -1 || (rc == 0 && produce(req, &e) < 0))
         tiled_work_fail(req, &e);
 }
 
@@ -111,8 +121,10 @@ void tiled_work_start(struct tiled_req *req)
     struct tile_error e = {0};
     if (req->body_len > inline_max)
         return;
-    if (prepare(req, &e) < 0) {
-        tiled_work_fail(req, &e);
+    int rc = prepare(req, &e);
+    if (rc < 0) {
+        if (rc == -1)
+            tiled_work_fail(req, &e);
         return;
     }
     if (tile_encoder_size(&req->enc) <= inline_max && produce(req, &e) < 0)

@@ -242,7 +242,7 @@ def measure(c, reps, tmp):
         sess = ort_session(model, threads)
         *sec, out = sec_per_call(lambda: sess.run(["y"], {"x": x})[0], reps)
         emit("ort_e2e_" + label, sec, out)
-        del out, sess
+        out = sess = None
         *ksec, n = ort_kernel_sec(model, threads, x, reps, tmp)
         emit("ort_kernel_" + label, ksec, None, profiled_runs=n)
     gc.collect()
