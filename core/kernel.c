@@ -30,6 +30,9 @@
 #define TILE_SPLIT_ALIGN 4096u
 /* Whole outputs at least this big bypass the cache (see stream_copy). */
 #define TILE_STREAM_MIN_BYTES (8u << 20)
+/* Single copies at least this big (an identity tile, say) go to memcpy,
+ * which itself streams past the cache at these sizes. */
+#define TILE_LIBC_COPY_MIN_BYTES (32u << 20)
 /* Rows shorter than this are expanded into a pattern before streaming. */
 #define TILE_PATTERN_BYTES 1024u
 
@@ -46,6 +49,10 @@ static void fill_level(const struct fill_ctx *c, int l, const uint8_t *src, uint
  * that makes plain stores cost ~1.5x a memset). Callers fence at the end. */
 static void stream_copy(uint8_t *dst, const uint8_t *src, uint64_t n)
 {
+    if (n >= TILE_LIBC_COPY_MIN_BYTES) { /* libc's own non-temporal copy prefetches better */
+        memcpy(dst, src, n);
+        return;
+    }
 #ifdef __SSE2__
     uint64_t head = (uint64_t)(-(uintptr_t)dst & 15);
     if (head > n)
@@ -205,7 +212,10 @@ static void exec_task(void *arg, uint64_t task)
 void tile_execute(const struct tile_plan *p, const void *in, void *out, struct tile_pool *pool)
 {
     int nth = tile_pool_size(pool);
-    if (!pool || nth <= 1 || p->out_bytes < TILE_PARALLEL_MIN_BYTES) {
+    /* A plain copy (every repeat 1) reads as much as it writes, and one
+     * thread already saturates memory with it here; splitting only adds
+     * contention. Repeats make the work write-bound, where threads help. */
+    if (!pool || nth <= 1 || p->out_bytes < TILE_PARALLEL_MIN_BYTES || p->repeat_product <= 1) {
         fill_range(p, p->out_bytes >= TILE_STREAM_MIN_BYTES, in, 0, p->out_bytes, out);
         return;
     }
