@@ -269,10 +269,11 @@ static int check_nesting(const char *name, int irank, const int64_t *idims, uint
                          const int64_t *shape, uint64_t need, struct tile_error *e)
 {
     char want[TILE_SHAPE_TEXT], got[TILE_SHAPE_TEXT];
-    tile_format_shape(shape, rank, true, want, sizeof(want));
-    if (have != need)
+    if (have != need) {
+        tile_format_shape(shape, rank, true, want, sizeof(want));
         return tile_error_set(e, TILE_EINVAL, "%s has %llu elements but shape %s needs %llu", name,
                               (unsigned long long)have, want, (unsigned long long)need);
+    }
     if (irank <= 1)
         return 0; /* flat */
     bool same = irank <= rank;
@@ -281,6 +282,7 @@ static int check_nesting(const char *name, int irank, const int64_t *idims, uint
     /* Nesting cannot show the axes after an empty one: [[],[]] fits [2,0,5]. */
     if (same && (irank == rank || idims[irank - 1] == 0))
         return 0;
+    tile_format_shape(shape, rank, true, want, sizeof(want)); /* only for the message */
     tile_format_shape(idims, irank, true, got, sizeof(got));
     return tile_error_set(e, TILE_EINVAL, "%s is nested as %s, which does not match shape %s", name, got, want);
 }

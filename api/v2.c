@@ -28,8 +28,10 @@ struct v2_input {
     bool has_name, has_shape, has_dtype, has_data, has_binary;
     enum tile_dtype dtype;
     int rank;
-    int64_t shape[TILE_MAX_RANK];
     uint64_t binary_size;
+    struct tile_tensor *t_owned; /* &t once t is initialised (NULL: nothing to free) */
+    /* Written before they are read, so not cleared per input: */
+    int64_t shape[TILE_MAX_RANK];
     struct tile_json_lexer data_at;
     struct tile_tensor t;
 };
@@ -38,10 +40,10 @@ struct v2_ctx {
     struct tile_jr jr;
     struct tile_limits lim;
     struct tile_v2_request *r;
-    struct v2_input in[V2_MAX_INPUTS];
     int nin;
     struct v2_input *cur;
     bool has_outputs, has_semantics, binary_all, binary_output_set, binary_output;
+    struct v2_input in[V2_MAX_INPUTS]; /* only in[0..nin) are initialised */
 };
 
 bool tile_v2_version_known(int version)
@@ -133,6 +135,7 @@ static int read_input(void *p)
     if (c->nin == V2_MAX_INPUTS)
         return tile_error_set(c->jr.e, TILE_EINVAL, "too many inputs (the tile model takes at most 3)");
     c->cur = &c->in[c->nin++];
+    memset(c->cur, 0, offsetof(struct v2_input, shape)); /* small requests: clear only what is read */
     if (tile_jr_object(&c->jr, c, keys, 5, "an input", "name, shape, datatype, parameters or data", false) < 0)
         return -1;
     struct v2_input *in = c->cur;
@@ -262,6 +265,8 @@ static int read_tensors(struct v2_ctx *c, const char *blob, uint64_t blob_len)
     uint64_t off = 0;
     for (int i = 0; i < c->nin; i++) {
         struct v2_input *in = &c->in[i];
+        memset(&in->t, 0, sizeof(in->t));
+        in->t_owned = &in->t; /* freeable from here on, whatever happens */
         if (in->has_data) {
             if (read_json_tensor(c, in) < 0)
                 return -1;
@@ -431,7 +436,9 @@ int tile_v2_decode(const char *body, size_t len, int64_t header_len, int version
                               "Inference-Header-Content-Length is %lld but the body has %zu bytes (it must be in 1..%zu)",
                               (long long)header_len, len, len);
     size_t hlen = header_len < 0 ? len : (size_t)header_len;
-    struct v2_ctx *c = calloc(1, sizeof(*c));
+    struct v2_ctx *c = malloc(sizeof(*c));
+    if (c)
+        memset(c, 0, offsetof(struct v2_ctx, in));
     if (!c)
         return tile_error_set(e, TILE_ENOMEM, "cannot allocate the request state");
     c->jr.e = e;
@@ -445,7 +452,7 @@ int tile_v2_decode(const char *body, size_t len, int64_t header_len, int version
         rc = map_inputs(c);
     r->binary_output = c->binary_output_set ? c->binary_output : c->binary_all;
     for (int i = 0; i < c->nin; i++)
-        tile_tensor_free(&c->in[i].t);
+        tile_tensor_free(c->in[i].t_owned);
     free(c);
     return rc;
 }
