@@ -17,22 +17,37 @@
  */
 #include "tile.h"
 
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include "autosplit.h"
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
 
-/* A written tile at most this big is copied from instead of regenerated. */
+/* A written tile at most this big is copied from instead of regenerated
+ * (any tile is, in an output too small to be streamed: it stays in cache). */
 #define TILE_REPLICATE_MAX (256u << 10)
 /* Doubling stops at this size; beyond it the doubled block is copied as is. */
 #define TILE_DOUBLING_CAP (32u << 10)
 /* Per-thread chunks of a parallel run are aligned to whole pages. */
 #define TILE_SPLIT_ALIGN 4096u
+/* A parallel run is cut into about this many tasks per thread, each at
+ * least TILE_TASK_MIN_BYTES (a task pays for one partial tile per seam). */
+#define TILE_TASKS_PER_THREAD 8u
+#define TILE_TASK_MIN_BYTES (1u << 20)
 /* Whole outputs at least this big bypass the cache (see stream_copy). */
 #define TILE_STREAM_MIN_BYTES (8u << 20)
 /* Single copies at least this big (an identity tile, say) go to memcpy,
  * which itself streams past the cache at these sizes. */
 #define TILE_LIBC_COPY_MIN_BYTES (32u << 20)
+/* Innermost input rows shorter than this are folded (see worth_folding)
+ * when the scratch input is at most TILE_FOLD_SCRATCH_MAX bytes and the
+ * output at least TILE_FOLD_OUT_RATIO times bigger. */
+#define TILE_FOLD_ROW_MAX 256u
+#define TILE_FOLD_SCRATCH_MAX (256u << 10)
+#define TILE_FOLD_OUT_RATIO 4u
 /* Rows shorter than this are expanded into a pattern before streaming. */
 #define TILE_PATTERN_BYTES 1024u
 
@@ -168,7 +183,7 @@ static void fill_level(const struct fill_ctx *c, int l, const uint8_t *src, uint
         return;
     }
     write_tile(c, l, src, 0, tile, dst);
-    if (tile <= TILE_REPLICATE_MAX && !c->stream) {
+    if (!c->stream && (tile <= TILE_REPLICATE_MAX || p->out_bytes < TILE_STREAM_MIN_BYTES)) {
         replicate(dst, tile, whole);
         memcpy(dst + whole, dst, tail);
         return;
@@ -209,22 +224,88 @@ static void exec_task(void *arg, uint64_t task)
     fill_range(x->plan, x->plan->out_bytes >= TILE_STREAM_MIN_BYTES, x->in, lo, hi - lo, x->out + lo);
 }
 
-void tile_execute(const struct tile_plan *p, const void *in, void *out, struct tile_pool *pool)
+static uint64_t now_ns(void)
 {
-    int nth = tile_pool_size(pool);
-    /* A plain copy (every repeat 1) reads as much as it writes, and one
-     * thread already saturates memory with it here; splitting only adds
-     * contention. Repeats make the work write-bound, where threads help. */
-    if (!pool || nth <= 1 || p->out_bytes < TILE_PARALLEL_MIN_BYTES || p->repeat_product <= 1) {
-        fill_range(p, p->out_bytes >= TILE_STREAM_MIN_BYTES, in, 0, p->out_bytes, out);
-        return;
-    }
-    /* One task per thread: ranges are independent, so finer splitting would
-     * only add partial tiles at the seams. */
-    uint64_t chunk = (p->out_bytes + (uint64_t)nth - 1) / (uint64_t)nth;
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void execute_split(const struct tile_plan *p, const void *in, void *out, struct tile_pool *pool)
+{
+    /* Tasks are claimed one at a time, so chunks smaller than an equal
+     * share let the caller, which starts at once, take over the share of a
+     * worker that wakes late or whose core is busy: with one task per
+     * thread the caller would finish and then wait for it. */
+    uint64_t nth = (uint64_t)tile_pool_size(pool);
+    uint64_t chunk = (p->out_bytes + nth * TILE_TASKS_PER_THREAD - 1) / (nth * TILE_TASKS_PER_THREAD);
+    if (chunk < TILE_TASK_MIN_BYTES)
+        chunk = TILE_TASK_MIN_BYTES;
     chunk = (chunk + TILE_SPLIT_ALIGN - 1) / TILE_SPLIT_ALIGN * TILE_SPLIT_ALIGN;
     struct tile_exec x = {p, in, out, chunk};
     tile_pool_parallel(pool, (p->out_bytes + chunk - 1) / chunk, exec_task, &x);
+}
+
+static void execute_plan(const struct tile_plan *p, const void *in, void *out, struct tile_pool *pool)
+{
+    bool streamed = p->out_bytes >= TILE_STREAM_MIN_BYTES;
+    if (!pool || tile_pool_size(pool) <= 1 || p->out_bytes < TILE_PARALLEL_MIN_BYTES) {
+        fill_range(p, streamed, in, 0, p->out_bytes, out);
+        return;
+    }
+    /* Whether a second thread adds memory bandwidth or only contention is
+     * the machine's business: measure both ways and keep the faster. */
+    struct tile_autosplit *stats = tile_pool_autosplit(pool);
+    enum tile_split_way way = tile_autosplit_choose(stats, p->out_bytes);
+    uint64_t t0 = now_ns();
+    if (way == TILE_SPLIT_POOL)
+        execute_split(p, in, out, pool);
+    else
+        fill_range(p, streamed, in, 0, p->out_bytes, out);
+    tile_autosplit_record(stats, p->out_bytes, way, now_ns() - t0);
+}
+
+/* Whether to fold the innermost level of `p` (see tile_plan_fold_inner):
+ * its rows are short enough that copying them one by one costs more than
+ * the copy itself, and the scratch input stays small, in cache and cheap
+ * next to the output. */
+static bool worth_folding(const struct tile_plan *p)
+{
+    if (!tile_plan_can_fold_inner(p) || p->lev_tile[p->nlev - 1] >= TILE_FOLD_ROW_MAX)
+        return false;
+    uint64_t scratch = tile_plan_folded_in_bytes(p);
+    return scratch <= TILE_FOLD_SCRATCH_MAX && scratch * TILE_FOLD_OUT_RATIO <= p->out_bytes;
+}
+
+/* Writes the scratch input of the folded plan: each innermost input row
+ * of `p`, repeated as its level repeats it. */
+static void expand_rows(const struct tile_plan *p, const uint8_t *in, uint8_t *dst)
+{
+    int n = p->nlev - 1;
+    uint64_t row = p->lev_tile[n], block = row * p->lev_rep[n], rows = p->in_bytes / row;
+    for (uint64_t r = 0; r < rows; r++, in += row, dst += block) {
+        memcpy(dst, in, row);
+        replicate(dst, row, block);
+    }
+}
+
+void tile_execute(const struct tile_plan *p, const void *in, void *out, struct tile_pool *pool)
+{
+    struct tile_plan folded[2];
+    void *scratch[2] = {NULL, NULL};
+    for (int i = 0; worth_folding(p); i ^= 1) { /* ping-pong: fold as often as it pays */
+        free(scratch[i]);
+        scratch[i] = malloc(tile_plan_folded_in_bytes(p));
+        if (!scratch[i]) /* no memory: the unfolded plan works as well */
+            break;
+        expand_rows(p, in, scratch[i]);
+        tile_plan_fold_inner(p, &folded[i]);
+        p = &folded[i];
+        in = scratch[i];
+    }
+    execute_plan(p, in, out, pool);
+    free(scratch[0]);
+    free(scratch[1]);
 }
 
 int tile_run(const struct tile_tensor *in, const struct tile_spec *spec, struct tile_tensor *out,

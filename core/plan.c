@@ -181,6 +181,8 @@ static int compute_sizes(struct tile_plan *p, const struct tile_spec *s, struct 
     return 0;
 }
 
+static void level_sizes(struct tile_plan *p);
+
 /* Merges axes into levels: an axis with repeat 1 joins its outer level
  * (its input rows are contiguous), an outer level with input extent 1 is
  * absorbed by its inner one (its repeats multiply). */
@@ -212,6 +214,14 @@ static void collapse_levels(struct tile_plan *p)
     }
     p->nlev = n;
     p->lev_in[n - 1] *= p->elem_size; /* the innermost level counts bytes */
+    level_sizes(p);
+}
+
+/* Derives each level's sub-block, stride and tile sizes from lev_in and
+ * lev_rep (the innermost level counting bytes). */
+static void level_sizes(struct tile_plan *p)
+{
+    int n = p->nlev;
     p->lev_sub[n - 1] = 1;
     p->lev_in_stride[n - 1] = 1;
     for (int l = n - 1; l >= 0; l--) {
@@ -260,6 +270,29 @@ void tile_plan_with_elem_size(const struct tile_plan *src, uint64_t elem_size, s
     out->in_bytes = src->in_elems * elem_size;
     out->out_bytes = src->out_elems * elem_size;
     collapse_levels(out);
+}
+
+bool tile_plan_can_fold_inner(const struct tile_plan *p)
+{
+    return p->nlev >= 2 && p->lev_rep[p->nlev - 1] > 1;
+}
+
+uint64_t tile_plan_folded_in_bytes(const struct tile_plan *p)
+{
+    int n = p->nlev - 1;
+    return p->in_bytes / p->lev_tile[n] * p->lev_tile[n] * p->lev_rep[n];
+}
+
+void tile_plan_fold_inner(const struct tile_plan *src, struct tile_plan *out)
+{
+    int n = src->nlev - 1;
+    *out = *src;
+    out->in_bytes = tile_plan_folded_in_bytes(src);
+    out->nlev = n;
+    /* The expanded rows lie end to end, so the level above reads them as
+     * one contiguous row of bytes. */
+    out->lev_in[n - 1] = src->lev_in[n - 1] * src->lev_sub[n - 1];
+    level_sizes(out);
 }
 
 int tile_plan_string_wire_bytes(const struct tile_plan *p, uint64_t in_string_bytes, uint64_t limit,

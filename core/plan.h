@@ -74,6 +74,20 @@ int tile_plan_init(struct tile_plan *plan, enum tile_dtype dtype, int rank, cons
  * not re-checked: the result has the same element counts. */
 void tile_plan_with_elem_size(const struct tile_plan *src, uint64_t elem_size, struct tile_plan *out);
 
+/* Folding the innermost level: when the input's innermost rows are short,
+ * the kernel first writes each row repeated (the innermost level's whole
+ * block) into a scratch input, then tiles that input with one level fewer,
+ * whose innermost rows are the longer, contiguous expanded blocks. This
+ * turns many tiny copies into few long ones (a [..,7]x[..,4] float32 input
+ * copies 28 bytes at a time otherwise).
+ *   tile_plan_can_fold_inner: there are 2+ levels and the innermost repeats;
+ *   tile_plan_folded_in_bytes: the size of the scratch input;
+ *   tile_plan_fold_inner: the plan over that scratch input (same output).
+ * Only the level fields and in_bytes of `out` differ from `src`. */
+bool tile_plan_can_fold_inner(const struct tile_plan *plan);
+uint64_t tile_plan_folded_in_bytes(const struct tile_plan *plan);
+void tile_plan_fold_inner(const struct tile_plan *src, struct tile_plan *out);
+
 /* Bytes a string output takes in the 4-byte-length-prefixed wire layout,
  * given the input's total string bytes; checked against `limit` (0 = none).
  * Returns 0 and stores the size in *out, or -1 with `e` filled. */

@@ -11,11 +11,26 @@
  */
 #include "pool.h"
 
+#include "autosplit.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <unistd.h>
+
+/* Polls of a finished parallel section before the caller sleeps: at
+ * ~10-40 ns each (a pause instruction), some 100-400 microseconds. */
+#define TILE_FINISH_SPINS 10000
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+}
 
 struct tile_job {
     tile_job_fn fn;
@@ -36,6 +51,7 @@ struct tile_pool {
     int nthreads;
     atomic_int busy;
     pthread_t *threads;
+    struct tile_autosplit split; /* lock-free; see autosplit.h */
 };
 
 struct tile_parallel {
@@ -237,19 +253,32 @@ void tile_pool_parallel(struct tile_pool *pool, uint64_t ntasks, tile_task_fn fn
     pthread_mutex_init(&par->lock, NULL);
     pthread_cond_init(&par->finished, NULL);
 
-    uint64_t helpers = ntasks - 1 < (uint64_t)pool->nthreads ? ntasks - 1 : (uint64_t)pool->nthreads;
+    /* The caller is one of the pool's nthreads: asking every worker too
+     * would put nthreads + 1 threads on nthreads CPUs, and a memory-bound
+     * task preempted halfway holds up the whole section. */
+    uint64_t others = (uint64_t)pool->nthreads - 1;
+    uint64_t helpers = ntasks - 1 < others ? ntasks - 1 : others;
+    uint64_t queued = 0;
     pthread_mutex_lock(&pool->lock);
-    for (uint64_t i = 0; i < helpers; i++) {
+    for (; queued < helpers; queued++) {
         atomic_fetch_add(&par->refs, 1);
         if (!ring_push(&pool->help, parallel_helper, par)) {
             atomic_fetch_sub(&par->refs, 1);
             break;
         }
-        pthread_cond_signal(&pool->wake);
     }
     pthread_mutex_unlock(&pool->lock);
+    /* Woken after the unlock: a helper scheduled onto this CPU would
+     * otherwise preempt the caller while it still holds the lock. */
+    for (uint64_t i = 0; i < queued; i++)
+        pthread_cond_signal(&pool->wake);
 
     parallel_work(par);
+    /* The helpers are at most one task from the end now. Waking a sleeping
+     * thread costs tens of microseconds on a virtual CPU, as much as a task,
+     * so the caller polls for a while before it sleeps. */
+    for (int spin = 0; spin < TILE_FINISH_SPINS && atomic_load(&par->done) < ntasks; spin++)
+        cpu_relax();
     pthread_mutex_lock(&par->lock);
     while (atomic_load(&par->done) < ntasks)
         pthread_cond_wait(&par->finished, &par->lock);
@@ -260,6 +289,11 @@ void tile_pool_parallel(struct tile_pool *pool, uint64_t ntasks, tile_task_fn fn
 int tile_pool_size(const struct tile_pool *pool)
 {
     return pool ? pool->nthreads : 0;
+}
+
+struct tile_autosplit *tile_pool_autosplit(struct tile_pool *pool)
+{
+    return pool ? &pool->split : NULL;
 }
 
 int tile_pool_queue_depth(struct tile_pool *pool)

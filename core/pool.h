@@ -49,6 +49,10 @@ void tile_pool_continue(struct tile_pool *pool, struct tile_pool_task *task);
 void tile_pool_parallel(struct tile_pool *pool, uint64_t ntasks, tile_task_fn fn, void *arg);
 
 int tile_pool_size(const struct tile_pool *pool);
+
+/* What this pool has measured about splitting work (see autosplit.h);
+ * NULL for a NULL pool. */
+struct tile_autosplit *tile_pool_autosplit(struct tile_pool *pool);
 int tile_pool_queue_depth(struct tile_pool *pool); /* jobs waiting */
 int tile_pool_busy(const struct tile_pool *pool);  /* workers running something */
 

@@ -25,9 +25,10 @@
  * lie inside [0, plan->out_bytes]. Single-threaded; thread-safe. */
 void tile_read(const struct tile_plan *plan, const void *in, uint64_t offset, uint64_t len, void *dst);
 
-/* Writes the whole output (plan->out_bytes bytes) into `out`. Large
- * outputs are split across `pool` (NULL: the caller only); small ones never
- * leave the calling thread. */
+/* Writes the whole output (plan->out_bytes bytes) into `out`. Small
+ * outputs never leave the calling thread; large ones are split across
+ * `pool` (NULL: the caller only) when the pool's own measurements show that
+ * splitting is faster on this machine (see autosplit.h). */
 void tile_execute(const struct tile_plan *plan, const void *in, void *out, struct tile_pool *pool);
 
 /* Plans, allocates and fills `out` (which the caller frees with

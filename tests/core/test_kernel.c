@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autosplit.h"
 #include "ref.h"
 
 #define KERNEL_SEED UINT64_C(0x5EED7113)
@@ -500,7 +501,22 @@ static int setup_group(void **state)
         long_string[i] = i % 3 == 0 ? (char)('0' + i % 10) : i % 3 == 1 ? '\xc3' : '\x9f';
     for (int i = 0; i < 2; i++)
         kernel_pools[i] = tile_pool_init(2 + i, 0, NULL);
-    return kernel_pools[0] && kernel_pools[1] ? 0 : -1;
+    if (!kernel_pools[0] || !kernel_pools[1])
+        return -1;
+    /* Whether a large output is split is decided by timing (autosplit.h);
+     * teach the pools opposite verdicts so both ways are always tested:
+     * the 2-thread pool keeps to one thread, the 3-thread pool splits. */
+    for (int c = 0; c < TILE_AUTOSPLIT_CLASSES; c++) {
+        uint64_t bytes = (uint64_t)TILE_PARALLEL_MIN_BYTES << c;
+        for (int k = 0; k < TILE_AUTOSPLIT_WINDOW; k++) {
+            for (int i = 0; i < 2; i++) {
+                struct tile_autosplit *a = tile_pool_autosplit(kernel_pools[i]);
+                tile_autosplit_record(a, bytes, TILE_SPLIT_ONE, i == 0 ? 1 : 1000000000);
+                tile_autosplit_record(a, bytes, TILE_SPLIT_POOL, i == 0 ? 1000000000 : 1);
+            }
+        }
+    }
+    return 0;
 }
 
 static int teardown_group(void **state)

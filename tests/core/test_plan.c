@@ -481,6 +481,45 @@ static void string_wire_bytes_match_output(void **state)
     }
 }
 
+/* Folding the innermost level: the rank-6 case's 28-byte rows, each
+ * repeated 4 times, become a scratch input of 112-byte blocks that the
+ * level above reads as one 672-byte row; folding again is possible while
+ * two levels remain. */
+static void fold_inner_levels(void **state)
+{
+    (void)state;
+    const int64_t shape[6] = {2, 3, 4, 5, 6, 7}, reps[6] = {3, 2, 2, 2, 2, 4};
+    struct tile_spec spec = {.semantics = TILE_SEM_ONNX, .repeats = reps, .nrepeats = 6};
+    struct tile_plan p, f, g;
+    assert_int_equal(tile_plan_init(&p, TILE_FLOAT32, 6, shape, &spec, NULL), 0);
+    assert_int_equal(p.nlev, 6);
+    assert_true(tile_plan_can_fold_inner(&p));
+    assert_int_equal(tile_plan_folded_in_bytes(&p), 2 * 3 * 4 * 5 * 6 * 7 * 4 * 4);
+    tile_plan_fold_inner(&p, &f);
+    assert_int_equal(f.nlev, 5);
+    assert_int_equal(f.in_bytes, tile_plan_folded_in_bytes(&p));
+    assert_int_equal(f.lev_tile[4], 6 * 28 * 4); /* one contiguous row of the scratch input */
+    assert_int_equal(f.lev_rep[4], 2);
+    assert_int_equal(f.out_bytes, p.out_bytes);
+    for (int l = 0; l < 4; l++) { /* outer levels write the same blocks, read a 4x bigger input */
+        assert_int_equal(f.lev_tile[l] * f.lev_rep[l], p.lev_tile[l] * p.lev_rep[l]);
+        assert_int_equal(f.lev_in_stride[l], p.lev_in_stride[l] * 4);
+    }
+    assert_true(tile_plan_can_fold_inner(&f));
+    tile_plan_fold_inner(&f, &g);
+    assert_int_equal(g.nlev, 4);
+    assert_int_equal(g.lev_tile[3], 5 * 6 * 28 * 4 * 2);
+
+    /* [3,7]x[2,1]: the unrepeated axis merges into its outer one, leaving
+     * one level, which has nothing inside it to fold. */
+    const int64_t col[2] = {3, 7}, rcol[2] = {2, 1};
+    spec.repeats = rcol;
+    spec.nrepeats = 2;
+    assert_int_equal(tile_plan_init(&p, TILE_FLOAT32, 2, col, &spec, NULL), 0);
+    assert_int_equal(p.nlev, 1);
+    assert_false(tile_plan_can_fold_inner(&p));
+}
+
 int main(void)
 {
     for (size_t i = 0; i < ARRAY_LEN(ones); i++)
@@ -497,6 +536,7 @@ int main(void)
         cmocka_unit_test(semantics_parse_errors),
         cmocka_unit_test(string_wire_bytes),
         cmocka_unit_test(string_wire_bytes_match_output),
+        cmocka_unit_test(fold_inner_levels),
     };
     return cmocka_run_group_tests_name("plan", tests, NULL, NULL);
 }

@@ -1,0 +1,65 @@
+/* autosplit.c - deciding, by measurement, whether splitting pays (see autosplit.h). */
+#include "autosplit.h"
+
+#define CLASS_MIN_LOG2 22
+
+static struct tile_autosplit_class *class_of(struct tile_autosplit *a, uint64_t bytes)
+{
+    int log2 = bytes ? 63 - __builtin_clzll(bytes) : 0;
+    int i = log2 - CLASS_MIN_LOG2;
+    if (i < 0)
+        i = 0;
+    if (i >= TILE_AUTOSPLIT_CLASSES)
+        i = TILE_AUTOSPLIT_CLASSES - 1;
+    return &a->cls[i];
+}
+
+static uint64_t window_median(struct tile_autosplit_class *c, enum tile_split_way way)
+{
+    uint64_t n = atomic_load_explicit(&c->samples[way], memory_order_relaxed);
+    if (n > TILE_AUTOSPLIT_WINDOW)
+        n = TILE_AUTOSPLIT_WINDOW;
+    uint64_t v[TILE_AUTOSPLIT_WINDOW], m = 0;
+    for (uint64_t i = 0; i < n; i++) { /* insertion sort: at most 8 values */
+        uint64_t x = atomic_load_explicit(&c->ps_per_kib[way][i], memory_order_relaxed), j = m++;
+        if (x == 0) { /* counted but not stored yet by a concurrent record */
+            m--;
+            continue;
+        }
+        for (; j > 0 && v[j - 1] > x; j--)
+            v[j] = v[j - 1];
+        v[j] = x;
+    }
+    return m ? v[m / 2] : 0;
+}
+
+enum tile_split_way tile_autosplit_choose(struct tile_autosplit *a, uint64_t bytes)
+{
+    struct tile_autosplit_class *c = class_of(a, bytes);
+    uint64_t call = atomic_fetch_add_explicit(&c->calls, 1, memory_order_relaxed);
+    uint64_t n_one = atomic_load_explicit(&c->samples[TILE_SPLIT_ONE], memory_order_relaxed);
+    uint64_t n_pool = atomic_load_explicit(&c->samples[TILE_SPLIT_POOL], memory_order_relaxed);
+    if (n_one < TILE_AUTOSPLIT_WARMUP || n_pool < TILE_AUTOSPLIT_WARMUP)
+        return n_pool < n_one ? TILE_SPLIT_POOL : n_one < n_pool ? TILE_SPLIT_ONE : (enum tile_split_way)(call & 1);
+    enum tile_split_way best = window_median(c, TILE_SPLIT_POOL) < window_median(c, TILE_SPLIT_ONE)
+                                   ? TILE_SPLIT_POOL
+                                   : TILE_SPLIT_ONE;
+    bool explore = call % TILE_AUTOSPLIT_EXPLORE == TILE_AUTOSPLIT_EXPLORE - 1;
+    return explore ? (enum tile_split_way)!best : best;
+}
+
+void tile_autosplit_record(struct tile_autosplit *a, uint64_t bytes, enum tile_split_way way, uint64_t ns)
+{
+    struct tile_autosplit_class *c = class_of(a, bytes);
+    uint64_t kib = bytes >> 10 ? bytes >> 10 : 1;
+    uint64_t ps = ns > UINT64_MAX / 1000 ? UINT64_MAX / kib : ns * 1000 / kib;
+    if (ps == 0)
+        ps = 1; /* 0 means "no sample" */
+    uint64_t slot = atomic_fetch_add_explicit(&c->samples[way], 1, memory_order_relaxed);
+    atomic_store_explicit(&c->ps_per_kib[way][slot % TILE_AUTOSPLIT_WINDOW], ps, memory_order_relaxed);
+}
+
+uint64_t tile_autosplit_estimate(struct tile_autosplit *a, uint64_t bytes, enum tile_split_way way)
+{
+    return window_median(class_of(a, bytes), way);
+}

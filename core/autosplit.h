@@ -1,0 +1,56 @@
+/* autosplit.h - deciding, by measurement, whether splitting pays.
+ *
+ * Whether a large output is written faster by one thread or by the whole
+ * pool depends on the machine, not on the problem: how much of the memory
+ * bandwidth one core already takes, how long a sleeping worker takes to
+ * wake (tens of microseconds on a virtual CPU, milliseconds when the host
+ * is busy), what else runs. A fixed threshold is right on one machine and
+ * wrong on the next, so tiled measures instead.
+ *
+ * Outputs are grouped by size class (powers of two). Per class and way of
+ * running, the last TILE_AUTOSPLIT_WINDOW times per byte are kept; a call
+ * takes the way with the lower median, except that both ways are tried
+ * alternately until each has TILE_AUTOSPLIT_WARMUP samples, and the other
+ * way is tried again every TILE_AUTOSPLIT_EXPLORE calls so that a change (a
+ * busier machine, a quieter one) is noticed. Medians, not means: a run
+ * preempted by the host for 30 ms must not flip the choice.
+ *
+ * Thread-safe without locks: concurrent updates may lose a sample, which
+ * only makes the estimate a little slower to move.
+ */
+#ifndef TILE_AUTOSPLIT_H
+#define TILE_AUTOSPLIT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define TILE_AUTOSPLIT_CLASSES 24 /* 2^22 (4 MiB) .. 2^45 bytes and above */
+#define TILE_AUTOSPLIT_WINDOW 8
+#define TILE_AUTOSPLIT_WARMUP 4
+#define TILE_AUTOSPLIT_EXPLORE 16
+
+enum tile_split_way { TILE_SPLIT_ONE = 0, TILE_SPLIT_POOL = 1 };
+
+struct tile_autosplit_class {
+    atomic_uint_fast64_t calls;
+    atomic_uint_fast64_t samples[2];                           /* ever recorded */
+    atomic_uint_fast64_t ps_per_kib[2][TILE_AUTOSPLIT_WINDOW]; /* the last ones, a ring */
+};
+
+struct tile_autosplit {
+    struct tile_autosplit_class cls[TILE_AUTOSPLIT_CLASSES];
+};
+
+/* A zeroed struct tile_autosplit is ready to use. */
+
+/* The way to run an output of `bytes` (at least 4 MiB) now. */
+enum tile_split_way tile_autosplit_choose(struct tile_autosplit *a, uint64_t bytes);
+
+/* Reports that running `bytes` the way `way` took `ns` nanoseconds. */
+void tile_autosplit_record(struct tile_autosplit *a, uint64_t bytes, enum tile_split_way way, uint64_t ns);
+
+/* The median of the window (picoseconds per KiB, 0 = no sample yet). */
+uint64_t tile_autosplit_estimate(struct tile_autosplit *a, uint64_t bytes, enum tile_split_way way);
+
+#endif

@@ -1,0 +1,114 @@
+/* test_autosplit.c - the measured choice between one thread and the pool:
+ * both ways are tried until each has samples, the faster median wins, the
+ * other way is retried on schedule, outliers cannot flip the choice, a
+ * change of speed is followed, and size classes are independent. Timings
+ * are fed in by hand, so every outcome is deterministic. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "autosplit.h"
+
+#define MIB (UINT64_C(1) << 20)
+
+static struct tile_autosplit stats;
+
+static int reset(void **state)
+{
+    (void)state;
+    memset(&stats, 0, sizeof(stats));
+    return 0;
+}
+
+/* Runs `calls` decisions for `bytes`, recording `ns_one` / `ns_pool` for
+ * whichever way was chosen; returns how often the pool was chosen. */
+static int drive(uint64_t bytes, int calls, uint64_t ns_one, uint64_t ns_pool)
+{
+    int pooled = 0;
+    for (int i = 0; i < calls; i++) {
+        enum tile_split_way w = tile_autosplit_choose(&stats, bytes);
+        pooled += w == TILE_SPLIT_POOL;
+        tile_autosplit_record(&stats, bytes, w, w == TILE_SPLIT_POOL ? ns_pool : ns_one);
+    }
+    return pooled;
+}
+
+static void warmup_tries_both(void **state)
+{
+    (void)state;
+    /* Even when one way is far slower, each gets its warm-up samples. */
+    assert_int_equal(drive(8 * MIB, 2 * TILE_AUTOSPLIT_WARMUP, 1000, 1000000), TILE_AUTOSPLIT_WARMUP);
+    assert_int_not_equal(tile_autosplit_estimate(&stats, 8 * MIB, TILE_SPLIT_ONE), 0);
+    assert_int_not_equal(tile_autosplit_estimate(&stats, 8 * MIB, TILE_SPLIT_POOL), 0);
+}
+
+/* In any TILE_AUTOSPLIT_EXPLORE consecutive calls, exactly one is a retry
+ * of the slower way. */
+static void faster_way_wins_and_other_is_retried(void **state)
+{
+    (void)state;
+    drive(16 * MIB, 2 * TILE_AUTOSPLIT_WARMUP, 2000, 1000);
+    int calls = 10 * TILE_AUTOSPLIT_EXPLORE;
+    int pooled = drive(16 * MIB, calls, 2000, 1000);
+    assert_int_equal(pooled, calls - calls / TILE_AUTOSPLIT_EXPLORE); /* one retry per EXPLORE calls */
+
+    memset(&stats, 0, sizeof(stats));
+    drive(16 * MIB, 2 * TILE_AUTOSPLIT_WARMUP, 1000, 2000);
+    assert_int_equal(drive(16 * MIB, calls, 1000, 2000), calls / TILE_AUTOSPLIT_EXPLORE);
+}
+
+static void outliers_do_not_flip(void **state)
+{
+    (void)state;
+    uint64_t b = 64 * MIB;
+    for (int i = 0; i < TILE_AUTOSPLIT_WINDOW; i++) {
+        tile_autosplit_record(&stats, b, TILE_SPLIT_ONE, 3000);
+        /* the pool is faster, but three of its eight runs were preempted */
+        tile_autosplit_record(&stats, b, TILE_SPLIT_POOL, i % 3 == 0 ? 90000000 : 2000);
+    }
+    assert_true(tile_autosplit_estimate(&stats, b, TILE_SPLIT_POOL) <
+                tile_autosplit_estimate(&stats, b, TILE_SPLIT_ONE));
+    assert_int_equal(drive(b, TILE_AUTOSPLIT_EXPLORE, 3000, 2000), TILE_AUTOSPLIT_EXPLORE - 1);
+}
+
+static void follows_a_change(void **state)
+{
+    (void)state;
+    uint64_t b = 32 * MIB;
+    drive(b, 2 * TILE_AUTOSPLIT_WARMUP, 2000, 1000);
+    assert_int_equal(tile_autosplit_choose(&stats, b), TILE_SPLIT_POOL);
+    /* The machine gets busy: splitting now costs more. The retries of the
+     * one-thread way bring fresh samples, and the choice follows. */
+    drive(b, 40 * TILE_AUTOSPLIT_EXPLORE, 2000, 5000);
+    assert_int_equal(drive(b, TILE_AUTOSPLIT_EXPLORE, 2000, 5000), 1); /* the scheduled retry only */
+}
+
+static void size_classes_are_independent(void **state)
+{
+    (void)state;
+    drive(4 * MIB, 2 * TILE_AUTOSPLIT_WARMUP, 1000, 2000);   /* small: one thread */
+    drive(256 * MIB, 2 * TILE_AUTOSPLIT_WARMUP, 2000, 1000); /* large: the pool */
+    assert_int_equal(drive(5 * MIB, TILE_AUTOSPLIT_EXPLORE, 1000, 2000), 1);
+    assert_int_equal(drive(300 * MIB, TILE_AUTOSPLIT_EXPLORE, 2000, 1000), TILE_AUTOSPLIT_EXPLORE - 1);
+    assert_int_equal(tile_autosplit_estimate(&stats, 64 * MIB, TILE_SPLIT_ONE), 0); /* untouched class */
+    /* Sizes beyond the last class share it rather than overflow the table. */
+    tile_autosplit_record(&stats, UINT64_MAX, TILE_SPLIT_ONE, UINT64_MAX);
+    assert_int_not_equal(tile_autosplit_estimate(&stats, UINT64_MAX / 2, TILE_SPLIT_ONE), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(warmup_tries_both, reset),
+        cmocka_unit_test_setup(faster_way_wins_and_other_is_retried, reset),
+        cmocka_unit_test_setup(outliers_do_not_flip, reset),
+        cmocka_unit_test_setup(follows_a_change, reset),
+        cmocka_unit_test_setup(size_classes_are_independent, reset),
+    };
+    return cmocka_run_group_tests_name("autosplit", tests, NULL, NULL);
+}
