@@ -76,9 +76,14 @@ void tiled_log_error(const char *event, const char *message)
     tiled_log_event(TILED_LOG_ERROR, event, "\"error\":\"%s\"", esc);
 }
 
+bool tiled_log_enabled(enum tiled_log_level level)
+{
+    return level <= log_level;
+}
+
 void tiled_log_access(const struct tiled_req *req, int status)
 {
-    if (TILED_LOG_INFO > log_level)
+    if (!tiled_log_enabled(TILED_LOG_INFO))
         return;
     char path[300];
     size_t j = 0;

@@ -200,9 +200,14 @@ int tiled_reply_compress(struct tiled_req *req, struct tile_error *e);
 void tiled_log_init(const struct tiled_config *cfg);
 void tiled_log_event(enum tiled_log_level level, const char *event, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+bool tiled_log_enabled(enum tiled_log_level level);
+/* The access line of a finished request (level info); req->remote must be set. */
 void tiled_log_access(const struct tiled_req *req, int status);
 /* An error event with its message escaped for JSON. */
 void tiled_log_error(const char *event, const char *message);
+
+/* Copies the string `src` into dst[cap] (cap > 0), truncating; returns dst. */
+char *tiled_copy_str(char *dst, size_t cap, const char *src);
 
 /* http.c: the daemon's lifecycle. */
 int tiled_http_start(struct tiled_server *srv, struct tile_error *e);

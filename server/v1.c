@@ -101,7 +101,7 @@ static int v1_prepare(struct tiled_req *req, struct tile_error *e)
                           req->srv->lim.max_stream, e) < 0)
         return -1;
     req->has_enc = true;
-    snprintf(req->reply.content_type, sizeof(req->reply.content_type), "%s", tile_format_media_type(req->out_fmt));
+    tiled_copy_str(req->reply.content_type, sizeof(req->reply.content_type), tile_format_media_type(req->out_fmt));
     if (req->out_fmt == TILE_FMT_RAW)
         set_tensor_headers(req);
     return 0;

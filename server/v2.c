@@ -72,8 +72,8 @@ static int v2_prepare(struct tiled_req *req, struct tile_error *e)
                                  req->srv->lim.max_stream, e) < 0)
         return -1;
     req->has_enc = true;
-    snprintf(req->reply.content_type, sizeof(req->reply.content_type), "%s",
-             v->binary_output ? "application/octet-stream" : "application/json");
+    tiled_copy_str(req->reply.content_type, sizeof(req->reply.content_type),
+                   v->binary_output ? "application/octet-stream" : "application/json");
     if (v->binary_output) {
         char n[24];
         snprintf(n, sizeof(n), "%zu", f.head_len);
