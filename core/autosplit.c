@@ -41,9 +41,11 @@ enum tile_split_way tile_autosplit_choose(struct tile_autosplit *a, uint64_t byt
     uint64_t n_pool = atomic_load_explicit(&c->samples[TILE_SPLIT_POOL], memory_order_relaxed);
     if (n_one < TILE_AUTOSPLIT_WARMUP || n_pool < TILE_AUTOSPLIT_WARMUP)
         return n_pool < n_one ? TILE_SPLIT_POOL : n_one < n_pool ? TILE_SPLIT_ONE : (enum tile_split_way)(call & 1);
-    enum tile_split_way best = window_median(c, TILE_SPLIT_POOL) < window_median(c, TILE_SPLIT_ONE)
-                                   ? TILE_SPLIT_POOL
-                                   : TILE_SPLIT_ONE;
+    /* Splitting must win clearly: it occupies cores that other requests
+     * could use, and a near tie is more likely noise than a gain. */
+    uint64_t pool = window_median(c, TILE_SPLIT_POOL), one = window_median(c, TILE_SPLIT_ONE);
+    enum tile_split_way best =
+        pool * 100 < one * (100 - TILE_AUTOSPLIT_MARGIN_PCT) ? TILE_SPLIT_POOL : TILE_SPLIT_ONE;
     bool explore = call % TILE_AUTOSPLIT_EXPLORE == TILE_AUTOSPLIT_EXPLORE - 1;
     return explore ? (enum tile_split_way)!best : best;
 }

@@ -8,11 +8,13 @@
  * wrong on the next, so tiled measures instead.
  *
  * Outputs are grouped by size class (powers of two). Per class and way of
- * running, the last TILE_AUTOSPLIT_WINDOW times per byte are kept; a call
- * takes the way with the lower median, except that both ways are tried
- * alternately until each has TILE_AUTOSPLIT_WARMUP samples, and the other
- * way is tried again every TILE_AUTOSPLIT_EXPLORE calls so that a change (a
- * busier machine, a quieter one) is noticed. Medians, not means: a run
+ * running, the last TILE_AUTOSPLIT_WINDOW times per byte are kept. A call
+ * splits when the pool's median is at least TILE_AUTOSPLIT_MARGIN_PCT
+ * percent below the single thread's and stays on one thread otherwise,
+ * except that both ways are tried alternately until each has
+ * TILE_AUTOSPLIT_WARMUP samples, and the other way is tried again every
+ * TILE_AUTOSPLIT_EXPLORE calls so that a change (a busier machine, a
+ * quieter one) is noticed. Medians, not means: a run
  * preempted by the host for 30 ms must not flip the choice.
  *
  * Thread-safe without locks: concurrent updates may lose a sample, which
@@ -29,6 +31,7 @@
 #define TILE_AUTOSPLIT_WINDOW 8
 #define TILE_AUTOSPLIT_WARMUP 4
 #define TILE_AUTOSPLIT_EXPLORE 16
+#define TILE_AUTOSPLIT_MARGIN_PCT 10
 
 enum tile_split_way { TILE_SPLIT_ONE = 0, TILE_SPLIT_POOL = 1 };
 

@@ -940,8 +940,10 @@ def report(res, a):
                 for c in cols)))
         L.append("")
         L.append("Figures are GB/s (Melem/s for strings) with the ratio to tiled (all workers) in brackets. "
-                 "tiled splits outputs of at least %d MiB across %d workers; smaller ones run on the calling "
-                 "thread. torch.tile ran with %d threads. Strings: tiled's output is 16-byte views into the "
+                 "Outputs under %d MiB run on the calling thread; larger ones are split across the %d workers "
+                 "whenever the pool's own timings say splitting is faster on this machine at that moment "
+                 "(core/autosplit.h), so 'all workers' can equal '1 worker' when a second thread adds no "
+                 "memory bandwidth. torch.tile ran with %d threads. Strings: tiled's output is 16-byte views into the "
                  "input's bytes; numpy.tile with dtype object copies 8-byte references (and counts references), "
                  "with dtype <U copies fixed-width UCS-4 text; ORT copies std::string objects and, end to end, "
                  "converts them to Python str; torch has no string tensors (n/a)."

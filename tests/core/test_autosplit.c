@@ -1,6 +1,6 @@
 /* test_autosplit.c - the measured choice between one thread and the pool:
  * both ways are tried until each has samples, the faster median wins, the
- * other way is retried on schedule, outliers cannot flip the choice, a
+ * other way is retried on schedule, a near tie stays on one thread, outliers cannot flip the choice, a
  * change of speed is followed, and size classes are independent. Timings
  * are fed in by hand, so every outcome is deterministic. */
 #include <setjmp.h>
@@ -62,6 +62,17 @@ static void faster_way_wins_and_other_is_retried(void **state)
     assert_int_equal(drive(16 * MIB, calls, 1000, 2000), calls / TILE_AUTOSPLIT_EXPLORE);
 }
 
+/* A pool only 5% faster is a tie, and a tie stays on one thread. */
+static void near_tie_stays_on_one_thread(void **state)
+{
+    (void)state;
+    drive(16 * MIB, 2 * TILE_AUTOSPLIT_WARMUP, 1000, 950);
+    assert_int_equal(drive(16 * MIB, TILE_AUTOSPLIT_EXPLORE, 1000, 950), 1);
+    memset(&stats, 0, sizeof(stats));
+    drive(16 * MIB, 2 * TILE_AUTOSPLIT_WARMUP, 1000, 850);
+    assert_int_equal(drive(16 * MIB, TILE_AUTOSPLIT_EXPLORE, 1000, 850), TILE_AUTOSPLIT_EXPLORE - 1);
+}
+
 static void outliers_do_not_flip(void **state)
 {
     (void)state;
@@ -106,6 +117,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(warmup_tries_both, reset),
         cmocka_unit_test_setup(faster_way_wins_and_other_is_retried, reset),
+        cmocka_unit_test_setup(near_tie_stays_on_one_thread, reset),
         cmocka_unit_test_setup(outliers_do_not_flip, reset),
         cmocka_unit_test_setup(follows_a_change, reset),
         cmocka_unit_test_setup(size_classes_are_independent, reset),
