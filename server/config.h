@@ -29,6 +29,7 @@ struct tiled_config {
     int64_t max_json_depth;
     int64_t max_connections;
     int64_t idle_timeout;     /* seconds */
+    int64_t header_timeout;   /* seconds to send a request head; 0 = off */
     int64_t drain_timeout;    /* seconds */
     int64_t stream_threshold; /* bytes above which outputs are streamed */
     int64_t stream_chunk;     /* bytes per streamed chunk */

@@ -20,6 +20,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "headwatch.h"
 #include "metrics.h"
 #include "server.h"
 
@@ -542,6 +543,7 @@ static bool framing_error(struct tiled_req *req)
 static enum MHD_Result first_call(struct tiled_server *srv, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, void **req_cls)
 {
+    tiled_headwatch_head_done(srv->headwatch, c);
     struct tiled_req *req = req_init(srv, c, url, method);
     if (!req)
         return MHD_NO;
@@ -604,6 +606,7 @@ static void request_completed(void *cls, struct MHD_Connection *c, void **req_cl
     if (!req)
         return;
     int status = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? req->reply.status : 499;
+    tiled_headwatch_request_done(req->srv->headwatch, c); /* the next head's deadline starts now */
     if (tiled_log_enabled(TILED_LOG_INFO)) { /* the address is for the access log only */
         remote_address(c, req->remote, sizeof(req->remote));
         tiled_log_access(req, status);
@@ -678,15 +681,22 @@ int tiled_http_start(struct tiled_server *srv, struct tile_error *e)
     };
     if (srv->tls_cert_pem)
         flags |= MHD_USE_TLS;
+    srv->headwatch = tiled_headwatch_start((unsigned)srv->cfg.header_timeout, e);
+    if (!srv->headwatch && srv->cfg.header_timeout > 0)
+        return -1;
     srv->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, access_handler, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-        MHD_OPTION_NOTIFY_COMPLETED, request_completed, srv, MHD_OPTION_CONNECTION_LIMIT,
+        MHD_OPTION_NOTIFY_COMPLETED, request_completed, srv, MHD_OPTION_NOTIFY_CONNECTION, tiled_headwatch_notify,
+        srv->headwatch, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)srv->cfg.max_connections, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)srv->cfg.idle_timeout,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024), MHD_OPTION_THREAD_POOL_SIZE,
         (unsigned)(srv->cfg.http_threads > 1 ? srv->cfg.http_threads : 0), MHD_OPTION_LISTEN_BACKLOG_SIZE,
         (unsigned)1024, MHD_OPTION_ARRAY, srv->tls_cert_pem ? tls : tls + 2, MHD_OPTION_END);
-    if (!srv->daemon)
+    if (!srv->daemon) {
+        tiled_headwatch_stop(srv->headwatch);
+        srv->headwatch = NULL;
         return tile_error_set(e, TILE_EIO, "cannot listen on %s:%lld", srv->cfg.host, (long long)srv->cfg.port);
+    }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
     srv->port = di ? di->port : (uint16_t)srv->cfg.port;
     return 0;
@@ -712,6 +722,8 @@ void tiled_http_stop(struct tiled_server *srv)
 {
     MHD_stop_daemon(srv->daemon);
     srv->daemon = NULL;
+    tiled_headwatch_stop(srv->headwatch);
+    srv->headwatch = NULL;
     free(srv->tls_cert_pem);
     free(srv->tls_key_pem);
     srv->tls_cert_pem = srv->tls_key_pem = NULL;

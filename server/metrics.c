@@ -9,6 +9,8 @@
  */
 #include "metrics.h"
 
+#include "headwatch.h"
+
 #include <dirent.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -188,6 +190,9 @@ static void render_gauges(struct out *o, struct tiled_server *srv)
     put(o, "tiled_workers %d\n", tile_pool_size(srv->pool));
     header(o, "tiled_busy_workers", "gauge", "Workers running a job.");
     put(o, "tiled_busy_workers %d\n", tile_pool_busy(srv->pool));
+    header(o, "tiled_header_timeouts_total", "counter",
+           "Connections cut because a request head did not arrive within --header-timeout.");
+    put(o, "tiled_header_timeouts_total %llu\n", (unsigned long long)tiled_headwatch_cut_total(srv->headwatch));
     header(o, "tiled_build_info", "gauge", "Build information; the value is always 1.");
     put(o, "tiled_build_info{version=\"%s\",commit=\"%s\"} 1\n", TILED_VERSION, TILED_GIT_COMMIT);
 }

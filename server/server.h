@@ -39,6 +39,7 @@ struct tiled_server {
     struct tile_limits lim;
     struct tile_pool *pool;
     struct MHD_Daemon *daemon;
+    struct tiled_headwatch *headwatch; /* NULL when --header-timeout is 0 */
     uint16_t port;
     atomic_bool draining;
     atomic_bool stopping;     /* drain is over: streams still open are cut */

@@ -6,7 +6,9 @@
   normal request afterwards is as fast as before the flood.
 - Slow clients: hundreds of connections trickling header bytes do not slow
   a normal client down, and silent connections are closed after
-  --idle-timeout.
+  --idle-timeout; a head still incomplete after --header-timeout has its
+  connection cut, while slow heads inside the deadline and slow bodies are
+  served.
 - Streams: back-to-back streamed responses each arrive whole.
 - Drain: SIGTERM during a burst of concurrent requests: every request that
   got an answer got a whole 200, new connections are refused at once, the
@@ -259,6 +261,95 @@ class SlowClients(unittest.TestCase):
             s.close()
         kept.close()
         self.assertEqual(small_request(d.host, d.port)[1], 200)
+
+
+
+class HeaderDeadline(unittest.TestCase):
+    """--header-timeout: a request head must be complete within its deadline,
+    however steadily its bytes trickle in (the idle timeout alone never fires
+    for a client that sends a byte a second); bodies and idle gaps inside
+    the deadline are not affected."""
+
+    TIMEOUT = 2
+
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon("--header-timeout", str(cls.TIMEOUT), "--idle-timeout", "30", "--log-level", "warn")
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.d.stop() == 0, "daemon exit status"
+
+    def trickle_until_closed(self, s, data, every=0.3, limit=8.0):
+        """Sends `data` a byte at a time; seconds until the server ends the
+        connection (None if it stays open for `limit` seconds)."""
+        t0 = time.monotonic()
+        s.settimeout(every)
+        for i in range(int(limit / every)):
+            try:
+                s.send(data[i % len(data):i % len(data) + 1])
+                if s.recv(4096) == b"":
+                    return time.monotonic() - t0
+            except socket.timeout:
+                continue
+            except OSError:
+                return time.monotonic() - t0
+        return None
+
+    def cuts(self):
+        conn = http.client.HTTPConnection(self.d.host, self.d.port, timeout=5)
+        conn.request("GET", "/metrics")
+        text = conn.getresponse().read().decode()
+        conn.close()
+        return int(next(line.split()[1] for line in text.splitlines()
+                        if line.startswith("tiled_header_timeouts_total ")))
+
+    def test_trickled_head_is_cut(self):
+        before = self.cuts()
+        s = socket.create_connection((self.d.host, self.d.port), timeout=5)
+        s.sendall(b"POST /v1/tile HTTP/1.1\r\nHost: t\r\n")
+        after = self.trickle_until_closed(s, b"X-Trickle: " + b"a" * 500 + b"\r\n")
+        s.close()
+        print(f"\n  trickled head cut after {after:.2f} s (--header-timeout {self.TIMEOUT})" if after else "")
+        self.assertIsNotNone(after, "a head trickled for 8 s was never cut")
+        self.assertGreater(after, self.TIMEOUT - 0.2)
+        self.assertLess(after, (self.TIMEOUT + 1.5) * (2 if WRAP else 1))
+        self.assertEqual(self.cuts(), before + 1)
+
+    def test_next_head_on_kept_alive_connection_has_its_own_deadline(self):
+        conn = http.client.HTTPConnection(self.d.host, self.d.port, timeout=5)
+        time.sleep(1.2)  # idle before the first request: inside the deadline
+        conn.request("POST", SMALL_PATH, SMALL_IN, RAW)
+        resp = conn.getresponse()
+        self.assertEqual(resp.status, 200)
+        self.assertEqual(resp.read(), SMALL_OUT)
+        time.sleep(1.2)  # and again before the second one: the deadline restarted
+        conn.request("POST", SMALL_PATH, SMALL_IN, RAW)
+        self.assertEqual(conn.getresponse().read(), SMALL_OUT)
+        after = self.trickle_until_closed(conn.sock, b"GET /v2/health/live HTTP/1.1\r\nX-Slow: " + b"b" * 500)
+        conn.close()
+        self.assertIsNotNone(after, "the third head, trickled, was never cut")
+        self.assertLess(after, (self.TIMEOUT + 1.5) * (2 if WRAP else 1))
+
+    def test_slow_head_within_deadline_and_slow_body_are_served(self):
+        s = socket.create_connection((self.d.host, self.d.port), timeout=10)
+        head = (b"POST " + SMALL_PATH.encode() + b" HTTP/1.1\r\nHost: t\r\nConnection: close\r\n"
+                b"Content-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n" % len(SMALL_IN))
+        for i in range(0, len(head), 16):  # the head over ~1 s
+            s.sendall(head[i:i + 16])
+            time.sleep(1.0 / (len(head) / 16))
+        for i in range(len(SMALL_IN)):  # the body over ~3 s: past the head deadline, still served
+            s.sendall(SMALL_IN[i:i + 1])
+            time.sleep(3.0 / len(SMALL_IN))
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        s.close()
+        self.assertTrue(data.startswith(b"HTTP/1.1 200"), data[:80])
+        self.assertTrue(data.endswith(SMALL_OUT))
 
 
 class Streams(unittest.TestCase):
