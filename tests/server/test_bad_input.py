@@ -19,7 +19,7 @@ import zlib
 
 import numpy as np
 
-from test_http import WRAP, Daemon
+from test_http import WRAP, Daemon, read_until_close
 
 # Limits small enough to reach with small requests.
 MAX_BODY = 64 << 10
@@ -301,22 +301,6 @@ class BadInput(unittest.TestCase):
         return s
 
     @staticmethod
-    def read_until_close(s, limit=1 << 20):
-        """Everything the server sends until it closes (or the socket times out)."""
-        out = b""
-        try:
-            while len(out) < limit:
-                chunk = s.recv(65536)
-                if not chunk:
-                    return out, True
-                out += chunk
-        except socket.timeout:
-            return out, False
-        except ConnectionResetError:
-            return out, True
-        return out, False
-
-    @staticmethod
     def parse_responses(data):
         """Splits raw bytes into (status, headers, body) responses framed by Content-Length."""
         out = []
@@ -353,7 +337,7 @@ class BadInput(unittest.TestCase):
             if shut_write:
                 # A half-close: the body can never complete, the server must let go.
                 s.shutdown(socket.SHUT_WR)
-                data, closed = self.read_until_close(s)
+                data, closed = read_until_close(s)
                 self.assertTrue(closed, "the server kept a connection whose body can never arrive")
                 if data:  # an answer is optional, but then a 4xx
                     self.assertRegex(data[:13], rb"^HTTP/1\.1 4\d\d ", data[:300])
@@ -376,7 +360,7 @@ class BadInput(unittest.TestCase):
         body = jdoc()
         s = self.connect()
         s.sendall(self.post_head(10, extra=b"Connection: close\r\n") + body)
-        data, closed = self.read_until_close(s)
+        data, closed = read_until_close(s)
         s.close()
         self.assertTrue(closed)
         responses = self.parse_responses(data)
@@ -392,7 +376,7 @@ class BadInput(unittest.TestCase):
         body = jdoc()
         s = self.connect()
         s.sendall(self.post_head(10) + body + b"\r\n\r\n")
-        data, closed = self.read_until_close(s)
+        data, closed = read_until_close(s)
         s.close()
         self.assertTrue(closed, "the connection stays open after a malformed request")
         head, _, rest = data.partition(b"\r\n\r\n")
@@ -410,7 +394,7 @@ class BadInput(unittest.TestCase):
             s = self.connect()
             s.sendall(b"POST /v1/tile HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: "
                       + value + b"\r\n\r\n" + jdoc())
-            data, closed = self.read_until_close(s)
+            data, closed = read_until_close(s)
             s.close()
             self.assertTrue(closed, value)
             self.assertTrue(data.startswith(b"HTTP/1.1 400 "), (value, data[:200]))
@@ -426,7 +410,7 @@ class BadInput(unittest.TestCase):
         s.sendall(b"POST /v1/tile HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
                   + f"Content-Length: {len(body)}\r\nContent-Length: {len(body) + len(smuggled)}\r\n\r\n".encode()
                   + body + smuggled)
-        data, _ = self.read_until_close(s)
+        data, _ = read_until_close(s)
         s.close()
         self.assertTrue(data.startswith(b"HTTP/1.1 400 "), data[:300])
         self.assertNotIn(b"/smuggled", data, "the bytes after the first Content-Length ran as a request")
@@ -438,7 +422,7 @@ class BadInput(unittest.TestCase):
         s = self.connect(timeout=2)
         s.sendall(b"POST /v1/tile HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
                   b"Transfer-Encoding: gzip, chunked\r\n\r\n" + b"%x\r\n" % len(body) + body + b"\r\n0\r\n\r\n")
-        data, _ = self.read_until_close(s)
+        data, _ = read_until_close(s)
         s.close()
         self.assertRegex(data[:13], rb"^HTTP/1\.1 (400|501) ", data[:300])
         self.assert_healthy()
@@ -449,7 +433,7 @@ class BadInput(unittest.TestCase):
             s = self.connect(timeout=2)
             s.sendall(self.post_head(1 << 40, ctype="application/octet-stream",
                                      path="/v1/tile?dtype=uint8&shape=1099511627776&repeats=1", extra=expect))
-            data, closed = self.read_until_close(s)
+            data, closed = read_until_close(s)
             s.close()
             self.assertTrue(data.startswith(b"HTTP/1.1 413 "), (expect, data[:300]))
             self.assertIn(b"max-body", data)
@@ -466,7 +450,7 @@ class BadInput(unittest.TestCase):
             s.sendall(b"0\r\n\r\n")
         except (BrokenPipeError, ConnectionResetError):
             pass  # the server may stop reading once the limit is passed
-        data, _ = self.read_until_close(s)
+        data, _ = read_until_close(s)
         s.close()
         status, headers, payload = self.parse_responses(data)[0]
         self.assertEqual(status, 413, payload)
@@ -478,7 +462,7 @@ class BadInput(unittest.TestCase):
         s.sendall(b"POST /v1/tile HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
                   b"Transfer-Encoding: chunked\r\n\r\n100\r\n{\"input\"")
         s.shutdown(socket.SHUT_WR)
-        data, closed = self.read_until_close(s)
+        data, closed = read_until_close(s)
         s.close()
         self.assertTrue(closed)
         self.assert_healthy()
@@ -492,7 +476,7 @@ class BadInput(unittest.TestCase):
                 s.sendall(junk)
             except (BrokenPipeError, ConnectionResetError):
                 pass
-            data, closed = self.read_until_close(s)
+            data, closed = read_until_close(s)
             s.close()
             self.assertTrue(closed, junk[:40])
             if data:

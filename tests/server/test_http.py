@@ -132,6 +132,23 @@ def same(a, b):
     return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
 
 
+def read_until_close(s, limit=1 << 20):
+    """Everything the server sends on socket `s` until it closes (or the
+    socket times out): (bytes, whether it closed)."""
+    out = b""
+    try:
+        while len(out) < limit:
+            chunk = s.recv(65536)
+            if not chunk:
+                return out, True
+            out += chunk
+    except socket.timeout:
+        return out, False
+    except ConnectionResetError:
+        return out, True
+    return out, False
+
+
 class TileHTTP(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -376,12 +393,7 @@ class Streaming(unittest.TestCase):
             s.sendall(b"POST /v1/tile?dtype=uint8&shape=16&repeats=1000 HTTP/1.1\r\nHost: x\r\nTE: trailers\r\n"
                       b"Content-Type: application/octet-stream\r\nConnection: close\r\n"
                       b"Content-Length: 16\r\n\r\n" + body)
-            data = b""
-            while True:
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                data += chunk
+            data, _ = read_until_close(s, limit=1 << 30)
             s.close()
             head, _, rest = data.partition(b"\r\n\r\n")
             self.assertIn(b"Transfer-Encoding: chunked", head)

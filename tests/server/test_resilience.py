@@ -29,7 +29,7 @@ import unittest
 
 import numpy as np
 
-from test_http import WRAP, Daemon
+from test_http import WRAP, Daemon, read_until_close
 
 SLACK = 10 if WRAP else 1          # timing allowance under a wrapper such as valgrind
 RAW = {"Content-Type": "application/octet-stream"}
@@ -341,13 +341,9 @@ class HeaderDeadline(unittest.TestCase):
         for i in range(len(SMALL_IN)):  # the body over ~3 s: past the head deadline, still served
             s.sendall(SMALL_IN[i:i + 1])
             time.sleep(3.0 / len(SMALL_IN))
-        data = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
+        data, closed = read_until_close(s)
         s.close()
+        self.assertTrue(closed)
         self.assertTrue(data.startswith(b"HTTP/1.1 200"), data[:80])
         self.assertTrue(data.endswith(SMALL_OUT))
 
