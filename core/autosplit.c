@@ -2,8 +2,11 @@
 #include "autosplit.h"
 
 #define CLASS_MIN_LOG2 22
+/* Samples are capped so that comparing medians scaled by 100 cannot overflow
+ * (the cap is a day per KiB: no real run comes near it). */
+#define PS_MAX (UINT64_MAX / 100)
 
-static struct tile_autosplit_class *class_of(struct tile_autosplit *a, uint64_t bytes)
+static struct tile_autosplit_class *class_of(struct tile_autosplit *a, enum tile_split_work work, uint64_t bytes)
 {
     int log2 = bytes ? 63 - __builtin_clzll(bytes) : 0;
     int i = log2 - CLASS_MIN_LOG2;
@@ -11,7 +14,7 @@ static struct tile_autosplit_class *class_of(struct tile_autosplit *a, uint64_t 
         i = 0;
     if (i >= TILE_AUTOSPLIT_CLASSES)
         i = TILE_AUTOSPLIT_CLASSES - 1;
-    return &a->cls[i];
+    return &a->cls[work == TILE_WORK_COPY][i];
 }
 
 static uint64_t window_median(struct tile_autosplit_class *c, enum tile_split_way way)
@@ -33,9 +36,9 @@ static uint64_t window_median(struct tile_autosplit_class *c, enum tile_split_wa
     return m ? v[m / 2] : 0;
 }
 
-enum tile_split_way tile_autosplit_choose(struct tile_autosplit *a, uint64_t bytes)
+enum tile_split_way tile_autosplit_choose(struct tile_autosplit *a, enum tile_split_work work, uint64_t bytes)
 {
-    struct tile_autosplit_class *c = class_of(a, bytes);
+    struct tile_autosplit_class *c = class_of(a, work, bytes);
     uint64_t call = atomic_fetch_add_explicit(&c->calls, 1, memory_order_relaxed);
     uint64_t n_one = atomic_load_explicit(&c->samples[TILE_SPLIT_ONE], memory_order_relaxed);
     uint64_t n_pool = atomic_load_explicit(&c->samples[TILE_SPLIT_POOL], memory_order_relaxed);
@@ -50,18 +53,22 @@ enum tile_split_way tile_autosplit_choose(struct tile_autosplit *a, uint64_t byt
     return explore ? (enum tile_split_way)!best : best;
 }
 
-void tile_autosplit_record(struct tile_autosplit *a, uint64_t bytes, enum tile_split_way way, uint64_t ns)
+void tile_autosplit_record(struct tile_autosplit *a, enum tile_split_work work, uint64_t bytes,
+                           enum tile_split_way way, uint64_t ns)
 {
-    struct tile_autosplit_class *c = class_of(a, bytes);
+    struct tile_autosplit_class *c = class_of(a, work, bytes);
     uint64_t kib = bytes >> 10 ? bytes >> 10 : 1;
     uint64_t ps = ns > UINT64_MAX / 1000 ? UINT64_MAX / kib : ns * 1000 / kib;
     if (ps == 0)
         ps = 1; /* 0 means "no sample" */
+    if (ps > PS_MAX)
+        ps = PS_MAX;
     uint64_t slot = atomic_fetch_add_explicit(&c->samples[way], 1, memory_order_relaxed);
     atomic_store_explicit(&c->ps_per_kib[way][slot % TILE_AUTOSPLIT_WINDOW], ps, memory_order_relaxed);
 }
 
-uint64_t tile_autosplit_estimate(struct tile_autosplit *a, uint64_t bytes, enum tile_split_way way)
+uint64_t tile_autosplit_estimate(struct tile_autosplit *a, enum tile_split_work work, uint64_t bytes,
+                                 enum tile_split_way way)
 {
-    return window_median(class_of(a, bytes), way);
+    return window_median(class_of(a, work, bytes), way);
 }

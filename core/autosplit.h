@@ -7,7 +7,9 @@
  * is busy), what else runs. A fixed threshold is right on one machine and
  * wrong on the next, so tiled measures instead.
  *
- * Outputs are grouped by size class (powers of two). Per class and way of
+ * Outputs are grouped by kind of work and size class (powers of two): a
+ * plain copy reads as much as it writes, a repeated tile reads little, and
+ * a second core helps the two differently. Per class and way of
  * running, the last TILE_AUTOSPLIT_WINDOW times per byte are kept. A call
  * splits when the pool's median is at least TILE_AUTOSPLIT_MARGIN_PCT
  * percent below the single thread's and stays on one thread otherwise,
@@ -35,6 +37,10 @@
 
 enum tile_split_way { TILE_SPLIT_ONE = 0, TILE_SPLIT_POOL = 1 };
 
+/* What the output is made of: copies of the input (each input byte written
+ * once or less) or repeats of it (written many times). */
+enum tile_split_work { TILE_WORK_REPEAT = 0, TILE_WORK_COPY = 1, TILE_WORK_KINDS };
+
 struct tile_autosplit_class {
     atomic_uint_fast64_t calls;
     atomic_uint_fast64_t samples[2];                           /* ever recorded */
@@ -42,18 +48,20 @@ struct tile_autosplit_class {
 };
 
 struct tile_autosplit {
-    struct tile_autosplit_class cls[TILE_AUTOSPLIT_CLASSES];
+    struct tile_autosplit_class cls[TILE_WORK_KINDS][TILE_AUTOSPLIT_CLASSES];
 };
 
 /* A zeroed struct tile_autosplit is ready to use. */
 
-/* The way to run an output of `bytes` (at least 4 MiB) now. */
-enum tile_split_way tile_autosplit_choose(struct tile_autosplit *a, uint64_t bytes);
+/* The way to run an output of `bytes` (at least 4 MiB) made by `work` now. */
+enum tile_split_way tile_autosplit_choose(struct tile_autosplit *a, enum tile_split_work work, uint64_t bytes);
 
-/* Reports that running `bytes` the way `way` took `ns` nanoseconds. */
-void tile_autosplit_record(struct tile_autosplit *a, uint64_t bytes, enum tile_split_way way, uint64_t ns);
+/* Reports that running `bytes` of `work` the way `way` took `ns` nanoseconds. */
+void tile_autosplit_record(struct tile_autosplit *a, enum tile_split_work work, uint64_t bytes,
+                           enum tile_split_way way, uint64_t ns);
 
 /* The median of the window (picoseconds per KiB, 0 = no sample yet). */
-uint64_t tile_autosplit_estimate(struct tile_autosplit *a, uint64_t bytes, enum tile_split_way way);
+uint64_t tile_autosplit_estimate(struct tile_autosplit *a, enum tile_split_work work, uint64_t bytes,
+                                 enum tile_split_way way);
 
 #endif

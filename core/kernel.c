@@ -256,13 +256,14 @@ static void execute_plan(const struct tile_plan *p, const void *in, void *out, s
     /* Whether a second thread adds memory bandwidth or only contention is
      * the machine's business: measure both ways and keep the faster. */
     struct tile_autosplit *stats = tile_pool_autosplit(pool);
-    enum tile_split_way way = tile_autosplit_choose(stats, p->out_bytes);
+    enum tile_split_work work = p->out_bytes <= p->in_bytes ? TILE_WORK_COPY : TILE_WORK_REPEAT;
+    enum tile_split_way way = tile_autosplit_choose(stats, work, p->out_bytes);
     uint64_t t0 = now_ns();
     if (way == TILE_SPLIT_POOL)
         execute_split(p, in, out, pool);
     else
         fill_range(p, streamed, in, 0, p->out_bytes, out);
-    tile_autosplit_record(stats, p->out_bytes, way, now_ns() - t0);
+    tile_autosplit_record(stats, work, p->out_bytes, way, now_ns() - t0);
 }
 
 /* Whether to fold the innermost level of `p` (see tile_plan_fold_inner):

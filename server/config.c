@@ -60,7 +60,7 @@ static const struct tiled_option tiled_options[] = {
      "seconds before an idle connection is closed"},
     {"header-timeout", "TILED_HEADER_TIMEOUT", OPT_INT, OFF(header_timeout), "30", 0, 86400, NULL,
      "seconds a client has to send a whole request head, from the connection's start or its previous "
-     "request's end; a slower one is cut (0 = off)"},
+     "request's end (plus --idle-timeout, the keep-alive gap); a slower one is cut (0 = off)"},
     {"drain-timeout", "TILED_DRAIN_TIMEOUT", OPT_INT, OFF(drain_timeout), "20", 0, 3600, NULL,
      "seconds to finish in-flight requests after SIGTERM"},
     {"stream-threshold", "TILED_STREAM_THRESHOLD", OPT_SIZE, OFF(stream_threshold), "8M", 0, INT64_MAX, NULL,

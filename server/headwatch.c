@@ -6,6 +6,11 @@
  * long as it likes (the "slowloris" attack). This module gives each request
  * head a deadline instead, counted from the moment the connection is ready
  * for it: when the connection opens, and again when a request on it ends.
+ * Between requests a kept-alive client may rightly stay silent for up to
+ * the idle timeout before it starts its next head, so there the deadline is
+ * the idle timeout plus the header timeout: a silent connection is closed
+ * by libmicrohttpd's idle timeout first, and only a head that trickles is
+ * cut (and counted) here.
  *
  * Each connection is watched from libmicrohttpd's "connection started"
  * notification to its "closed" one. A sweeper thread wakes a few times a
@@ -36,6 +41,7 @@ struct head_watch {
     MHD_socket fd;
     uint64_t armed_at_us; /* when the connection became ready for a head */
     bool armed;           /* waiting for a head */
+    bool kept_alive;      /* a request on it has ended: the idle gap is allowed */
     bool cut;             /* already shut down */
     struct head_watch *prev, *next;
 };
@@ -45,7 +51,8 @@ struct tiled_headwatch {
     pthread_cond_t wake;
     pthread_t sweeper;
     bool stopping;
-    uint64_t timeout_us;
+    uint64_t timeout_us;      /* for the first head */
+    uint64_t next_timeout_us; /* for later heads: idle gap plus head */
     struct head_watch *head; /* every open connection */
     atomic_uint_fast64_t cut_total;
 };
@@ -64,7 +71,7 @@ static void sweep(struct tiled_headwatch *hw)
 {
     uint64_t now = tiled_now_us();
     for (struct head_watch *w = hw->head; w; w = w->next) {
-        if (!w->armed || w->cut || now - w->armed_at_us < hw->timeout_us)
+        if (!w->armed || w->cut || now - w->armed_at_us < (w->kept_alive ? hw->next_timeout_us : hw->timeout_us))
             continue;
         w->cut = true;
         shutdown(w->fd, SHUT_RDWR);
@@ -78,7 +85,7 @@ static void *sweeper_main(void *arg)
     pthread_mutex_lock(&hw->lock);
     while (!hw->stopping) {
         struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
+        clock_gettime(CLOCK_MONOTONIC, &until); /* the cond's clock: immune to clock steps */
         until.tv_nsec += SWEEP_MS * 1000000L;
         until.tv_sec += until.tv_nsec / 1000000000L;
         until.tv_nsec %= 1000000000L;
@@ -89,7 +96,7 @@ static void *sweeper_main(void *arg)
     return NULL;
 }
 
-struct tiled_headwatch *tiled_headwatch_start(unsigned timeout_s, struct tile_error *e)
+struct tiled_headwatch *tiled_headwatch_start(unsigned timeout_s, unsigned idle_timeout_s, struct tile_error *e)
 {
     if (timeout_s == 0)
         return NULL; /* off: every hook below accepts NULL */
@@ -99,8 +106,13 @@ struct tiled_headwatch *tiled_headwatch_start(unsigned timeout_s, struct tile_er
         return NULL;
     }
     hw->timeout_us = (uint64_t)timeout_s * 1000000u;
+    hw->next_timeout_us = hw->timeout_us + (uint64_t)idle_timeout_s * 1000000u;
     pthread_mutex_init(&hw->lock, NULL);
-    pthread_cond_init(&hw->wake, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&hw->wake, &attr);
+    pthread_condattr_destroy(&attr);
     if (pthread_create(&hw->sweeper, NULL, sweeper_main, hw) != 0) {
         tile_error_set(e, TILE_ENOMEM, "cannot start the header-timeout thread");
         pthread_cond_destroy(&hw->wake);
@@ -167,24 +179,28 @@ void tiled_headwatch_notify(void *cls, struct MHD_Connection *c, void **socket_c
     }
 }
 
-/* Sets the armed state of connection c's watch, if it has one. */
-static void set_armed(struct tiled_headwatch *hw, struct MHD_Connection *c, bool armed)
+/* Sets the armed state of connection c's watch, if it has one; returns
+ * whether the connection has already been cut. */
+static bool set_armed(struct tiled_headwatch *hw, struct MHD_Connection *c, bool armed)
 {
     if (!hw)
-        return;
+        return false;
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     struct head_watch *w = ci ? ci->socket_context : NULL;
     if (!w)
-        return;
+        return false;
     pthread_mutex_lock(&hw->lock);
     w->armed = armed;
     w->armed_at_us = tiled_now_us();
+    w->kept_alive |= armed;
+    bool cut = w->cut;
     pthread_mutex_unlock(&hw->lock);
+    return cut;
 }
 
-void tiled_headwatch_head_done(struct tiled_headwatch *hw, struct MHD_Connection *c)
+bool tiled_headwatch_head_done(struct tiled_headwatch *hw, struct MHD_Connection *c)
 {
-    set_armed(hw, c, false);
+    return !set_armed(hw, c, false);
 }
 
 void tiled_headwatch_request_done(struct tiled_headwatch *hw, struct MHD_Connection *c)

@@ -1,7 +1,8 @@
 /* headwatch.h - a deadline for request heads: a client must send a complete
  * request head within --header-timeout seconds of the connection opening or
- * of its previous request ending, or its connection is cut (headwatch.c says
- * why libmicrohttpd's idle timeout is not enough).
+ * of its previous request ending (then plus the idle timeout, the keep-alive
+ * gap a client may rightly leave), or its connection is cut (headwatch.c
+ * says why libmicrohttpd's idle timeout is not enough).
  *
  * The hooks take the watcher as their first argument and do nothing when it
  * is NULL (the timeout is off). Thread-safe: libmicrohttpd may call them
@@ -10,6 +11,7 @@
 #ifndef TILED_HEADWATCH_H
 #define TILED_HEADWATCH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/socket.h>
@@ -20,15 +22,18 @@
 struct tiled_headwatch;
 
 /* Starts the sweeper thread; NULL when timeout_s is 0 (off) or, with `e`
- * filled, on failure. Stop it after the daemon is stopped. */
-struct tiled_headwatch *tiled_headwatch_start(unsigned timeout_s, struct tile_error *e);
+ * filled, on failure. idle_timeout_s is the daemon's idle timeout. Stop it
+ * after the daemon is stopped. */
+struct tiled_headwatch *tiled_headwatch_start(unsigned timeout_s, unsigned idle_timeout_s, struct tile_error *e);
 void tiled_headwatch_stop(struct tiled_headwatch *hw);
 
 /* MHD_OPTION_NOTIFY_CONNECTION callback; `cls` is the watcher. */
 void tiled_headwatch_notify(void *cls, struct MHD_Connection *c, void **socket_context,
                             enum MHD_ConnectionNotificationCode code);
-/* The head of a request on c has arrived / a request on c has ended. */
-void tiled_headwatch_head_done(struct tiled_headwatch *hw, struct MHD_Connection *c);
+/* The head of a request on c has arrived: false when it came too late (the
+ * connection was cut just before) and must not be served. */
+bool tiled_headwatch_head_done(struct tiled_headwatch *hw, struct MHD_Connection *c);
+/* A request on c has ended. */
 void tiled_headwatch_request_done(struct tiled_headwatch *hw, struct MHD_Connection *c);
 
 /* Connections cut so far for a late head. */

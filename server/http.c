@@ -543,7 +543,8 @@ static bool framing_error(struct tiled_req *req)
 static enum MHD_Result first_call(struct tiled_server *srv, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, void **req_cls)
 {
-    tiled_headwatch_head_done(srv->headwatch, c);
+    if (!tiled_headwatch_head_done(srv->headwatch, c))
+        return MHD_NO; /* cut at its deadline while the head completed */
     struct tiled_req *req = req_init(srv, c, url, method);
     if (!req)
         return MHD_NO;
@@ -681,7 +682,7 @@ int tiled_http_start(struct tiled_server *srv, struct tile_error *e)
     };
     if (srv->tls_cert_pem)
         flags |= MHD_USE_TLS;
-    srv->headwatch = tiled_headwatch_start((unsigned)srv->cfg.header_timeout, e);
+    srv->headwatch = tiled_headwatch_start((unsigned)srv->cfg.header_timeout, (unsigned)srv->cfg.idle_timeout, e);
     if (!srv->headwatch && srv->cfg.header_timeout > 0)
         return -1;
     srv->daemon = MHD_start_daemon(

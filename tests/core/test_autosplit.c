@@ -1,7 +1,9 @@
 /* test_autosplit.c - the measured choice between one thread and the pool:
  * both ways are tried until each has samples, the faster median wins, the
- * other way is retried on schedule, a near tie stays on one thread, outliers cannot flip the choice, a
- * change of speed is followed, and size classes are independent. Timings
+ * other way is retried on schedule, a near tie stays on one thread,
+ * outliers cannot flip the choice, a change of speed is followed, size
+ * classes and kinds of work are independent, and absurd timings cannot wrap
+ * the comparison. Timings
  * are fed in by hand, so every outcome is deterministic. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +17,7 @@
 #include "autosplit.h"
 
 #define MIB (UINT64_C(1) << 20)
+#define W TILE_WORK_REPEAT /* the kind of work in most cases below */
 
 static struct tile_autosplit stats;
 
@@ -25,17 +28,23 @@ static int reset(void **state)
     return 0;
 }
 
-/* Runs `calls` decisions for `bytes`, recording `ns_one` / `ns_pool` for
- * whichever way was chosen; returns how often the pool was chosen. */
-static int drive(uint64_t bytes, int calls, uint64_t ns_one, uint64_t ns_pool)
+/* Runs `calls` decisions for `bytes` of `work`, recording `ns_one` /
+ * `ns_pool` for whichever way was chosen; returns how often the pool was
+ * chosen. */
+static int drive_work(enum tile_split_work work, uint64_t bytes, int calls, uint64_t ns_one, uint64_t ns_pool)
 {
     int pooled = 0;
     for (int i = 0; i < calls; i++) {
-        enum tile_split_way w = tile_autosplit_choose(&stats, bytes);
+        enum tile_split_way w = tile_autosplit_choose(&stats, work, bytes);
         pooled += w == TILE_SPLIT_POOL;
-        tile_autosplit_record(&stats, bytes, w, w == TILE_SPLIT_POOL ? ns_pool : ns_one);
+        tile_autosplit_record(&stats, work, bytes, w, w == TILE_SPLIT_POOL ? ns_pool : ns_one);
     }
     return pooled;
+}
+
+static int drive(uint64_t bytes, int calls, uint64_t ns_one, uint64_t ns_pool)
+{
+    return drive_work(W, bytes, calls, ns_one, ns_pool);
 }
 
 static void warmup_tries_both(void **state)
@@ -43,8 +52,8 @@ static void warmup_tries_both(void **state)
     (void)state;
     /* Even when one way is far slower, each gets its warm-up samples. */
     assert_int_equal(drive(8 * MIB, 2 * TILE_AUTOSPLIT_WARMUP, 1000, 1000000), TILE_AUTOSPLIT_WARMUP);
-    assert_int_not_equal(tile_autosplit_estimate(&stats, 8 * MIB, TILE_SPLIT_ONE), 0);
-    assert_int_not_equal(tile_autosplit_estimate(&stats, 8 * MIB, TILE_SPLIT_POOL), 0);
+    assert_int_not_equal(tile_autosplit_estimate(&stats, W, 8 * MIB, TILE_SPLIT_ONE), 0);
+    assert_int_not_equal(tile_autosplit_estimate(&stats, W, 8 * MIB, TILE_SPLIT_POOL), 0);
 }
 
 /* In any TILE_AUTOSPLIT_EXPLORE consecutive calls, exactly one is a retry
@@ -78,12 +87,12 @@ static void outliers_do_not_flip(void **state)
     (void)state;
     uint64_t b = 64 * MIB;
     for (int i = 0; i < TILE_AUTOSPLIT_WINDOW; i++) {
-        tile_autosplit_record(&stats, b, TILE_SPLIT_ONE, 3000);
+        tile_autosplit_record(&stats, W, b, TILE_SPLIT_ONE, 3000);
         /* the pool is faster, but three of its eight runs were preempted */
-        tile_autosplit_record(&stats, b, TILE_SPLIT_POOL, i % 3 == 0 ? 90000000 : 2000);
+        tile_autosplit_record(&stats, W, b, TILE_SPLIT_POOL, i % 3 == 0 ? 90000000 : 2000);
     }
-    assert_true(tile_autosplit_estimate(&stats, b, TILE_SPLIT_POOL) <
-                tile_autosplit_estimate(&stats, b, TILE_SPLIT_ONE));
+    assert_true(tile_autosplit_estimate(&stats, W, b, TILE_SPLIT_POOL) <
+                tile_autosplit_estimate(&stats, W, b, TILE_SPLIT_ONE));
     assert_int_equal(drive(b, TILE_AUTOSPLIT_EXPLORE, 3000, 2000), TILE_AUTOSPLIT_EXPLORE - 1);
 }
 
@@ -92,7 +101,7 @@ static void follows_a_change(void **state)
     (void)state;
     uint64_t b = 32 * MIB;
     drive(b, 2 * TILE_AUTOSPLIT_WARMUP, 2000, 1000);
-    assert_int_equal(tile_autosplit_choose(&stats, b), TILE_SPLIT_POOL);
+    assert_int_equal(tile_autosplit_choose(&stats, W, b), TILE_SPLIT_POOL);
     /* The machine gets busy: splitting now costs more. The retries of the
      * one-thread way bring fresh samples, and the choice follows. */
     drive(b, 40 * TILE_AUTOSPLIT_EXPLORE, 2000, 5000);
@@ -106,10 +115,32 @@ static void size_classes_are_independent(void **state)
     drive(256 * MIB, 2 * TILE_AUTOSPLIT_WARMUP, 2000, 1000); /* large: the pool */
     assert_int_equal(drive(5 * MIB, TILE_AUTOSPLIT_EXPLORE, 1000, 2000), 1);
     assert_int_equal(drive(300 * MIB, TILE_AUTOSPLIT_EXPLORE, 2000, 1000), TILE_AUTOSPLIT_EXPLORE - 1);
-    assert_int_equal(tile_autosplit_estimate(&stats, 64 * MIB, TILE_SPLIT_ONE), 0); /* untouched class */
+    assert_int_equal(tile_autosplit_estimate(&stats, W, 64 * MIB, TILE_SPLIT_ONE), 0); /* untouched class */
     /* Sizes beyond the last class share it rather than overflow the table. */
-    tile_autosplit_record(&stats, UINT64_MAX, TILE_SPLIT_ONE, UINT64_MAX);
-    assert_int_not_equal(tile_autosplit_estimate(&stats, UINT64_MAX / 2, TILE_SPLIT_ONE), 0);
+    tile_autosplit_record(&stats, W, UINT64_MAX, TILE_SPLIT_ONE, UINT64_MAX);
+    assert_int_not_equal(tile_autosplit_estimate(&stats, W, UINT64_MAX / 2, TILE_SPLIT_ONE), 0);
+}
+
+/* A copy and a repeated tile of the same size use the memory differently:
+ * what one learns must not decide for the other. */
+static void work_kinds_are_independent(void **state)
+{
+    (void)state;
+    drive_work(TILE_WORK_COPY, 64 * MIB, 2 * TILE_AUTOSPLIT_WARMUP, 2000, 1000);   /* copies: the pool */
+    drive_work(TILE_WORK_REPEAT, 64 * MIB, 2 * TILE_AUTOSPLIT_WARMUP, 1000, 2000); /* repeats: one thread */
+    assert_int_equal(drive_work(TILE_WORK_COPY, 64 * MIB, TILE_AUTOSPLIT_EXPLORE, 2000, 1000),
+                     TILE_AUTOSPLIT_EXPLORE - 1);
+    assert_int_equal(drive_work(TILE_WORK_REPEAT, 64 * MIB, TILE_AUTOSPLIT_EXPLORE, 1000, 2000), 1);
+}
+
+/* A sample so slow that scaling it for the comparison would wrap around
+ * (about 51 days for 1 KiB) still counts as slow, not as fast. */
+static void absurd_timings_do_not_wrap(void **state)
+{
+    (void)state;
+    uint64_t wraps = UINT64_MAX / 100 / 1000 + 1; /* ns whose ps/KiB * 100 passes 2^64 */
+    drive(1024, 2 * TILE_AUTOSPLIT_WARMUP, 1000, wraps);
+    assert_int_equal(drive(1024, TILE_AUTOSPLIT_EXPLORE, 1000, wraps), 1); /* the scheduled retry only */
 }
 
 int main(void)
@@ -121,6 +152,8 @@ int main(void)
         cmocka_unit_test_setup(outliers_do_not_flip, reset),
         cmocka_unit_test_setup(follows_a_change, reset),
         cmocka_unit_test_setup(size_classes_are_independent, reset),
+        cmocka_unit_test_setup(work_kinds_are_independent, reset),
+        cmocka_unit_test_setup(absurd_timings_do_not_wrap, reset),
     };
     return cmocka_run_group_tests_name("autosplit", tests, NULL, NULL);
 }

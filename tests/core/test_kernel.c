@@ -511,8 +511,10 @@ static int setup_group(void **state)
         for (int k = 0; k < TILE_AUTOSPLIT_WINDOW; k++) {
             for (int i = 0; i < 2; i++) {
                 struct tile_autosplit *a = tile_pool_autosplit(kernel_pools[i]);
-                tile_autosplit_record(a, bytes, TILE_SPLIT_ONE, i == 0 ? 1 : 1000000000);
-                tile_autosplit_record(a, bytes, TILE_SPLIT_POOL, i == 0 ? 1000000000 : 1);
+                for (int w = 0; w < TILE_WORK_KINDS; w++) {
+                    tile_autosplit_record(a, w, bytes, TILE_SPLIT_ONE, i == 0 ? 1 : 1000000000);
+                    tile_autosplit_record(a, w, bytes, TILE_SPLIT_POOL, i == 0 ? 1000000000 : 1);
+                }
             }
         }
     }

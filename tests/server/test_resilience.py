@@ -268,13 +268,16 @@ class HeaderDeadline(unittest.TestCase):
     """--header-timeout: a request head must be complete within its deadline,
     however steadily its bytes trickle in (the idle timeout alone never fires
     for a client that sends a byte a second); bodies and idle gaps inside
-    the deadline are not affected."""
+    the deadline are not affected. Between requests on a kept-alive connection
+    the idle timeout is added: a client may rightly wait that long to start
+    its next head."""
 
     TIMEOUT = 2
+    IDLE = 3
 
     @classmethod
     def setUpClass(cls):
-        cls.d = Daemon("--header-timeout", str(cls.TIMEOUT), "--idle-timeout", "30", "--log-level", "warn")
+        cls.d = Daemon("--header-timeout", str(cls.TIMEOUT), "--idle-timeout", str(cls.IDLE), "--log-level", "warn")
 
     @classmethod
     def tearDownClass(cls):
@@ -329,7 +332,24 @@ class HeaderDeadline(unittest.TestCase):
         after = self.trickle_until_closed(conn.sock, b"GET /v2/health/live HTTP/1.1\r\nX-Slow: " + b"b" * 500)
         conn.close()
         self.assertIsNotNone(after, "the third head, trickled, was never cut")
-        self.assertLess(after, (self.TIMEOUT + 1.5) * (2 if WRAP else 1))
+        self.assertGreater(after, self.TIMEOUT + self.IDLE - 0.2)
+        self.assertLess(after, (self.TIMEOUT + self.IDLE + 1.5) * (2 if WRAP else 1))
+
+    def test_keep_alive_gap_past_header_timeout_is_not_cut(self):
+        before = self.cuts()
+        conn = http.client.HTTPConnection(self.d.host, self.d.port, timeout=5)
+        conn.request("POST", SMALL_PATH, SMALL_IN, RAW)
+        self.assertEqual(conn.getresponse().read(), SMALL_OUT)
+        time.sleep(self.TIMEOUT + 0.6)  # silent past the header timeout, inside the idle one
+        conn.request("POST", SMALL_PATH, SMALL_IN, RAW)
+        resp = conn.getresponse()
+        self.assertEqual((resp.status, resp.read()), (200, SMALL_OUT))
+        # Left silent, the idle timeout closes it; that is not a late head.
+        conn.sock.settimeout((self.IDLE + 3) * (2 if WRAP else 1))
+        _, closed = read_until_close(conn.sock)
+        conn.close()
+        self.assertTrue(closed, "the idle connection was never closed")
+        self.assertEqual(self.cuts(), before)
 
     def test_slow_head_within_deadline_and_slow_body_are_served(self):
         s = socket.create_connection((self.d.host, self.d.port), timeout=10)
