@@ -155,6 +155,9 @@ static void produce(void *arg)
             break;
         pthread_mutex_unlock(&s->lock);
         uint64_t t0 = tiled_now_us();
+        /* The JSON tail with the metrics may be written in this chunk: the
+         * total so far is the best figure it can carry. */
+        s->tm.total_us = t0 - s->t_start;
         bool last = false;
         uint64_t n = fill(s, s->buf[slot], &last);
         uint64_t dt = tiled_now_us() - t0;

@@ -348,6 +348,26 @@ class TileHTTP(unittest.TestCase):
         self.assertEqual(len(body), 256 * 4 * 40000)
         self.assertEqual(body, np.tile(a, 40000).tobytes())
 
+    def test_streamed_json_carries_its_metrics(self):
+        """A JSON body produced while it is sent ends with real figures: the
+        total covers the phases that came before the tail was written."""
+        d = Daemon("--stream-threshold", "64K", "--stream-chunk", "16K")
+        try:
+            a = np.arange(8, dtype=np.int32)
+            resp, body = d.request("POST", "/v1/tile", json.dumps(
+                {"input": {"dtype": "int32", "shape": [8], "data": a.tolist()}, "repeats": [20000]}),
+                {"Content-Type": "application/json"})
+            self.assertEqual(resp.status, 200)
+            doc = json.loads(body)
+            self.assertGreater(len(body), 64 << 10)
+            self.assertEqual(doc["output"]["data"], np.tile(a, 20000).tolist())
+            m = doc["metrics"]
+            self.assertGreater(m["encode_us"], 0)
+            self.assertGreater(m["total_us"], 0)
+            self.assertGreaterEqual(m["total_us"], m["queue_us"] + m["decode_us"] + m["tile_us"])
+        finally:
+            self.assertEqual(d.stop(), 0)
+
     def test_access_log_is_json(self):
         self.d.request("GET", "/v2/health/live", headers={"X-Request-Id": "log-check"})
         time.sleep(0.2)
