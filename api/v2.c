@@ -7,6 +7,14 @@
  * order their inputs appear, as Triton's extension specifies, and every
  * byte must be accounted for. Decoded tensors are then mapped onto a plain
  * struct tile_request, so planning and encoding are the same as for /v1.
+ *
+ * LENIENCY. Keys this model does not use are skipped at every level (the
+ * request, each input and output, every "parameters"), as Triton's and
+ * KServe's own servers skip them: clients add their own (KServe always sends
+ * "model_name"). What a known key says is checked strictly: "model_name" and
+ * "model_version" must name the model and version the URL addresses, and a
+ * tensor carries exactly one of non-null "data" and "binary_data_size"
+ * (KServe writes "data": null beside the binary case).
  */
 #include "v2.h"
 
@@ -100,10 +108,13 @@ static int in_data(void *p)
 {
     struct v2_ctx *c = p;
     struct tile_json_token t;
-    c->cur->has_data = true;
-    c->cur->data_at = c->jr.lx; /* read once datatype and shape are known */
+    struct tile_json_lexer at = c->jr.lx; /* read once datatype and shape are known */
     if (tile_jr_next(&c->jr, &t) < 0)
         return -1;
+    if (t.type == TILE_JSON_NULL)
+        return 0; /* "data": null is no data (the binary case, as KServe sends it) */
+    c->cur->has_data = true;
+    c->cur->data_at = at;
     return tile_json_skip_value(&c->jr.lx, &t, c->jr.e);
 }
 
@@ -136,7 +147,7 @@ static int read_input(void *p)
         return tile_error_set(c->jr.e, TILE_EINVAL, "too many inputs (the tile model takes at most 3)");
     c->cur = &c->in[c->nin++];
     memset(c->cur, 0, offsetof(struct v2_input, shape)); /* small requests: clear only what is read */
-    if (tile_jr_object(&c->jr, c, keys, 5, "an input", "name, shape, datatype, parameters or data", false) < 0)
+    if (tile_jr_object(&c->jr, c, keys, 5, "an input", "name, shape, datatype, parameters or data", true) < 0)
         return -1;
     struct v2_input *in = c->cur;
     const char *missing = !in->has_name ? "name" : !in->has_shape ? "shape" : !in->has_dtype ? "datatype" : NULL;
@@ -188,7 +199,7 @@ static int read_output(void *p)
 {
     static const struct tile_jr_key keys[] = {{"name", out_name}, {"parameters", out_parameters}};
     struct v2_ctx *c = p;
-    return tile_jr_object(&c->jr, c, keys, 2, "an output", "name or parameters", false);
+    return tile_jr_object(&c->jr, c, keys, 2, "an output", "name or parameters", true);
 }
 
 static int key_outputs(void *p)
@@ -227,6 +238,40 @@ static int key_id(void *p)
     struct v2_ctx *c = p;
     c->r->has_id = true;
     return tile_jr_string(&c->jr, "id", c->r->id, sizeof(c->r->id), &c->r->id_len);
+}
+
+/* The body may name the model and version (KServe's client always names the
+ * model); they must be the ones the URL addresses, or the client is talking
+ * to something other than it believes. */
+static int key_model_name(void *p)
+{
+    struct v2_ctx *c = p;
+    char name[64];
+    size_t len;
+    if (tile_jr_string(&c->jr, "model_name", name, sizeof(name), &len) < 0)
+        return -1;
+    if (len != 4 || memcmp(name, "tile", 4) != 0)
+        return tile_error_set(c->jr.e, TILE_EINVAL,
+                              "model_name '%.*s' in the request does not match the model 'tile' in the URL", (int)len,
+                              name);
+    return 0;
+}
+
+static int key_model_version(void *p)
+{
+    struct v2_ctx *c = p;
+    char text[24];
+    size_t len;
+    if (tile_jr_string(&c->jr, "model_version", text, sizeof(text), &len) < 0)
+        return -1;
+    char want[16];
+    int n = snprintf(want, sizeof(want), "%d", c->r->version);
+    if ((size_t)n != len || memcmp(text, want, len) != 0)
+        return tile_error_set(c->jr.e, TILE_EINVAL,
+                              "model_version '%.*s' in the request does not match version %s of the URL (a version "
+                              "is chosen by the URL: /v2/models/tile/versions/N/infer)",
+                              (int)len, text, want);
+    return 0;
 }
 
 /* ---- tensors ----------------------------------------------------------- */
@@ -413,9 +458,13 @@ static int map_inputs(struct v2_ctx *c)
 
 static int parse_header(struct v2_ctx *c)
 {
-    static const struct tile_jr_key keys[] = {
-        {"id", key_id}, {"parameters", key_parameters}, {"inputs", key_inputs}, {"outputs", key_outputs}};
-    if (tile_jr_object(&c->jr, c, keys, 4, "the request", "id, parameters, inputs or outputs", false) < 0)
+    static const struct tile_jr_key keys[] = {{"id", key_id},
+                                              {"parameters", key_parameters},
+                                              {"inputs", key_inputs},
+                                              {"outputs", key_outputs},
+                                              {"model_name", key_model_name},
+                                              {"model_version", key_model_version}};
+    if (tile_jr_object(&c->jr, c, keys, 6, "the request", "id, parameters, inputs or outputs", true) < 0)
         return -1;
     struct tile_json_token t;
     if (tile_jr_next(&c->jr, &t) < 0)

@@ -536,6 +536,94 @@ class InferJSON(V2Case):
 
 
 # ---------------------------------------------------------------------------
+class Leniency(V2Case):
+    """What real clients add is skipped; what a known key says is checked (README "Leniency")."""
+
+    def test_keys_clients_add_are_ignored(self):
+        a = np.arange(6, dtype=np.float32).reshape(2, 3)
+        want = np.tile(a, (2, 1))
+        inputs = [In("input", "FP32", a), In("repeats", "INT64", [2, 1])]
+        extras = [
+            {"model_name": MODEL},                                   # KServe's InferRequest.to_rest()
+            {"model_name": MODEL, "model_version": DEFAULT_VERSION},
+            {"x_client": {"nested": [1, {"k": None}]}, "trace": True},
+        ]
+        for extra in extras:
+            with self.subTest(extra=extra):
+                body, headers = infer_body(inputs, extra=extra)
+                resp, out = self.post(infer_path(), body, headers)
+                self.assertEqual(resp.status, 200, out)
+                self.assert_output(*parse_infer_response(resp, out), want, "FP32")
+        doc = json.loads(infer_body(inputs)[0])
+        doc["inputs"][0]["x_client_tag"] = "abc"
+        doc["outputs"] = [{"name": "output", "x_client_tag": 1, "parameters": {"binary_data": True, "x": 2}}]
+        resp, out = self.post(infer_path(), json.dumps(doc).encode())
+        self.assertEqual(resp.status, 200, out)
+        self.assert_output(*parse_infer_response(resp, out), want, "FP32")
+        # The version the URL names is the one the body may name.
+        body, headers = infer_body(inputs, extra={"model_name": MODEL, "model_version": "6"})
+        resp, out = self.post(infer_path("6"), body, headers)
+        self.assertEqual(resp.status, 200, out)
+
+    def test_model_name_or_version_mismatch_names_both(self):
+        inputs = [In("input", "FP32", [1.0, 2.0]), In("repeats", "INT64", [2])]
+        cases = [
+            (infer_path(), {"model_name": "resnet"}, ["'resnet'", "'tile'"]),
+            (infer_path(), {"model_version": "6"}, ["'6'", "version 13"]),
+            (infer_path("6"), {"model_version": "13"}, ["'13'", "version 6"]),
+            (infer_path(), {"model_version": 13}, ["model_version must be a string"]),
+        ]
+        for path, extra, words in cases:
+            with self.subTest(extra=extra, path=path):
+                body, headers = infer_body(inputs, extra=extra)
+                resp, out = self.post(path, body, headers)
+                self.assert_error(resp, out, 400, str(extra))
+                for w in words:
+                    self.assertIn(w, json.loads(out)["error"])
+
+    def test_null_data_beside_binary_data_size(self):
+        """KServe sends an empty binary tensor as "data": null with binary_data_size 0."""
+        for shape, repeats in (((), []), ((3,), [2]), ((2, 0), [1, 4])):
+            with self.subTest(shape=shape):
+                a = np.arange(int(np.prod(shape)), dtype=np.int32).reshape(shape)
+                reps = np.array(repeats, dtype=np.int64)
+                doc = {"model_name": MODEL, "inputs": [
+                    {"name": "input", "shape": list(shape), "datatype": "INT32",
+                     "parameters": {"binary_data_size": a.nbytes}, "data": None},
+                    {"name": "repeats", "shape": [len(repeats)], "datatype": "INT64",
+                     "parameters": {"binary_data_size": reps.nbytes}, "data": None}]}
+                body, headers = raw_infer_body(doc, a.tobytes() + reps.tobytes())
+                resp, out = self.post(infer_path(), body, headers)
+                self.assertEqual(resp.status, 200, out)
+                self.assert_output(*parse_infer_response(resp, out), np.tile(a, repeats), "INT32")
+        # A null "data" without binary_data_size is no data at all.
+        doc = {"inputs": [{"name": "input", "shape": [1], "datatype": "INT32", "data": None},
+                          {"name": "repeats", "shape": [1], "datatype": "INT64", "data": [2]}]}
+        resp, out = self.post(infer_path(), json.dumps(doc).encode())
+        self.assert_error(resp, out, 400, "null data alone")
+        self.assertIn("exactly one of 'data' and 'binary_data_size'", json.loads(out)["error"])
+
+    def test_known_keys_stay_strict(self):
+        inp = {"name": "input", "shape": [3], "datatype": "INT32", "data": [1, 2, 3]}
+        rep = {"name": "repeats", "shape": [1], "datatype": "INT64", "data": [2]}
+        cases = [
+            ("duplicate key", b'{"inputs": [], "inputs": []}', "duplicate key 'inputs'"),
+            ("id not a string", json.dumps({"id": 7, "inputs": [inp, rep]}).encode(), "id must be a string"),
+            ("shape not a list", json.dumps({"inputs": [dict(inp, shape=3), rep]}).encode(), "shape"),
+            ("binary_data not a bool",
+             json.dumps({"inputs": [inp, rep], "outputs": [{"name": "output", "parameters": {"binary_data": 1}}]})
+             .encode(), "binary_data must be true or false"),
+            ("unknown output", json.dumps({"inputs": [inp, rep], "outputs": [{"name": "out"}]}).encode(),
+             "unknown output 'out'"),
+        ]
+        for what, body, word in cases:
+            with self.subTest(what):
+                resp, out = self.post(infer_path(), body)
+                self.assert_error(resp, out, 400, what)
+                self.assertIn(word, json.loads(out)["error"])
+
+
+# ---------------------------------------------------------------------------
 class InferBinary(V2Case):
     SHAPE, REPEATS = (3, 2), [2, 3]
 
