@@ -19,7 +19,7 @@ else
 endif
 
 WARN     := -Wall -Wextra -Werror -Wstrict-prototypes -Wshadow -Wno-missing-field-initializers
-CPPFLAGS += -Icore -Iapi -Iserver -D_GNU_SOURCE
+CPPFLAGS += -D_GNU_SOURCE
 CFLAGS   += -std=c11 $(OPT) -g -pthread $(WARN) -fno-strict-aliasing
 LDLIBS   += -pthread -lm
 
@@ -37,12 +37,29 @@ PKG_CFLAGS   = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS     = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CMOCKA_LIBS  = $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
 
+# Layering, enforced by the include path: each directory sees only the
+# headers of the layers below it, so a wrong-way #include does not compile
+# (tests/layering/ checks this and that the include graph has no cycle).
+#   core/    dtypes, plans, kernels, pool      -Icore
+#   api/     codecs (no sockets)               -Icore -Iapi
+#   cli/     tiled tile, tiled probe, main()   -Icore -Iapi -Icli
+#   server/  the daemon                        -Icore -Iapi -Iserver
+LAYER_core   := -Icore
+LAYER_api    := -Icore -Iapi
+LAYER_cli    := -Icore -Iapi -Icli
+LAYER_server := -Icore -Iapi -Iserver
+LAYER_ALL    := -Icore -Iapi -Iserver
+# The layer of a path (core/x.c, tests/core/test_x.c -> core).
+layer_of = $(LAYER_$(firstword $(filter core api cli server,$(subst /, ,$(1)))))
+
 CORE_SRC   := $(wildcard core/*.c)
 API_SRC    := $(wildcard api/*.c)
-SERVER_SRC := $(filter-out server/main.c,$(wildcard server/*.c))
+CLI_SRC    := $(wildcard cli/*.c)
+SERVER_SRC := $(wildcard server/*.c)
 GEN_OBJ    := $(BUILD)/obj/gen/openapi.o
 LIB_OBJ    := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC) $(API_SRC) $(SERVER_SRC)) $(GEN_OBJ)
 CORE_OBJ   := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC))
+CLI_OBJ    := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRC) $(CORE_SRC) $(API_SRC))
 TEST_SRC   := $(wildcard tests/core/test_*.c tests/api/test_*.c tests/server/test_*.c)
 TEST_BIN   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 TEST_HELP  := $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out $(TEST_SRC),$(wildcard tests/*/*.c)))
@@ -50,7 +67,8 @@ BENCH_BIN  := $(BUILD)/bench/bench_kernel
 
 DEPS_STAMP := $(BUILD)/.deps-ok
 
-.PHONY: all install deps test test-tsan test-valgrind test-unit test-asan test-integration check-clang run bench clean help lib
+.PHONY: all install deps test test-tsan test-valgrind test-unit test-asan test-integration check-clang run bench clean help lib \
+        cli-only layer-flags
 
 all: $(BUILD)/tiled
 
@@ -71,7 +89,11 @@ deps: $(DEPS_STAMP)
 
 $(BUILD)/obj/%.o: %.c $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(call layer_of,$<) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
+
+# `make -s layer-flags LAYER=api` prints a layer's include path (for the test).
+layer-flags:
+	@echo $(LAYER_$(LAYER)) $(CPPFLAGS)
 
 # The OpenAPI document is served from the binary itself.
 $(BUILD)/gen/openapi.c: api/openapi.json scripts/embed.sh
@@ -88,23 +110,29 @@ $(BUILD)/obj/server/metrics.o: CPPFLAGS += -DTILED_GIT_COMMIT=\"$(GIT_COMMIT)\"
 $(BUILD)/libtile.a: $(CORE_OBJ)
 	ar rcs $@ $^
 
-$(BUILD)/tiled: $(BUILD)/obj/server/main.o $(LIB_OBJ)
+$(BUILD)/tiled: $(BUILD)/obj/cli/main.o $(CLI_OBJ) $(LIB_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(LDLIBS)
+
+# The CLI alone, linked without server/: `tiled serve` says it is not built in.
+$(BUILD)/tiled-cli: $(CLI_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+cli-only: $(BUILD)/tiled-cli
 
 $(BUILD)/tests/%: tests/%.c $(LIB_OBJ) $(TEST_HELP) $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) -Itests $(LDFLAGS) -o $@ $< $(LIB_OBJ) $(TEST_HELP) \
-	    $(PKG_LIBS) $(CMOCKA_LIBS) $(LDLIBS)
+	$(CC) $(call layer_of,$<) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) -Itests $(LDFLAGS) -o $@ $< $(LIB_OBJ) \
+	    $(TEST_HELP) $(PKG_LIBS) $(CMOCKA_LIBS) $(LDLIBS)
 
 $(BUILD)/bench/%: bench/%.c $(LIB_OBJ) $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_OBJ) $(PKG_LIBS) $(LDLIBS)
+	$(CC) $(LAYER_ALL) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_OBJ) $(PKG_LIBS) $(LDLIBS)
 
 # The core as a shared library needs position-independent objects.
 PIC_OBJ := $(patsubst %.c,$(BUILD)/pic/%.o,$(CORE_SRC))
 $(BUILD)/pic/%.o: %.c $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -fPIC -c $< -o $@
+	$(CC) $(LAYER_core) $(CPPFLAGS) $(CFLAGS) -fPIC -c $< -o $@
 
 $(BUILD)/libtile.so.0: $(PIC_OBJ)
 	$(CC) -shared -Wl,-soname,libtile.so.0 $(LDFLAGS) -o $@ $^ -pthread
@@ -124,8 +152,9 @@ install: $(BUILD)/tiled lib
 	sed 's|@PREFIX@|$(PREFIX)|' deploy/tiled.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/tile.pc
 
 # Unit tests of this build variant; stops at the first failing binary.
-test-unit: $(TEST_BIN) $(BUILD)/tiled
+test-unit: $(TEST_BIN) $(BUILD)/tiled $(BUILD)/tiled-cli
 	@set -e; for t in $(TEST_BIN); do echo "== $$t"; $$t; done
+	@MAKE="$(MAKE)" sh tests/layering/test_layering.sh $(BUILD)
 
 test-asan:
 	$(MAKE) SAN=address test-unit

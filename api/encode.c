@@ -56,38 +56,6 @@ int tile_format_from_media_type(const char *s, size_t len, enum tile_format *out
     return -1;
 }
 
-size_t tile_format_shape(const int64_t *shape, int rank, bool brackets, char *buf, size_t cap)
-{
-    /* Formatted by hand: every response header and JSON head has a shape,
-     * and snprintf per dimension showed up in request profiles. */
-    size_t n = 0;
-    if (cap == 0)
-        return 0;
-    if (brackets && n + 1 < cap)
-        buf[n++] = '[';
-    for (int i = 0; i < rank; i++) {
-        char digits[24];
-        int d = 0;
-        uint64_t v = shape[i] < 0 ? (uint64_t)0 - (uint64_t)shape[i] : (uint64_t)shape[i];
-        do {
-            digits[d++] = (char)('0' + v % 10);
-            v /= 10;
-        } while (v);
-        if (shape[i] < 0)
-            digits[d++] = '-';
-        if (n + (size_t)d + 2 >= cap)
-            break;
-        if (i)
-            buf[n++] = ',';
-        while (d)
-            buf[n++] = digits[--d];
-    }
-    if (brackets && n + 1 < cap)
-        buf[n++] = ']';
-    buf[n] = '\0';
-    return n;
-}
-
 /* ---- pieces: one encoded text per input element ------------------------ */
 
 struct piece_builder {

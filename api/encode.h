@@ -111,7 +111,4 @@ void tile_encoder_free(struct tile_encoder *enc);
  * length. Other formats: returns the size unchanged. */
 uint64_t tile_encoder_rewrite_metrics(const struct tile_encoder *enc, char *body);
 
-/* Writes "[2,3,4]" (or "2,3,4" without brackets) into buf. */
-size_t tile_format_shape(const int64_t *shape, int rank, bool brackets, char *buf, size_t cap);
-
 #endif

@@ -15,8 +15,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "request.h"
 #include "tile.h"
+
+/* How a string tensor was written in .npy (kept so the output keeps it). */
+enum tile_npy_strkind {
+    TILE_NPY_STR_UNICODE, /* '<U': fixed-width UCS-4 */
+    TILE_NPY_STR_BYTES    /* '|S': fixed-width bytes */
+};
 
 /* What the header of a .npy file says, before its data is read. */
 struct tile_npy_header {

@@ -71,4 +71,7 @@ size_t tile_json_path_format(const struct tile_json_path *where, char *buf, size
 int tile_json_parse_element(enum tile_dtype dtype, const struct tile_json_token *tok, void *elem,
                             const struct tile_json_path *where, struct tile_error *e);
 
+/* Writes "[2,3,4]" (or "2,3,4" without brackets) into buf. */
+size_t tile_format_shape(const int64_t *shape, int rank, bool brackets, char *buf, size_t cap);
+
 #endif

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "encode.h" /* tile_format_shape */
 #include "npy.h"
+#include "numfmt.h" /* tile_format_shape */
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "tiled assumes a little-endian host: raw bodies are copied as is"

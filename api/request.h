@@ -13,13 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "npy.h" /* enum tile_npy_strkind */
 #include "tile.h"
-
-/* How a string tensor was written in .npy (kept so the output keeps it). */
-enum tile_npy_strkind {
-    TILE_NPY_STR_UNICODE, /* '<U': fixed-width UCS-4 */
-    TILE_NPY_STR_BYTES    /* '|S': fixed-width bytes */
-};
 
 /* Size limits a decoder enforces (0 = none). */
 struct tile_limits {

@@ -54,11 +54,6 @@ struct v2_ctx {
     struct v2_input in[V2_MAX_INPUTS]; /* only in[0..nin) are initialised */
 };
 
-bool tile_v2_version_known(int version)
-{
-    return version == 13 || version == 6 || version == 1;
-}
-
 static int max_rank_of(const struct v2_ctx *c)
 {
     return c->lim.max_rank > 0 && c->lim.max_rank < TILE_MAX_RANK ? c->lim.max_rank : TILE_MAX_RANK;

@@ -27,9 +27,6 @@ struct tile_v2_request {
     bool binary_output;        /* send `output` as binary tensor data */
 };
 
-/* True for the versions served. */
-bool tile_v2_version_known(int version);
-
 /* Decodes an infer request body. `header_len` is the value of the
  * Inference-Header-Content-Length header, or -1 when absent (the whole body
  * is JSON). Leaves `r` freeable on error. */

@@ -37,10 +37,10 @@ $(FUZZ_STAMP): scripts/deps.sh
 # Library objects: instrumented for coverage (no fuzzer main).
 $(FUZZ_BUILD)/obj/%.o: %.c $(FUZZ_STAMP)
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(CPPFLAGS) -Ifuzz $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(PKG_CFLAGS) -MMD -MP -c $< -o $@
+	$(FUZZ_CC) $(or $(call layer_of,$<),$(LAYER_api)) $(CPPFLAGS) -Ifuzz $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(PKG_CFLAGS) -MMD -MP -c $< -o $@
 
 $(FUZZ_BUILD)/fuzz_%: fuzz/fuzz_%.c $(FUZZ_LIB_OBJ) $(FUZZ_STAMP)
-	$(FUZZ_CC) $(CPPFLAGS) -Ifuzz $(FUZZ_CFLAGS) -fsanitize=fuzzer $(PKG_CFLAGS) -o $@ $< $(FUZZ_LIB_OBJ) -pthread -lm
+	$(FUZZ_CC) $(LAYER_api) $(CPPFLAGS) -Ifuzz $(FUZZ_CFLAGS) -fsanitize=fuzzer $(PKG_CFLAGS) -o $@ $< $(FUZZ_LIB_OBJ) -pthread -lm
 
 fuzz-build: $(FUZZ_BIN)
 

@@ -13,7 +13,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "server.h"
+#include "auth.h"
+
+#include "log.h"
 
 #define TILED_MAX_KEYS 1024
 #define TILED_KEY_MAX 512

@@ -4,20 +4,26 @@
  * deflate (a zlib stream) is inflated before decoding, bounded by
  * --max-body *after* inflation so a small bomb cannot exhaust memory; a
  * response built in memory is compressed when Accept-Encoding prefers gzip
- * or deflate. Streamed responses are sent as they are (identity is always
- * acceptable unless a client forbids it). Both run on the worker side.
+ * or deflate; a streamed response is deflated chunk by chunk as it is
+ * produced (stream.c, with the same negotiation and window bits). All of
+ * it runs on the worker side.
  */
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <zlib.h>
 
-#include "server.h"
+#include "compress.h"
 
 /* zlib windowBits: 15 = zlib stream, +16 = gzip wrapper. */
-static int window_bits(enum tiled_coding c)
+int tiled_coding_window_bits(enum tiled_coding c)
 {
     return c == TILED_CODING_GZIP ? 15 + 16 : 15;
+}
+
+const char *tiled_coding_name(enum tiled_coding c)
+{
+    return c == TILED_CODING_GZIP ? "gzip" : c == TILED_CODING_DEFLATE ? "deflate" : NULL;
 }
 
 int tiled_coding_parse(const char *s, enum tiled_coding *out)
@@ -33,21 +39,21 @@ int tiled_coding_parse(const char *s, enum tiled_coding *out)
     return 0;
 }
 
-int tiled_body_decompress(struct tiled_req *req, struct tile_error *e)
+int tiled_body_decompress(enum tiled_coding c, char **body, uint64_t *len, uint64_t max, struct tile_error *e)
 {
-    if (req->request_coding == TILED_CODING_IDENTITY)
+    if (c == TILED_CODING_IDENTITY)
         return 0;
-    uint64_t max = req->srv->lim.max_body, cap = req->body_len * 4 + 4096;
+    uint64_t cap = *len * 4 + 4096;
     if (cap > max)
         cap = max;
     char *out = malloc(cap ? cap : 1);
     z_stream z = {0};
-    if (!out || inflateInit2(&z, window_bits(req->request_coding)) != Z_OK) {
+    if (!out || inflateInit2(&z, tiled_coding_window_bits(c)) != Z_OK) {
         free(out);
         return tile_error_set(e, TILE_ENOMEM, "cannot set up decompression");
     }
-    z.next_in = (Bytef *)req->body;
-    z.avail_in = (uInt)req->body_len;
+    z.next_in = (Bytef *)*body;
+    z.avail_in = (uInt)*len;
     int rc = Z_OK;
     uint64_t used = 0;
     while (rc != Z_STREAM_END) {
@@ -83,12 +89,11 @@ int tiled_body_decompress(struct tiled_req *req, struct tile_error *e)
             return tile_error_set(e, TILE_ETOOBIG, "the decompressed request body exceeds the max-body limit of %llu bytes",
                                   (unsigned long long)max);
         return tile_error_set(e, TILE_EINVAL, "the request body is not valid %s data",
-                              req->request_coding == TILED_CODING_GZIP ? "gzip" : "deflate (zlib)");
+                              c == TILED_CODING_GZIP ? "gzip" : "deflate (zlib)");
     }
-    free(req->body);
-    req->body = out;
-    req->body_len = req->body_cap = used;
-    req->request_coding = TILED_CODING_IDENTITY;
+    free(*body);
+    *body = out;
+    *len = used;
     return 0;
 }
 
@@ -117,14 +122,12 @@ enum tiled_coding tiled_coding_negotiate(const char *accept_encoding)
     return gz >= df ? TILED_CODING_GZIP : TILED_CODING_DEFLATE;
 }
 
-int tiled_reply_compress(struct tiled_req *req, struct tile_error *e)
+int tiled_reply_compress(struct tiled_reply *r, enum tiled_coding c, struct tile_error *e)
 {
-    struct tiled_reply *r = &req->reply;
-    enum tiled_coding c = tiled_coding_negotiate(req->accept_encoding);
     if (c == TILED_CODING_IDENTITY || !r->body)
         return 0;
     z_stream z = {0};
-    if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, window_bits(c), 8, Z_DEFAULT_STRATEGY) != Z_OK)
+    if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, tiled_coding_window_bits(c), 8, Z_DEFAULT_STRATEGY) != Z_OK)
         return tile_error_set(e, TILE_ENOMEM, "cannot set up compression");
     uLong bound = deflateBound(&z, (uLong)r->body_len);
     char *out = malloc(bound);
@@ -146,6 +149,6 @@ int tiled_reply_compress(struct tiled_req *req, struct tile_error *e)
     free(r->body);
     r->body = out;
     r->body_len = n;
-    tiled_reply_header(r, "Content-Encoding", c == TILED_CODING_GZIP ? "gzip" : "deflate");
+    tiled_reply_header(r, "Content-Encoding", tiled_coding_name(c));
     return 0;
 }

@@ -218,8 +218,7 @@ static void format_value(const struct tiled_config *cfg, const struct tiled_opti
 
 void tiled_config_help(FILE *out)
 {
-    fprintf(out, "usage: tiled [serve] [options]\n"
-                 "       tiled tile --repeats 2,3 [--semantics S] [--tiles N --axis K] IN.npy OUT.npy\n\n"
+    fprintf(out, "usage: tiled serve [options]\n\n"
                  "options (each also read from its environment variable):\n");
     for (size_t i = 0; i < NOPTIONS; i++) {
         const struct tiled_option *o = &tiled_options[i];

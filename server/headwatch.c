@@ -31,7 +31,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include "server.h"
+#include "base.h"
 
 /* How often the sweeper looks, in milliseconds: a late head is cut at most
  * this long after its deadline. */

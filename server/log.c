@@ -10,6 +10,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "log.h"
+
+#include "base.h"
 #include "server.h"
 
 static enum tiled_log_level log_level = TILED_LOG_INFO;

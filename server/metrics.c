@@ -9,8 +9,6 @@
  */
 #include "metrics.h"
 
-#include "headwatch.h"
-
 #include <dirent.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -21,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base.h"
+#include "headwatch.h"
 #include "server.h"
 
 #ifndef TILED_GIT_COMMIT

@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base.h"
+#include "handlers.h"
 #include "metrics.h"
 #include "server.h"
 

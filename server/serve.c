@@ -14,7 +14,13 @@
 #include <unistd.h>
 
 #include "serve.h"
+
+#include "auth.h"
+#include "base.h"
+#include "http.h"
+#include "log.h"
 #include "server.h"
+#include "stream.h"
 
 static void limits_from_config(struct tiled_server *srv)
 {

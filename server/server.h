@@ -1,10 +1,12 @@
-/* server.h - shared state of the tiled daemon.
+/* server.h - shared state of the tiled daemon: the server and a request.
  *
- * DESIGN. http.c is the only file that talks to libmicrohttpd: it turns
- * callbacks into a struct tiled_req (method, path, headers, body) and a
- * route's handler fills a struct tiled_reply (status, headers, body bytes or
- * a streamed encoder). Handlers never see MHD, so the v1 and later protocol
- * handlers stay plain functions of request -> reply.
+ * DESIGN. http.c turns libmicrohttpd's callbacks into a struct tiled_req
+ * (method, path, headers, body) and a route's handler (handlers.h) fills a
+ * struct tiled_reply (reply.h: status, headers, body bytes or a streamed
+ * encoder). Handlers and work.c see no libmicrohttpd type; stream.c and
+ * headwatch.c are the transport's other two files (a stream suspends and
+ * resumes its connection, headwatch watches connections). Each module
+ * declares its functions in its own header; this one holds only types.
  */
 #ifndef TILED_SERVER_H
 #define TILED_SERVER_H
@@ -14,8 +16,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "compress.h"
 #include "config.h"
 #include "encode.h"
+#include "reply.h"
 #include "request.h"
 #include "tile.h"
 #include "v2.h"
@@ -23,8 +27,6 @@
 #define TILED_VERSION "0.1.0"
 
 struct MHD_Daemon;
-
-enum tiled_coding { TILED_CODING_IDENTITY, TILED_CODING_GZIP, TILED_CODING_DEFLATE };
 struct MHD_Connection;
 
 /* Triton-style cumulative statistics of one model version. */
@@ -49,17 +51,6 @@ struct tiled_server {
     uint64_t start_us;
     uint64_t start_wall_ms;
     char *tls_cert_pem, *tls_key_pem; /* kept for the daemon's lifetime */
-};
-
-/* A reply: either a finished body in memory or a streamed encoder. */
-struct tiled_reply {
-    int status;
-    char content_type[64];
-    char *headers[6][2];      /* extra headers (name, value), owned */
-    int nheaders;
-    char *body;               /* owned, malloc'd */
-    uint64_t body_len;
-    struct tiled_stream *stream; /* owned; streamed body instead of `body` */
 };
 
 /* Per-request state, owned by http.c; freed when the request completes. */
@@ -124,99 +115,6 @@ struct tiled_route {
     bool needs_body;
     bool prefix;    /* path is a prefix; the handler routes the rest */
     bool open;      /* served without an API key (health checks) */
-    bool offload;   /* may run on the worker pool */
 };
-
-/* Microseconds on the monotonic clock; milliseconds since the epoch. */
-uint64_t tiled_now_us(void);
-uint64_t tiled_wall_ms(void);
-
-/* Sets an error reply {"error": msg} with `status`. */
-void tiled_reply_error(struct tiled_reply *r, int status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-/* Sets an error reply from a tile_error, choosing the status from its code. */
-void tiled_reply_tile_error(struct tiled_reply *r, const struct tile_error *e);
-/* Sets a JSON body (copied). */
-void tiled_reply_json(struct tiled_reply *r, int status, const char *json);
-void tiled_reply_header(struct tiled_reply *r, const char *name, const char *value);
-void tiled_reply_free(struct tiled_reply *r);
-
-/* Handlers (v1.c, health.c). */
-void tiled_handle_tile(struct tiled_req *req);
-void tiled_handle_live(struct tiled_req *req);
-void tiled_handle_ready(struct tiled_req *req);
-void tiled_handle_server_metadata(struct tiled_req *req);
-void tiled_handle_metrics(struct tiled_req *req);
-void tiled_handle_openapi(struct tiled_req *req);
-void tiled_handle_models(struct tiled_req *req);
-/* Adds a finished v2 infer request to its version's statistics. */
-void tiled_v2_record(struct tiled_server *srv, const struct tiled_req *req, bool ok);
-
-/* work.c: running a prepared request, inline or on a worker. */
-/* Plans req->treq into req->plan with the server's limits. */
-int tiled_work_plan(struct tiled_req *req, struct tile_error *e);
-/* Finishes small requests on the spot, leaves the rest for a worker. */
-void tiled_work_start(struct tiled_req *req);
-/* The worker side: prepare (if not yet) and produce the reply. */
-void tiled_work_run(struct tiled_req *req);
-/* Replaces the reply with an error reply for `e`. */
-void tiled_work_fail(struct tiled_req *req, const struct tile_error *e);
-
-/* Server-Timing value for the request's timings. */
-void tiled_server_timing(const struct tile_timings *tm, char *buf, size_t cap);
-
-/* stream.c: streamed bodies. */
-struct tiled_stream;
-struct tiled_stream *tiled_stream_init(struct tiled_req *req, struct tile_encoder *enc, uint64_t chunk);
-/* Body length, or UINT64_MAX when it is sent chunked (trailers or
- * compression); the Content-Encoding applied, or NULL. */
-uint64_t tiled_stream_size(const struct tiled_stream *s);
-const char *tiled_stream_coding(const struct tiled_stream *s);
-struct MHD_Response;
-void tiled_stream_set_response(struct tiled_stream *s, struct MHD_Response *resp);
-/* MHD content-reader callback and free callback. */
-long tiled_stream_read(void *cls, uint64_t pos, char *buf, size_t max);
-void tiled_stream_free(void *cls);
-/* At shutdown (with srv->stopping set): wakes every suspended stream so it
- * ends with an error instead of waiting for data that will not come. */
-void tiled_streams_abort(void);
-
-/* auth.c: API keys. Loading an empty path disables authentication. */
-int tiled_auth_load(const char *path, struct tile_error *e);
-void tiled_auth_free(void);
-bool tiled_auth_enabled(void);
-/* True when `authorization` is "Bearer KEY" with a configured key. */
-bool tiled_auth_check(const char *authorization);
-
-/* compress.c */
-/* Parses a Content-Encoding value; -1 when unsupported. */
-int tiled_coding_parse(const char *s, enum tiled_coding *out);
-enum tiled_coding tiled_coding_negotiate(const char *accept_encoding);
-/* Inflates req->body in place of itself (bounded by max-body). */
-int tiled_body_decompress(struct tiled_req *req, struct tile_error *e);
-/* Compresses an in-memory reply body when Accept-Encoding asks for it. */
-int tiled_reply_compress(struct tiled_req *req, struct tile_error *e);
-
-/* Logging (log.c). */
-void tiled_log_init(const struct tiled_config *cfg);
-void tiled_log_event(enum tiled_log_level level, const char *event, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-bool tiled_log_enabled(enum tiled_log_level level);
-/* The access line of a finished request (level info); req->remote must be set. */
-void tiled_log_access(const struct tiled_req *req, int status);
-/* An error event with its message escaped for JSON. */
-void tiled_log_error(const char *event, const char *message);
-
-/* Copies the string `src` into dst[cap] (cap > 0), truncating; returns dst. */
-char *tiled_copy_str(char *dst, size_t cap, const char *src);
-
-/* http.c: the daemon's lifecycle. */
-int tiled_http_start(struct tiled_server *srv, struct tile_error *e);
-void tiled_http_quiesce(struct tiled_server *srv);
-unsigned tiled_http_connections(struct tiled_server *srv);
-void tiled_http_stop(struct tiled_server *srv);
-
-/* serve.c */
-int tiled_serve_main(int argc, char **argv);
 
 #endif

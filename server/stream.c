@@ -18,6 +18,10 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "stream.h"
+
+#include "base.h"
+#include "compress.h"
 #include "server.h"
 
 #define NSLOTS 2
@@ -222,7 +226,7 @@ struct tiled_stream *tiled_stream_init(struct tiled_req *req, struct tile_encode
     s->coding = tiled_coding_negotiate(req->accept_encoding);
     if (s->coding != TILED_CODING_IDENTITY) {
         s->raw = malloc(chunk);
-        int bits = s->coding == TILED_CODING_GZIP ? 15 + 16 : 15;
+        int bits = tiled_coding_window_bits(s->coding);
         if (!s->raw || deflateInit2(&s->z, Z_BEST_SPEED, Z_DEFLATED, bits, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
             s->coding = TILED_CODING_IDENTITY; /* identity is always acceptable */
             free(s->raw);
@@ -245,7 +249,7 @@ uint64_t tiled_stream_size(const struct tiled_stream *s)
 
 const char *tiled_stream_coding(const struct tiled_stream *s)
 {
-    return s->coding == TILED_CODING_GZIP ? "gzip" : s->coding == TILED_CODING_DEFLATE ? "deflate" : NULL;
+    return tiled_coding_name(s->coding);
 }
 
 void tiled_stream_set_response(struct tiled_stream *s, struct MHD_Response *resp)

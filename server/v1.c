@@ -10,7 +10,11 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base.h"
+#include "handlers.h"
+#include "numfmt.h"
 #include "server.h"
+#include "work.h"
 
 /* Picks the response format from Accept: the first listed supported type
  * with the highest q; wildcards and an absent header mean the request's. */

@@ -8,12 +8,14 @@
  * output in the protocol's response. Per-version statistics follow
  * Triton's statistics extension.
  */
-#include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base.h"
+#include "handlers.h"
 #include "server.h"
+#include "work.h"
 #include "v2.h"
 
 static const int tiled_versions[] = {13, 6, 1};

@@ -12,7 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "work.h"
+
+#include "base.h"
+#include "compress.h"
 #include "server.h"
+#include "stream.h"
 
 int tiled_work_plan(struct tiled_req *req, struct tile_error *e)
 {
@@ -71,11 +76,13 @@ static int produce(struct tiled_req *req, struct tile_error *e)
         r->stream = tiled_stream_init(req, &req->enc, (uint64_t)srv->cfg.stream_chunk);
         if (!r->stream)
             return tile_error_set(e, TILE_ENOMEM, "cannot set up the response stream");
+        r->release_stream = tiled_stream_free;
         req->has_enc = false; /* the stream owns the encoder now */
     } else if (size > srv->lim.max_output) {
         return tile_error_set(e, TILE_ETOOBIG, "output of %llu bytes exceeds the max-output limit of %llu bytes",
                               (unsigned long long)size, (unsigned long long)srv->lim.max_output);
-    } else if (build_body(req, e) < 0 || tiled_reply_compress(req, e) < 0) {
+    } else if (build_body(req, e) < 0 ||
+               tiled_reply_compress(r, tiled_coding_negotiate(req->accept_encoding), e) < 0) {
         return -1;
     }
     r->status = 200;
@@ -102,8 +109,10 @@ static int prepare(struct tiled_req *req, struct tile_error *e)
         tiled_reply_header(&req->reply, "Accept-Encoding", "gzip, deflate");
         return -2;
     }
-    if (tiled_body_decompress(req, e) < 0)
+    if (tiled_body_decompress(req->request_coding, &req->body, &req->body_len, req->srv->lim.max_body, e) < 0)
         return -1;
+    req->body_cap = req->body_len;
+    req->request_coding = TILED_CODING_IDENTITY;
     return req->prepare(req, e);
 }
 

@@ -205,6 +205,14 @@ fails 1 "not a .npy file" --repeats 1 "$tmp/text.npy" "$tmp/x.npy"
 if [ -e "$tmp/x.npy" ]; then bad "a failed run left $tmp/x.npy behind"; else ok; fi
 
 if "$TILED_BIN" tile --help >"$tmp/help" 2>&1 && grep -q -- "--repeats" "$tmp/help"; then ok; else bad "--help"; fi
+# Each subcommand has its own usage: serve's does not describe tile, and
+# the top-level one lists the subcommands.
+if "$TILED_BIN" serve --help >"$tmp/help" 2>&1 && grep -q "^usage: tiled serve" "$tmp/help" &&
+   ! grep -q "tiled tile" "$tmp/help" && ! grep -q -- "--repeats" "$tmp/help"; then ok; else bad "serve --help"; fi
+if "$TILED_BIN" tile --help >"$tmp/help" 2>&1 && ! grep -q -- "--max-body" "$tmp/help"; then ok; else bad "tile --help shows serve options"; fi
+if "$TILED_BIN" --help >"$tmp/help" 2>&1 && grep -q "^  serve" "$tmp/help" && grep -q "^  tile" "$tmp/help" &&
+   grep -q "^  probe" "$tmp/help"; then ok; else bad "tiled --help lists the subcommands"; fi
+if "$TILED_BIN" probe --help 2>&1 | grep -q "^usage: tiled probe"; then ok; else bad "probe --help"; fi
 
 # ---- valgrind ---------------------------------------------------------------------
 if ! command -v valgrind >/dev/null 2>&1; then

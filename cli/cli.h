@@ -1,4 +1,4 @@
-/* cli.h - `tiled tile`: tile a .npy file offline, without the daemon. */
+/* cli.h - the offline subcommands of the tiled binary (core/ and api/ only). */
 #ifndef TILED_CLI_H
 #define TILED_CLI_H
 
@@ -9,7 +9,8 @@
  * message goes to stderr as "tiled: ..."), 2 on a usage error. */
 int tiled_cli_tile(int argc, char **argv);
 
-/* `tiled probe URL`: GET the URL, exit 0 on a 2xx status (argv[0] is "probe"). */
+/* `tiled probe URL`: GET the URL over a plain socket, exit 0 on a 2xx
+ * status (argv[0] is "probe"). */
 int tiled_cli_probe(int argc, char **argv);
 
 #endif

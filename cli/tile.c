@@ -1,4 +1,4 @@
-/* cli_tile.c - `tiled tile`: tile a .npy file offline (see cli.h).
+/* tile.c - `tiled tile`: tile a .npy file offline (see cli.h).
  *
  * DESIGN. The CLI is the /v1 .npy path without HTTP: its options are the
  * query parameters of the same name, applied by tile_request_query_param(),

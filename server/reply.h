@@ -1,0 +1,43 @@
+/* reply.h - what a handler answers: status, headers, and a body held in
+ * memory or produced while it is sent (a stream, see stream.h).
+ *
+ * The reply knows nothing of the transport that sends it; it owns every
+ * string and buffer it points to and frees them in tiled_reply_free().
+ */
+#ifndef TILED_REPLY_H
+#define TILED_REPLY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "encode.h" /* struct tile_timings */
+#include "error.h"
+
+struct tiled_stream;
+
+struct tiled_reply {
+    int status;
+    char content_type[64];
+    char *headers[6][2];      /* extra headers (name, value), owned */
+    int nheaders;
+    char *body;               /* owned, malloc'd */
+    uint64_t body_len;
+    /* Owned; a streamed body instead of `body`, let go with release_stream. */
+    struct tiled_stream *stream;
+    void (*release_stream)(void *stream);
+};
+
+/* Sets an error reply {"error": msg} with `status`. */
+void tiled_reply_error(struct tiled_reply *r, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Sets an error reply from a tile_error, choosing the status from its code. */
+void tiled_reply_tile_error(struct tiled_reply *r, const struct tile_error *e);
+/* Sets a JSON body (copied). */
+void tiled_reply_json(struct tiled_reply *r, int status, const char *json);
+void tiled_reply_header(struct tiled_reply *r, const char *name, const char *value);
+void tiled_reply_free(struct tiled_reply *r);
+
+/* Server-Timing value for the request's timings. */
+void tiled_server_timing(const struct tile_timings *tm, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,18 @@
+/* work.h - running a prepared request, inline or on a worker. */
+#ifndef TILED_WORK_H
+#define TILED_WORK_H
+
+#include "error.h"
+
+struct tiled_req;
+
+/* Plans req->treq into req->plan with the server's limits. */
+int tiled_work_plan(struct tiled_req *req, struct tile_error *e);
+/* Finishes small requests on the spot, leaves the rest for a worker. */
+void tiled_work_start(struct tiled_req *req);
+/* The worker side: prepare (if not yet) and produce the reply. */
+void tiled_work_run(struct tiled_req *req);
+/* Replaces the reply with an error reply for `e`. */
+void tiled_work_fail(struct tiled_req *req, const struct tile_error *e);
+
+#endif

@@ -1,0 +1,53 @@
+#!/bin/sh
+# test_layering.sh - the layers are kept apart by the build, not by habit:
+#   - a wrong-way #include does not compile with the include path the
+#     Makefile gives that layer, and a right-way one does (so the failure is
+#     the layering, not a broken probe);
+#   - the modules' include graph has no cycle (include_graph.py), and the
+#     checker finds a planted one;
+#   - the CLI links without server/ (BUILD/tiled-cli) and says so for serve.
+#
+#   sh tests/layering/test_layering.sh [BUILD]     (run by make test-unit)
+set -u
+build=${1:-build}
+make=${MAKE:-make}
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/tiled-layering.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+# probe LAYER HEADER want: compile `#include "HEADER"` with LAYER's flags.
+probe() {
+  flags=$($make -s --no-print-directory layer-flags LAYER="$1")
+  printf '#include "%s"\nint layer_probe(void);\nint layer_probe(void) { return 0; }\n' "$2" > "$tmp/probe.c"
+  if ${CC:-cc} $flags -std=c11 -c "$tmp/probe.c" -o "$tmp/probe.o" 2> "$tmp/err"; then got=compiles; else got=fails; fi
+  if [ "$got" = "$3" ]; then ok; else bad "$1/ including \"$2\" $got (want: $3)"; sed 3q "$tmp/err" >&2; fi
+}
+
+probe core tile.h compiles
+probe core encode.h fails      # core must not see api/
+probe core server.h fails
+probe api encode.h compiles
+probe api tile.h compiles
+probe api server.h fails       # api must not see server/
+probe api cli.h fails
+probe cli encode.h compiles
+probe cli server.h fails       # the CLI does not depend on the daemon
+probe cli serve.h fails
+probe server encode.h compiles
+probe server cli.h fails       # nor the daemon on the CLI
+
+if python3 tests/layering/include_graph.py .; then ok; else bad "the include graph has a cycle"; fi
+if python3 tests/layering/include_graph.py --self-test; then ok; else bad "the cycle checker missed a planted cycle"; fi
+
+cli="$build/tiled-cli"
+if [ -x "$cli" ] && "$cli" tile --help | grep -q -- "--repeats"; then ok; else bad "$cli tile --help"; fi
+"$cli" serve > "$tmp/out" 2>&1
+if [ $? -eq 2 ] && grep -q "no HTTP daemon" "$tmp/out"; then ok; else bad "$cli serve should say it has no daemon"; fi
+if nm "$cli" | grep -q ' T tiled_http_start'; then bad "$cli links server code"; else ok; fi
+
+echo "layering: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
