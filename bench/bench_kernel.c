@@ -7,6 +7,8 @@
  * several repetitions. Output buffers are reused and pre-faulted; large
  * cases get a second row with a freshly allocated output per repetition to
  * show the first-touch cost a server pays if it allocates per request.
+ * The 'other' column is one thread with the store kind the policy did not
+ * pick (core/stores.h): where it is faster, the policy chose wrong.
  *
  * Reproduce: make bench   (or build/bench/bench_kernel [reps])
  */
@@ -18,6 +20,7 @@
 
 #include "tile.h"
 #include "autosplit.h"
+#include "stores.h"
 
 #define MAX_REPS 64
 
@@ -167,9 +170,13 @@ static void bench_case(const struct bench_case *c, int reps)
         gbps_pair(OP_TILE, &one, &all, reps, &t1, &tn);
     else
         t1 = tn = gbps(OP_TILE, &one, reps);
+    bool stream = tile_stores_stream(plan.out_bytes);
+    tile_stores_force(stream ? TILE_STORES_CACHED : TILE_STORES_STREAM);
+    double other = gbps(OP_TILE, &one, reps);
+    tile_stores_force(TILE_STORES_AUTO);
     double mib = (double)plan.out_bytes / (1 << 20);
-    printf("| %-36s | %9.1f | %6.1f | %6.1f | %6.1f | %6.1f | %5.2f | %5.2f |\n", c->name, mib, t1, tn, ms, mc,
-           t1 / ms, t1 / mc);
+    printf("| %-36s | %9.1f | %6s | %6.1f | %6.1f | %6.1f | %6.1f | %6.1f | %5.2f | %5.2f |\n", c->name, mib,
+           stream ? "stream" : "cached", t1, tn, other, ms, mc, t1 / ms, t1 / mc);
     if (plan.out_bytes >= (16u << 20)) {
         double f1, fn;
         tile_pool_free(pool);
@@ -178,8 +185,8 @@ static void bench_case(const struct bench_case *c, int reps)
             gbps_pair(OP_TILE_FRESH, &one, &all, reps, &f1, &fn);
         else
             f1 = fn = gbps(OP_TILE_FRESH, &one, reps);
-        printf("| %-36s | %9s | %6.1f | %6.1f | %6s | %6s | %5.2f | %5.2f |\n", "  (fresh output buffer)", "", f1,
-               fn, "", "", f1 / ms, f1 / mc);
+        printf("| %-36s | %9s | %6s | %6.1f | %6.1f | %6s | %6s | %6s | %5.2f | %5.2f |\n", "  (fresh output buffer)", "",
+               "", f1, fn, "", "", "", f1 / ms, f1 / mc);
     }
     fflush(stdout);
     tile_pool_free(pool);
@@ -224,10 +231,13 @@ int main(int argc, char **argv)
     printf("(outputs under %u MiB never use the pool: 'all' = '1 thr'; larger ones use it when the pool's\n"
            " own timings say it is faster, see core/autosplit.h: 'all' is what tile_execute delivers)\n\n",
            TILE_PARALLEL_MIN_BYTES >> 20);
-    printf("| %-36s | %9s | %6s | %6s | %6s | %6s | %5s | %5s |\n", "case", "out MiB", "1 thr", "all", "memset",
-           "memcpy", "1/set", "1/cpy");
-    printf("|%s|%s|%s|%s|%s|%s|%s|%s|\n", "--------------------------------------", "-----------", "--------",
-           "--------", "--------", "--------", "-------", "-------");
+    const struct tile_cache_sizes *cs = tile_cache_sizes();
+    printf("store policy: last-level cache %llu KiB (%s); outputs from %llu KiB on are streamed\n\n",
+           (unsigned long long)cs->llc_bytes >> 10, cs->source, (unsigned long long)tile_stores_stream_min() >> 10);
+    printf("| %-36s | %9s | %6s | %6s | %6s | %6s | %6s | %6s | %5s | %5s |\n", "case", "out MiB", "stores", "1 thr",
+           "all", "other", "memset", "memcpy", "1/set", "1/cpy");
+    printf("|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n", "--------------------------------------", "-----------",
+           "--------", "--------", "--------", "--------", "--------", "--------", "-------", "-------");
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         bench_case(&cases[i], reps);
     bench_tiny(reps);

@@ -22,12 +22,13 @@
 #include <time.h>
 
 #include "autosplit.h"
+#include "stores.h"
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
 
 /* A written tile at most this big is copied from instead of regenerated
- * (any tile is, in an output too small to be streamed: it stays in cache). */
+ * (any tile is, in an output that fits the cache: it stays there). */
 #define TILE_REPLICATE_MAX (256u << 10)
 /* Doubling stops at this size; beyond it the doubled block is copied as is. */
 #define TILE_DOUBLING_CAP (32u << 10)
@@ -37,8 +38,6 @@
  * least TILE_TASK_MIN_BYTES (a task pays for one partial tile per seam). */
 #define TILE_TASKS_PER_THREAD 8u
 #define TILE_TASK_MIN_BYTES (1u << 20)
-/* Whole outputs at least this big bypass the cache (see stream_copy). */
-#define TILE_STREAM_MIN_BYTES (8u << 20)
 /* Single copies at least this big (an identity tile, say) go to memcpy,
  * which itself streams past the cache at these sizes. */
 #define TILE_LIBC_COPY_MIN_BYTES (32u << 20)
@@ -53,7 +52,8 @@
 
 struct fill_ctx {
     const struct tile_plan *plan;
-    bool stream; /* non-temporal stores; output is never read back */
+    bool stream;       /* non-temporal stores; output is never read back */
+    bool out_in_cache; /* the whole output fits the cache (stores.h) */
 };
 
 static void fill_level(const struct fill_ctx *c, int l, const uint8_t *src, uint64_t lo, uint64_t hi,
@@ -183,7 +183,7 @@ static void fill_level(const struct fill_ctx *c, int l, const uint8_t *src, uint
         return;
     }
     write_tile(c, l, src, 0, tile, dst);
-    if (!c->stream && (tile <= TILE_REPLICATE_MAX || p->out_bytes < TILE_STREAM_MIN_BYTES)) {
+    if (!c->stream && (tile <= TILE_REPLICATE_MAX || c->out_in_cache)) {
         replicate(dst, tile, whole);
         memcpy(dst + whole, dst, tail);
         return;
@@ -198,7 +198,7 @@ static void fill_range(const struct tile_plan *p, bool stream, const void *in, u
 {
     if (len == 0 || p->nlev == 0)
         return;
-    struct fill_ctx c = {p, stream};
+    struct fill_ctx c = {p, stream, p->out_bytes < tile_stores_stream_min()};
     fill_level(&c, 0, in, offset, offset + len, dst);
     if (stream)
         stream_fence();
@@ -214,6 +214,7 @@ struct tile_exec {
     const void *in;
     uint8_t *out;
     uint64_t chunk;
+    bool stream; /* decided once for the whole output */
 };
 
 static void exec_task(void *arg, uint64_t task)
@@ -221,7 +222,7 @@ static void exec_task(void *arg, uint64_t task)
     const struct tile_exec *x = arg;
     uint64_t lo = task * x->chunk;
     uint64_t hi = lo + x->chunk < x->plan->out_bytes ? lo + x->chunk : x->plan->out_bytes;
-    fill_range(x->plan, x->plan->out_bytes >= TILE_STREAM_MIN_BYTES, x->in, lo, hi - lo, x->out + lo);
+    fill_range(x->plan, x->stream, x->in, lo, hi - lo, x->out + lo);
 }
 
 static uint64_t now_ns(void)
@@ -231,7 +232,7 @@ static uint64_t now_ns(void)
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-static void execute_split(const struct tile_plan *p, const void *in, void *out, struct tile_pool *pool)
+static void execute_split(const struct tile_plan *p, const void *in, void *out, bool stream, struct tile_pool *pool)
 {
     /* Tasks are claimed one at a time, so chunks smaller than an equal
      * share let the caller, which starts at once, take over the share of a
@@ -242,13 +243,13 @@ static void execute_split(const struct tile_plan *p, const void *in, void *out, 
     if (chunk < TILE_TASK_MIN_BYTES)
         chunk = TILE_TASK_MIN_BYTES;
     chunk = (chunk + TILE_SPLIT_ALIGN - 1) / TILE_SPLIT_ALIGN * TILE_SPLIT_ALIGN;
-    struct tile_exec x = {p, in, out, chunk};
+    struct tile_exec x = {p, in, out, chunk, stream};
     tile_pool_parallel(pool, (p->out_bytes + chunk - 1) / chunk, exec_task, &x);
 }
 
 static void execute_plan(const struct tile_plan *p, const void *in, void *out, struct tile_pool *pool)
 {
-    bool streamed = p->out_bytes >= TILE_STREAM_MIN_BYTES;
+    bool streamed = tile_stores_stream(p->out_bytes);
     if (!pool || tile_pool_size(pool) <= 1 || p->out_bytes < TILE_PARALLEL_MIN_BYTES) {
         fill_range(p, streamed, in, 0, p->out_bytes, out);
         return;
@@ -260,7 +261,7 @@ static void execute_plan(const struct tile_plan *p, const void *in, void *out, s
     enum tile_split_way way = tile_autosplit_choose(stats, work, p->out_bytes);
     uint64_t t0 = now_ns();
     if (way == TILE_SPLIT_POOL)
-        execute_split(p, in, out, pool);
+        execute_split(p, in, out, streamed, pool);
     else
         fill_range(p, streamed, in, 0, p->out_bytes, out);
     tile_autosplit_record(stats, work, p->out_bytes, way, now_ns() - t0);

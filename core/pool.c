@@ -12,6 +12,7 @@
 #include "pool.h"
 
 #include "autosplit.h"
+#include "stores.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -138,6 +139,7 @@ struct tile_pool *tile_pool_init(int nthreads, int queue_cap, struct tile_error 
         tile_error_set(e, TILE_ENOMEM, "cannot allocate the worker pool");
         return NULL;
     }
+    tile_stores_init(); /* the kernel's store policy, read here rather than on a first request */
     pool->nthreads = nthreads > 0 ? nthreads : online_cpus();
     if (queue_cap <= 0)
         queue_cap = 1024;

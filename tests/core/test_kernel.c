@@ -4,7 +4,7 @@
  * specification rejects it, tile_plan_init must fail with TILE_EINVAL
  * naming that semantics; otherwise the plan's shapes must match the oracle
  * and every way of producing the output (single-threaded, pools of 2 and 3
- * threads, tile_run, tile_read of arbitrary ranges, a plan re-sized to index
+ * threads, plain and non-temporal stores, tile_run, tile_read of arbitrary ranges, a plan re-sized to index
  * elements) must reproduce the oracle's bytes. Cases come from a fixed seed
  * (override with TILED_TEST_SEED); a failure prints the seed and the case.
  */
@@ -21,6 +21,7 @@
 
 #include "autosplit.h"
 #include "ref.h"
+#include "stores.h"
 
 #define KERNEL_SEED UINT64_C(0x5EED7113)
 #define CASES_PER_DTYPE 200
@@ -203,20 +204,28 @@ static void guarded_free(uint8_t *b)
     free(b - GUARD);
 }
 
-/* tile_execute without a pool and with each pool, into a guarded buffer. */
+/* tile_execute without a pool and with each pool, into a guarded buffer,
+ * with plain and with non-temporal stores (stores.h): the size rule would
+ * give these small outputs plain stores only. */
 static void check_execute(const struct case_ctx *x, const struct tile_plan *pl, const struct input *in,
                           const void *want)
 {
+    static const enum tile_stores modes[] = {TILE_STORES_CACHED, TILE_STORES_STREAM};
     uint8_t *got = guarded_alloc(pl->out_bytes);
-    for (int i = -1; i < 2; i++) {
-        struct tile_pool *pool = i < 0 ? NULL : kernel_pools[i];
-        char what[64];
-        snprintf(what, sizeof(what), "tile_execute with %d pool threads", tile_pool_size(pool));
-        memset(got, 0, pl->out_bytes);
-        tile_execute(pl, in->data, got, pool);
-        check_bytes(x, __LINE__, what, got, want, pl->out_bytes);
-        check_guards(x, got, pl->out_bytes);
+    for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+        tile_stores_force(modes[m]);
+        for (int i = -1; i < 2; i++) {
+            struct tile_pool *pool = i < 0 ? NULL : kernel_pools[i];
+            char what[80];
+            snprintf(what, sizeof(what), "tile_execute with %d pool threads, %s stores", tile_pool_size(pool),
+                     modes[m] == TILE_STORES_STREAM ? "non-temporal" : "plain");
+            memset(got, 0, pl->out_bytes);
+            tile_execute(pl, in->data, got, pool);
+            check_bytes(x, __LINE__, what, got, want, pl->out_bytes);
+            check_guards(x, got, pl->out_bytes);
+        }
     }
+    tile_stores_force(TILE_STORES_AUTO);
     guarded_free(got);
 }
 
@@ -451,9 +460,9 @@ static void resized_plans(void **state)
 #define CASE2(sem_, dt, d0, d1, r0, r1) \
     {.sem = (sem_), .dtype = (dt), .rank = 2, .shape = {d0, d1}, .nrepeats = 2, .repeats = {r0, r1}}
 
-/* Outputs of a few MiB: tiles above TILE_REPLICATE_MAX are regenerated,
- * outputs of TILE_PARALLEL_MIN_BYTES and more are split across the pool,
- * and the biggest take the streaming-store path. */
+/* Outputs of a few MiB: tiles above TILE_REPLICATE_MAX are regenerated
+ * (under non-temporal stores), outputs of TILE_PARALLEL_MIN_BYTES and more
+ * are split across the pool; check_execute runs both kinds of store. */
 static const struct ref_case large_cases[] = {
     CASE2(TILE_SEM_ONNX, TILE_FLOAT32, 256, 256, 4, 4),
     CASE2(TILE_SEM_ONNX, TILE_FLOAT32, 4096, 1, 1, 64),

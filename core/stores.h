@@ -1,0 +1,68 @@
+/* stores.h - which kind of store the kernel writes an output with.
+ *
+ * Plain stores leave the output in the cache; non-temporal ("streaming")
+ * stores send it to memory without first reading each line in (the
+ * read-for-ownership that makes plain stores cost up to ~1.5x a memset
+ * once the output spills out of the cache). Which is faster depends on
+ * whether the output fits the cache it will be read from, so the choice
+ * comes from the machine, not from a constant:
+ *   - the cache sizes are read once (sysfs, which under a hypervisor shows
+ *     the guest's share; else sysconf, which reads cpuid and may report the
+ *     whole host socket's L3), at the first pool start or the first call;
+ *   - an output of at most TILE_STORES_CACHED_PCT percent of the last-level
+ *     cache is written with plain stores: it is still in the cache when the
+ *     next step (a socket write, a compressor, the caller's next call into a
+ *     reused buffer) reads it, and rewriting a cached buffer costs no memory
+ *     traffic at all;
+ *   - anything bigger is streamed: it would evict itself before being read.
+ * The LLC is shared by the pool's workers on the machines this runs on
+ * (one L3 per socket or per core complex), so the whole output, not one
+ * worker's part of it, is what has to fit. Measured on a 2-core EPYC with a
+ * 32 MiB L3, rewriting a reused buffer: plain stores 2-2.5x faster than
+ * streaming up to 32 MiB, still ahead to ~56 MiB (the L2s and the L3's
+ * victim policy hold more than the L3 alone), behind from 64 MiB on; the
+ * share keeps to what the cache is documented to hold (bench/REPORT.md).
+ *
+ * Thread-safe: detection runs once (pthread_once); the override is atomic.
+ */
+#ifndef TILE_STORES_H
+#define TILE_STORES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Outputs up to this share of the LLC are written with plain stores. */
+#define TILE_STORES_CACHED_PCT 100u
+/* The LLC assumed when neither sysfs nor sysconf knows one. */
+#define TILE_STORES_DEFAULT_LLC (16u << 20)
+
+enum tile_stores {
+    TILE_STORES_AUTO = 0, /* by size, as above */
+    TILE_STORES_CACHED,   /* always plain stores */
+    TILE_STORES_STREAM,   /* always non-temporal stores */
+};
+
+struct tile_cache_sizes {
+    uint64_t l2_bytes;  /* per core; 0 when unknown */
+    uint64_t llc_bytes; /* the last level's size */
+    const char *source; /* "sysfs", "sysconf" or "default" */
+};
+
+/* Reads the cache sizes if not done yet (tile_pool_init calls it, so a
+ * server pays for it at start rather than on its first request). */
+void tile_stores_init(void);
+
+const struct tile_cache_sizes *tile_cache_sizes(void);
+
+/* Outputs of at least this many bytes are streamed (under AUTO). */
+uint64_t tile_stores_stream_min(void);
+
+/* Whether an output of `out_bytes` is written with non-temporal stores. */
+bool tile_stores_stream(uint64_t out_bytes);
+
+/* Forces one kind of store for every later call in the process (tests and
+ * benchmarks exercise both paths this way); TILE_STORES_AUTO restores the
+ * size rule. */
+void tile_stores_force(enum tile_stores mode);
+
+#endif

@@ -1,0 +1,59 @@
+/* test_stores.c - the store policy: cache sizes from the machine, the size
+ * rule, and the override the kernel tests use. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "stores.h"
+
+static void sizes_are_detected(void **state)
+{
+    (void)state;
+    const struct tile_cache_sizes *c = tile_cache_sizes();
+    assert_non_null(c->source);
+    assert_true(strcmp(c->source, "sysfs") == 0 || strcmp(c->source, "sysconf") == 0 ||
+                strcmp(c->source, "default") == 0);
+    assert_true(c->llc_bytes >= (64u << 10)); /* no machine has a smaller last level */
+    if (c->l2_bytes)
+        assert_true(c->l2_bytes <= c->llc_bytes);
+    assert_int_equal(tile_stores_stream_min(), c->llc_bytes / 100 * TILE_STORES_CACHED_PCT + 1);
+}
+
+static void size_rule_splits_at_the_share(void **state)
+{
+    (void)state;
+    uint64_t min = tile_stores_stream_min();
+    tile_stores_force(TILE_STORES_AUTO);
+    assert_false(tile_stores_stream(0));
+    assert_false(tile_stores_stream(min - 1));
+    assert_true(tile_stores_stream(min));
+    assert_true(tile_stores_stream(UINT64_MAX));
+}
+
+static void override_wins_and_restores(void **state)
+{
+    (void)state;
+    uint64_t min = tile_stores_stream_min();
+    tile_stores_force(TILE_STORES_STREAM);
+    assert_true(tile_stores_stream(1));
+    tile_stores_force(TILE_STORES_CACHED);
+    assert_false(tile_stores_stream(min * 4));
+    tile_stores_force(TILE_STORES_AUTO);
+    assert_false(tile_stores_stream(1));
+    assert_true(tile_stores_stream(min * 4));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(sizes_are_detected),
+        cmocka_unit_test(size_rule_splits_at_the_share),
+        cmocka_unit_test(override_wins_and_restores),
+    };
+    return cmocka_run_group_tests_name("stores", tests, NULL, NULL);
+}
