@@ -25,6 +25,38 @@
 #define TILE_INDEX_BATCH 4096
 #define TILE_METRIC_WIDTH 10
 
+/* The encoder's state. Everything it reads is its own (see encode.h). */
+struct tile_encoder {
+    enum tile_format fmt;
+    struct tile_timings metrics; /* what the JSON tail reports */
+    uint64_t size, pos;
+    /* Sections: head text (below), data, tail text (JSON metrics). */
+    uint64_t head_len, data_len;
+    /* Data from per-input-element pieces (JSON text, string wire form). */
+    char *blob;
+    uint64_t *piece_off;      /* in_elems + 1 offsets into blob */
+    void *index_in;           /* iota of input indices */
+    uint32_t *index_buf;      /* or uint64_t, by index_width */
+    uint64_t index_width, index_first, index_count; /* buffered output elements */
+    uint64_t elem, elem_off;  /* cursor: output element, byte within its piece (+separator) */
+    bool separators;          /* JSON: ',' between pieces */
+    bool complex_flat;        /* JSON complex as "re,im" without brackets */
+    bool framed;              /* a caller's head and tail instead of the format's */
+    uint64_t tail_fixed_len;
+    char tail[TILE_ENCODE_TAIL_MAX];
+    /* Data as fixed-width elements (raw numbers, .npy strings). */
+    const void *fixed_in;
+    void *fixed_owned;        /* converted .npy strings */
+    struct tile_request req;  /* owned: the input and its .npy string kind */
+    /* The large members come last: tile_encoder_new zeroes only what
+     * precedes them (they are always written before use), which keeps
+     * small requests from clearing kilobytes they never read. */
+    struct tile_plan plan;       /* owned copy of the caller's plan */
+    struct tile_plan index_plan; /* the plan applied to element indices */
+    struct tile_plan fixed_plan;
+    char head[4096 + TILE_MAX_RANK * 24];
+};
+
 static const char *const tile_media_types[TILE_FMT_COUNT] = {
     [TILE_FMT_JSON] = "application/json",
     [TILE_FMT_RAW] = "application/octet-stream",
@@ -133,8 +165,8 @@ static void fill_iota(void *dst, uint64_t n, uint64_t width)
 
 static int init_pieces(struct tile_encoder *enc, struct tile_error *e)
 {
-    const struct tile_tensor *in = enc->in;
-    const struct tile_plan *p = enc->plan;
+    const struct tile_tensor *in = &enc->req.input;
+    const struct tile_plan *p = &enc->plan;
     struct piece_builder b = {0};
     uint64_t n = p->in_elems;
     enc->piece_off = malloc((n + 1) * sizeof(uint64_t));
@@ -166,12 +198,12 @@ static int init_pieces(struct tile_encoder *enc, struct tile_error *e)
 }
 
 /* .npy strings become fixed-width elements, tiled like numbers. */
-static int init_npy_strings(struct tile_encoder *enc, const struct tile_request *req, uint64_t *width,
-                            enum tile_npy_strkind *kind, struct tile_error *e)
+static int init_npy_strings(struct tile_encoder *enc, uint64_t *width, enum tile_npy_strkind *kind,
+                            struct tile_error *e)
 {
-    const struct tile_plan *p = enc->plan;
-    const struct tile_str *s = enc->in->data;
-    *kind = req ? req->npy_strkind : TILE_NPY_STR_UNICODE;
+    const struct tile_plan *p = &enc->plan;
+    const struct tile_str *s = enc->req.input.data;
+    *kind = enc->req.npy_strkind;
     for (int attempt = 0; attempt < 2; attempt++) {
         uint64_t item = tile_npy_string_itemsize(s, p->in_elems, *kind, width), bytes;
         if (__builtin_mul_overflow(item, p->in_elems ? p->in_elems : 1, &bytes))
@@ -193,9 +225,9 @@ static int init_npy_strings(struct tile_encoder *enc, const struct tile_request 
     return -1;
 }
 
-static int init_head(struct tile_encoder *enc, const struct tile_request *req, struct tile_error *e)
+static int init_head(struct tile_encoder *enc, struct tile_error *e)
 {
-    const struct tile_plan *p = enc->plan;
+    const struct tile_plan *p = &enc->plan;
     if (enc->fmt == TILE_FMT_JSON) {
         char shape[TILE_MAX_RANK * 24];
         tile_format_shape(p->out_shape, p->out_rank, true, shape, sizeof(shape));
@@ -207,7 +239,7 @@ static int init_head(struct tile_encoder *enc, const struct tile_request *req, s
     if (enc->fmt == TILE_FMT_NPY) {
         uint64_t width = 0;
         enum tile_npy_strkind kind = TILE_NPY_STR_UNICODE;
-        if (p->dtype == TILE_STRING && init_npy_strings(enc, req, &width, &kind, e) < 0)
+        if (p->dtype == TILE_STRING && init_npy_strings(enc, &width, &kind, e) < 0)
             return -1;
         long n = tile_npy_write_header(enc->head, sizeof(enc->head), p->dtype, p->out_rank, p->out_shape, kind,
                                        width, e);
@@ -220,7 +252,7 @@ static int init_head(struct tile_encoder *enc, const struct tile_request *req, s
 
 static uint64_t tail_len(const struct tile_encoder *enc)
 {
-    if (enc->tail)
+    if (enc->framed)
         return enc->tail_fixed_len;
     /* ]},"metrics":{"queue_us":N,"decode_us":N,"tile_us":N,"encode_us":N,"total_us":N}} */
     return enc->fmt == TILE_FMT_JSON ? strlen("]},\"metrics\":{\"queue_us\":,\"decode_us\":,\"tile_us\":,"
@@ -229,44 +261,45 @@ static uint64_t tail_len(const struct tile_encoder *enc)
                                      : 0;
 }
 
-int tile_encoder_init(struct tile_encoder *enc, enum tile_format fmt, const struct tile_plan *plan,
-                      const struct tile_tensor *in, const struct tile_request *req,
-                      const struct tile_timings *metrics, uint64_t max_bytes, struct tile_error *e)
-{
-    if (tile_encoder_init_framed(enc, fmt, plan, in, req, NULL, max_bytes, e) < 0)
-        return -1;
-    enc->metrics = metrics;
-    return 0;
-}
-
 /* Installs a caller's frame in place of the format's head and tail. */
 static int apply_frame(struct tile_encoder *enc, const struct tile_encode_frame *f, struct tile_error *e)
 {
-    if (f->head_len > TILE_ENCODE_HEAD_MAX)
-        return tile_error_set(e, TILE_EINVAL, "response header of %zu bytes is too long", f->head_len);
+    size_t tail_len = f->tail ? f->tail_len : 0;
+    if (f->head_len > TILE_ENCODE_HEAD_MAX || tail_len > TILE_ENCODE_TAIL_MAX)
+        return tile_error_set(e, TILE_EINVAL, "response frame of %zu + %zu bytes is too long", f->head_len,
+                              tail_len);
     memcpy(enc->head, f->head, f->head_len);
     enc->head_len = f->head_len;
-    enc->tail = f->tail ? f->tail : "";
-    enc->tail_fixed_len = f->tail ? f->tail_len : 0;
+    memcpy(enc->tail, f->tail ? f->tail : "", tail_len);
+    enc->tail_fixed_len = tail_len;
+    enc->framed = true;
     enc->complex_flat = f->complex_flat;
     return 0;
 }
 
-int tile_encoder_init_framed(struct tile_encoder *enc, enum tile_format fmt, const struct tile_plan *plan,
-                             const struct tile_tensor *in, const struct tile_request *req,
-                             const struct tile_encode_frame *frame, uint64_t max_bytes, struct tile_error *e)
+struct tile_encoder *tile_encoder_new(enum tile_format fmt, const struct tile_plan *plan, struct tile_request *req,
+                                      const struct tile_encode_frame *frame, uint64_t max_bytes,
+                                      struct tile_error *e)
 {
-    memset(enc, 0, offsetof(struct tile_encoder, index_plan));
+    struct tile_encoder *enc = malloc(sizeof(*enc));
+    if (!enc) {
+        tile_request_free(req);
+        tile_request_init(req);
+        tile_error_set(e, TILE_ENOMEM, "cannot allocate the response encoder");
+        return NULL;
+    }
+    memset(enc, 0, offsetof(struct tile_encoder, plan));
     enc->fmt = fmt;
-    enc->plan = plan;
-    enc->in = in;
-    if (frame ? apply_frame(enc, frame, e) < 0 : init_head(enc, req, e) < 0)
+    enc->plan = *plan;
+    enc->req = *req;
+    tile_request_init(req);
+    if (frame ? apply_frame(enc, frame, e) < 0 : init_head(enc, e) < 0)
         goto fail;
     if (fmt == TILE_FMT_JSON || (fmt == TILE_FMT_RAW && plan->dtype == TILE_STRING)) {
         if (init_pieces(enc, e) < 0)
             goto fail;
     } else if (!enc->fixed_in) {
-        enc->fixed_in = in->data;
+        enc->fixed_in = enc->req.input.data;
         enc->fixed_plan = *plan;
     }
     if (!enc->piece_off)
@@ -277,31 +310,51 @@ int tile_encoder_init_framed(struct tile_encoder *enc, enum tile_format fmt, con
                        (unsigned long long)enc->size, (unsigned long long)max_bytes);
         goto fail;
     }
-    return 0;
+    return enc;
 fail:
     tile_encoder_free(enc);
-    return -1;
+    return NULL;
 }
 
 void tile_encoder_free(struct tile_encoder *enc)
 {
+    if (!enc)
+        return;
     free(enc->blob);
     free(enc->piece_off);
     free(enc->index_in);
     free(enc->index_buf);
     free(enc->fixed_owned);
-    enc->blob = NULL;
-    enc->piece_off = NULL;
-    enc->index_in = NULL;
-    enc->index_buf = NULL;
-    enc->fixed_owned = NULL;
+    tile_request_free(&enc->req);
+    free(enc);
+}
+
+uint64_t tile_encoder_size(const struct tile_encoder *enc)
+{
+    return enc->size;
+}
+
+uint64_t tile_encoder_remaining(const struct tile_encoder *enc)
+{
+    return enc->size - enc->pos;
+}
+
+void tile_encoder_sections(const struct tile_encoder *enc, uint64_t *head_len, uint64_t *data_len)
+{
+    *head_len = enc->head_len;
+    *data_len = enc->data_len;
+}
+
+void tile_encoder_set_timings(struct tile_encoder *enc, const struct tile_timings *tm)
+{
+    enc->metrics = *tm;
 }
 
 /* Input index of output element k (refills the index batch as needed). */
 static uint64_t source_index(struct tile_encoder *enc, uint64_t k)
 {
     if (k < enc->index_first || k >= enc->index_first + enc->index_count) {
-        uint64_t n = enc->plan->out_elems - k < TILE_INDEX_BATCH ? enc->plan->out_elems - k : TILE_INDEX_BATCH;
+        uint64_t n = enc->plan.out_elems - k < TILE_INDEX_BATCH ? enc->plan.out_elems - k : TILE_INDEX_BATCH;
         tile_read(&enc->index_plan, enc->index_in, k * enc->index_width, n * enc->index_width, enc->index_buf);
         enc->index_first = k;
         enc->index_count = n;
@@ -314,7 +367,7 @@ static uint64_t source_index(struct tile_encoder *enc, uint64_t k)
 static size_t read_pieces(struct tile_encoder *enc, char *buf, size_t cap)
 {
     size_t n = 0;
-    uint64_t total = enc->plan->out_elems;
+    uint64_t total = enc->plan.out_elems;
     while (n < cap && enc->elem < total) {
         uint64_t src = source_index(enc, enc->elem);
         uint64_t plen = enc->piece_off[src + 1] - enc->piece_off[src];
@@ -362,8 +415,7 @@ static char *put_metric(char *p, const char *label, uint64_t v, int width)
 
 static size_t write_tail(const struct tile_encoder *enc, int width, char *out)
 {
-    static const struct tile_timings zero;
-    const struct tile_timings *m = enc->metrics ? enc->metrics : &zero;
+    const struct tile_timings *m = &enc->metrics;
     char *p = out;
     p = put_metric(p, "]},\"metrics\":{\"queue_us\":", m->queue_us, width);
     p = put_metric(p, ",\"decode_us\":", m->decode_us, width);
@@ -377,7 +429,7 @@ static size_t write_tail(const struct tile_encoder *enc, int width, char *out)
 uint64_t tile_encoder_rewrite_metrics(const struct tile_encoder *enc, char *body)
 {
     char tail[256];
-    if (enc->fmt != TILE_FMT_JSON || enc->tail)
+    if (enc->fmt != TILE_FMT_JSON || enc->framed)
         return enc->size;
     uint64_t start = enc->size - tail_len(enc);
     size_t n = write_tail(enc, 0, tail);
@@ -403,15 +455,38 @@ size_t tile_encoder_read(struct tile_encoder *enc, void *out, size_t cap)
                 tile_read(&enc->fixed_plan, enc->fixed_in, off, got, buf + n);
             }
         } else {
-            char tail[256];
-            const char *t = enc->tail;
-            size_t tl = t ? enc->tail_fixed_len : write_tail(enc, TILE_METRIC_WIDTH, tail);
+            char metrics[256];
+            const char *t = enc->framed ? enc->tail : metrics;
+            size_t tl = enc->framed ? enc->tail_fixed_len : write_tail(enc, TILE_METRIC_WIDTH, metrics);
             uint64_t off = pos - enc->head_len - enc->data_len;
             got = tl - off < want ? tl - off : want;
-            memcpy(buf + n, (t ? t : tail) + off, got);
+            memcpy(buf + n, t + off, got);
         }
         n += got;
         enc->pos += got;
     }
     return n;
+}
+
+/* Fixed-width data in the format's own frame (no pieces, no converted
+ * copy, no tail): the kernel can write it straight into the body, with
+ * the pool's help for large outputs, instead of range by range. */
+static bool tiles_directly(const struct tile_encoder *enc)
+{
+    return !enc->piece_off && enc->fixed_in == enc->req.input.data && enc->tail_fixed_len == 0 &&
+           enc->fmt != TILE_FMT_JSON;
+}
+
+bool tile_encoder_fill(struct tile_encoder *enc, void *buf, struct tile_pool *pool)
+{
+    enc->pos = 0;
+    enc->elem = enc->elem_off = 0;
+    if (!tiles_directly(enc)) {
+        tile_encoder_read(enc, buf, enc->size);
+        return false;
+    }
+    memcpy(buf, enc->head, enc->head_len);
+    tile_execute(&enc->fixed_plan, enc->fixed_in, (char *)buf + enc->head_len, pool);
+    enc->pos = enc->size;
+    return true;
 }

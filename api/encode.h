@@ -14,9 +14,12 @@
  *   TILE_FMT_RAW   the element bytes, little-endian; strings as u32 length + bytes.
  *   TILE_FMT_NPY   a .npy file (strings keep the input's .npy kind, default 'U').
  *
- * Ownership: the encoder borrows `plan`, `in` and `metrics`, which must
- * outlive it; it owns its scratch (freed by tile_encoder_free()).
- * Thread-safety: one encoder is used by one thread at a time.
+ * Ownership: an encoder owns everything it reads. It takes over the
+ * decoded request (its input tensor and .npy string kind), copies the plan
+ * and the caller's frame, and keeps its own copy of the timings its JSON
+ * tail reports (tile_encoder_set_timings), so it can outlive the request
+ * state that made it (a streamed body does). Its layout is private to
+ * encode.c. Thread-safety: one encoder is used by one thread at a time.
  */
 #ifndef TILE_ENCODE_H
 #define TILE_ENCODE_H
@@ -39,41 +42,14 @@ struct tile_timings {
     uint64_t queue_us, decode_us, tile_us, encode_us, total_us;
 };
 
-struct tile_encoder {
-    enum tile_format fmt;
-    const struct tile_plan *plan;
-    const struct tile_tensor *in;
-    const struct tile_timings *metrics;
-    uint64_t size, pos;
-    /* Sections: head text (below), data, tail text (JSON metrics). */
-    uint64_t head_len, data_len;
-    /* Data from per-input-element pieces (JSON text, string wire form). */
-    char *blob;
-    uint64_t *piece_off;      /* in_elems + 1 offsets into blob */
-    void *index_in;           /* iota of input indices */
-    uint32_t *index_buf;      /* or uint64_t, by index_width */
-    uint64_t index_width, index_first, index_count; /* buffered output elements */
-    uint64_t elem, elem_off;  /* cursor: output element, byte within its piece (+separator) */
-    bool separators;          /* JSON: ',' between pieces */
-    bool complex_flat;        /* JSON complex as "re,im" without brackets */
-    const char *tail;         /* a caller's closing text instead of the metrics */
-    uint64_t tail_fixed_len;
-    /* Data as fixed-width elements (raw numbers, .npy strings). */
-    const void *fixed_in;
-    void *fixed_owned;        /* converted .npy strings */
-    /* The large members come last: init zeroes only what precedes them
-     * (they are always written before use), which keeps small requests
-     * from clearing kilobytes they never read. */
-    struct tile_plan index_plan; /* the plan applied to element indices */
-    struct tile_plan fixed_plan;
-    char head[4096 + TILE_MAX_RANK * 24];
-};
+struct tile_encoder; /* opaque: see encode.c */
 
 /* A caller-supplied frame around the data, for protocols with their own
- * envelope (the Open Inference Protocol): `head` (copied; at most
- * TILE_ENCODE_HEAD_MAX bytes) and `tail` (borrowed) replace the format's
- * own head and metrics tail. */
+ * envelope (the Open Inference Protocol): `head` and `tail` (both copied;
+ * at most TILE_ENCODE_HEAD_MAX and TILE_ENCODE_TAIL_MAX bytes) replace the
+ * format's own head and metrics tail. */
 #define TILE_ENCODE_HEAD_MAX 4096
+#define TILE_ENCODE_TAIL_MAX 64
 struct tile_encode_frame {
     const char *head;
     size_t head_len;
@@ -82,28 +58,36 @@ struct tile_encode_frame {
     bool complex_flat; /* JSON complex elements as two flat numbers */
 };
 
-/* Prepares the body. Fails with TILE_ENOTACCEPT when the format cannot
- * carry the tensor (bfloat16 as .npy, non-UTF-8 strings as JSON), or
- * TILE_ETOOBIG when the body would exceed `max_bytes` (0 = none). */
-int tile_encoder_init(struct tile_encoder *enc, enum tile_format fmt, const struct tile_plan *plan,
-                      const struct tile_tensor *in, const struct tile_request *req,
-                      const struct tile_timings *metrics, uint64_t max_bytes, struct tile_error *e);
-/* The same with a caller's frame (see struct tile_encode_frame). */
-int tile_encoder_init_framed(struct tile_encoder *enc, enum tile_format fmt, const struct tile_plan *plan,
-                             const struct tile_tensor *in, const struct tile_request *req,
-                             const struct tile_encode_frame *frame, uint64_t max_bytes, struct tile_error *e);
+/* Prepares the body of `plan` applied to req->input. Takes over *req
+ * (left empty and freeable, whether or not it succeeds); `frame` is NULL
+ * for the format's own head and metrics tail. Returns NULL with `e` set:
+ * TILE_ENOTACCEPT when the format cannot carry the tensor (bfloat16 as
+ * .npy, non-UTF-8 strings as JSON), TILE_ETOOBIG when the body would exceed
+ * `max_bytes` (0 = none), TILE_ENOMEM. */
+struct tile_encoder *tile_encoder_new(enum tile_format fmt, const struct tile_plan *plan, struct tile_request *req,
+                                      const struct tile_encode_frame *frame, uint64_t max_bytes,
+                                      struct tile_error *e);
+void tile_encoder_free(struct tile_encoder *enc); /* NULL is fine */
 
-/* Total body length. */
-static inline uint64_t tile_encoder_size(const struct tile_encoder *enc)
-{
-    return enc->size;
-}
+/* Total body length, and what is left to read. */
+uint64_t tile_encoder_size(const struct tile_encoder *enc);
+uint64_t tile_encoder_remaining(const struct tile_encoder *enc);
+/* Lengths of the head and data sections (the tail is the rest). */
+void tile_encoder_sections(const struct tile_encoder *enc, uint64_t *head_len, uint64_t *data_len);
+
+/* The timings the JSON metrics tail reports from now on (copied). */
+void tile_encoder_set_timings(struct tile_encoder *enc, const struct tile_timings *tm);
 
 /* Writes the next min(cap, remaining) bytes into buf; returns the count
  * (0 at the end). */
 size_t tile_encoder_read(struct tile_encoder *enc, void *buf, size_t cap);
 
-void tile_encoder_free(struct tile_encoder *enc);
+/* Writes the whole body (tile_encoder_size() bytes) into buf, from the
+ * start. Fixed-width data with the format's own frame is tiled straight
+ * into buf, by the pool's workers when it is large (pool may be NULL):
+ * then it returns true, and the time it took is tiling, not encoding.
+ * Anything else is read as by tile_encoder_read() and it returns false. */
+bool tile_encoder_fill(struct tile_encoder *enc, void *buf, struct tile_pool *pool);
 
 /* For a complete JSON body held in memory (`body`, tile_encoder_size()
  * bytes): rewrites its metrics object from the current timings without the

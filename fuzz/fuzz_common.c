@@ -184,6 +184,14 @@ static uint64_t fuzz_rng(uint64_t *s)
     return *s;
 }
 
+struct tile_request fuzz_borrowed_request(const struct tile_request *r)
+{
+    struct tile_request view = *r;
+    view.input.owns_data = false;
+    view.input.blob = NULL;
+    return view;
+}
+
 void fuzz_read_body(struct tile_encoder *enc, struct tile_encoder *again, char **body)
 {
     uint64_t size = tile_encoder_size(enc);
@@ -257,16 +265,17 @@ void fuzz_check_raw_data(const char *data, uint64_t len, const struct tile_plan 
 static void check_body(enum tile_format fmt, const struct tile_encoder *enc, char *body, const struct tile_plan *plan,
                        const struct tile_tensor *want)
 {
-    uint64_t size = tile_encoder_size(enc);
-    FUZZ_CHECK(enc->head_len + enc->data_len <= size, "encoder sections exceed the body");
+    uint64_t size = tile_encoder_size(enc), head_len, data_len;
+    tile_encoder_sections(enc, &head_len, &data_len);
+    FUZZ_CHECK(head_len + data_len <= size, "encoder sections exceed the body");
     if (fmt == TILE_FMT_JSON) {
         fuzz_check_json(body, (size_t)size, "the JSON body");
-        fuzz_check_json_data(body + enc->head_len, enc->data_len, plan, TILE_JSON_COMPLEX_PAIRS, want);
+        fuzz_check_json_data(body + head_len, data_len, plan, TILE_JSON_COMPLEX_PAIRS, want);
         uint64_t n = tile_encoder_rewrite_metrics(enc, body);
         FUZZ_CHECK(n <= size, "rewritten metrics made the body longer");
         fuzz_check_json(body, (size_t)n, "the JSON body with rewritten metrics");
     } else if (fmt == TILE_FMT_RAW) {
-        FUZZ_CHECK(enc->head_len == 0 && enc->data_len == size, "raw body has a head or a tail");
+        FUZZ_CHECK(head_len == 0 && data_len == size, "raw body has a head or a tail");
         fuzz_check_raw_data(body, size, plan, want);
     } else {
         struct tile_tensor t;
@@ -300,14 +309,13 @@ void fuzz_encode_request(const struct tile_request *r)
     if (fuzz_expected_output(&plan, &r->input, &want) < 0)
         return;
     static const struct tile_timings tm = {1, 22, 333, 4444, 9999999999u};
-    struct tile_encoder *enc = malloc(sizeof(*enc)), *again = malloc(sizeof(*again));
-    if (!enc || !again)
-        fuzz_fail("out of memory");
     for (int f = 0; f < TILE_FMT_COUNT; f++) {
         enum tile_format fmt = (enum tile_format)f;
         tile_error_clear(&e);
-        if (tile_encoder_init(enc, fmt, &plan, &r->input, r, &tm, FUZZ_MAX_BYTES, &e) < 0) {
-            fuzz_check_result(-1, &e, "tile_encoder_init");
+        struct tile_request view = fuzz_borrowed_request(r), view2 = fuzz_borrowed_request(r);
+        struct tile_encoder *enc = tile_encoder_new(fmt, &plan, &view, NULL, FUZZ_MAX_BYTES, &e), *again;
+        if (!enc) {
+            fuzz_check_result(-1, &e, "tile_encoder_new");
             bool refusal = e.code == TILE_ETOOBIG ||
                            (e.code == TILE_ENOTACCEPT && fmt == TILE_FMT_JSON && plan.dtype == TILE_STRING) ||
                            (e.code == TILE_ENOTACCEPT && fmt == TILE_FMT_NPY && plan.dtype == TILE_BFLOAT16);
@@ -316,8 +324,10 @@ void fuzz_encode_request(const struct tile_request *r)
             continue;
         }
         FUZZ_CHECK(e.code == TILE_OK, "encoder succeeded but recorded an error: %s", e.text);
-        FUZZ_CHECK(tile_encoder_init(again, fmt, &plan, &r->input, r, &tm, FUZZ_MAX_BYTES, &e) == 0,
-                   "a second encoder failed: %s", e.text);
+        again = tile_encoder_new(fmt, &plan, &view2, NULL, FUZZ_MAX_BYTES, &e);
+        FUZZ_CHECK(again != NULL, "a second encoder failed: %s", e.text);
+        tile_encoder_set_timings(enc, &tm);
+        tile_encoder_set_timings(again, &tm);
         char *body;
         fuzz_read_body(enc, again, &body);
         check_body(fmt, enc, body, &plan, &want);
@@ -325,7 +335,5 @@ void fuzz_encode_request(const struct tile_request *r)
         tile_encoder_free(enc);
         tile_encoder_free(again);
     }
-    free(enc);
-    free(again);
     tile_tensor_free(&want);
 }

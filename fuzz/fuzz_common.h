@@ -68,6 +68,10 @@ int fuzz_expected_output(const struct tile_plan *plan, const struct tile_tensor 
  * aborts unless both are complete and identical. */
 void fuzz_read_body(struct tile_encoder *enc, struct tile_encoder *again, char **body);
 
+/* A copy of `r` whose input borrows r's buffers, for an encoder to take
+ * over while r keeps them (the copy frees nothing). */
+struct tile_request fuzz_borrowed_request(const struct tile_request *r);
+
 /* Reads JSON data text `data` (the elements between a '[' and a ']') as a
  * tensor of the plan's dtype and output shape and compares it with `want`. */
 void fuzz_check_json_data(const char *data, uint64_t len, const struct tile_plan *plan,

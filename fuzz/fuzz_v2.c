@@ -41,35 +41,33 @@ static void encode(const struct tile_v2_request *v)
     struct tile_tensor want;
     if (fuzz_expected_output(&plan, in, &want) < 0)
         return;
-    struct tile_encoder *enc = malloc(sizeof(*enc)), *again = malloc(sizeof(*again));
-    if (!enc || !again)
-        fuzz_fail("out of memory");
-    if (tile_encoder_init_framed(enc, fmt, &plan, in, &v->treq, &f, FUZZ_MAX_BYTES, &e) < 0) {
+    struct tile_request view = fuzz_borrowed_request(&v->treq), view2 = fuzz_borrowed_request(&v->treq);
+    struct tile_encoder *enc = tile_encoder_new(fmt, &plan, &view, &f, FUZZ_MAX_BYTES, &e), *again;
+    if (!enc) {
         FUZZ_CHECK(e.code == TILE_ETOOBIG || (e.code == TILE_ENOTACCEPT && plan.dtype == TILE_STRING && !v->binary_output),
                    "framed encoder refused a planned output: %s", e.text);
     } else {
-        FUZZ_CHECK(tile_encoder_init_framed(again, fmt, &plan, in, &v->treq, &f, FUZZ_MAX_BYTES, &e) == 0,
-                   "a second encoder failed: %s", e.text);
+        again = tile_encoder_new(fmt, &plan, &view2, &f, FUZZ_MAX_BYTES, &e);
+        FUZZ_CHECK(again != NULL, "a second encoder failed: %s", e.text);
         char *body;
-        uint64_t size = tile_encoder_size(enc);
+        uint64_t size = tile_encoder_size(enc), head_len, data_len;
+        tile_encoder_sections(enc, &head_len, &data_len);
         fuzz_read_body(enc, again, &body);
-        FUZZ_CHECK(enc->head_len == f.head_len && size == f.head_len + enc->data_len + f.tail_len,
+        FUZZ_CHECK(head_len == f.head_len && size == f.head_len + data_len + f.tail_len,
                    "framed body sections do not add up");
         if (v->binary_output) {
-            FUZZ_CHECK(enc->data_len == data_bytes, "binary_data_size %llu but %llu data bytes",
-                       (unsigned long long)data_bytes, (unsigned long long)enc->data_len);
+            FUZZ_CHECK(data_len == data_bytes, "binary_data_size %llu but %llu data bytes",
+                       (unsigned long long)data_bytes, (unsigned long long)data_len);
             fuzz_check_json(body, f.head_len, "the binary response's JSON header");
-            fuzz_check_raw_data(body + f.head_len, enc->data_len, &plan, &want);
+            fuzz_check_raw_data(body + f.head_len, data_len, &plan, &want);
         } else {
             fuzz_check_json(body, (size_t)size, "the JSON response");
-            fuzz_check_json_data(body + f.head_len, enc->data_len, &plan, TILE_JSON_COMPLEX_INTERLEAVED, &want);
+            fuzz_check_json_data(body + f.head_len, data_len, &plan, TILE_JSON_COMPLEX_INTERLEAVED, &want);
         }
         free(body);
         tile_encoder_free(enc);
         tile_encoder_free(again);
     }
-    free(enc);
-    free(again);
     tile_tensor_free(&want);
 }
 

@@ -162,8 +162,7 @@ static void req_free(struct tiled_req *req)
 {
     tiled_reply_free(&req->reply);
     tile_v2_request_free(&req->v2);
-    if (req->has_enc)
-        tile_encoder_free(&req->enc);
+    tile_encoder_free(req->enc);
     tile_request_free(&req->treq);
     for (int i = 0; i < req->nquery; i++)
         free(req->query[i].value);

@@ -84,9 +84,9 @@ struct tiled_req {
     bool suspended;
     bool done;                /* reply is ready */
     struct tiled_reply reply;
-    /* Decoded request (live while a stream reads it); plan and enc below. */
+    /* Decoded request, until the encoder takes it over. */
     struct tile_request treq;
-    bool has_enc;             /* enc is initialised */
+    struct tile_encoder *enc; /* owned; NULL until prepared, or once a stream has it */
     /* Protocol-specific decode + plan + encoder choice (v1.c, v2.c). */
     int (*prepare)(struct tiled_req *req, struct tile_error *e);
     int v2_version;           /* model version of a v2 infer request, else 0 */
@@ -100,10 +100,9 @@ struct tiled_req {
     } query[16];
     int nquery;
     bool query_overflow;
-    /* Large members last: req_init zeroes only what precedes them; these
-     * are written by tile_plan_init / tile_encoder_init before any read. */
+    /* Large members last: req_init zeroes only what precedes them; this
+     * is written by tile_plan_init before any read. */
     struct tile_plan plan;
-    struct tile_encoder enc;
 };
 
 typedef void (*tiled_handler_fn)(struct tiled_req *req);

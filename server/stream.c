@@ -6,9 +6,10 @@
  * copies ready bytes. When MHD asks for bytes that are not ready yet, the
  * content reader suspends the connection and the producer resumes it after
  * the next chunk; the stream lock orders suspend before resume. The stream
- * owns the decoded input and plan it reads (moved out of the request),
- * because MHD may release the response after the request state is gone; it
- * is freed by whichever of MHD and the producer lets go last. With
+ * owns the encoder (taken from the request; the encoder owns the input and
+ * plan it reads), because MHD may release the response after the request
+ * state is gone; it is freed by whichever of MHD and the producer lets go
+ * last. With
  * Content-Encoding the producer deflates as it goes; the length is then
  * unknown up front and the body is sent chunked.
  */
@@ -31,10 +32,8 @@ struct tiled_stream {
     struct tile_pool *pool;
     struct MHD_Connection *conn;
     struct MHD_Response *response; /* for the trailer; set once queued */
-    struct tile_request treq;
-    struct tile_plan plan;
     struct tile_timings tm;
-    struct tile_encoder enc;
+    struct tile_encoder *enc;
     uint64_t size, chunk, produced, t_start;
     char *buf[NSLOTS];
     uint64_t buf_pos[NSLOTS], buf_len[NSLOTS];
@@ -96,8 +95,7 @@ static void stream_destroy(struct tiled_stream *s)
     if (s->coding != TILED_CODING_IDENTITY)
         deflateEnd(&s->z);
     free(s->raw);
-    tile_encoder_free(&s->enc);
-    tile_request_free(&s->treq);
+    tile_encoder_free(s->enc);
     for (int i = 0; i < NSLOTS; i++)
         free(s->buf[i]);
     pthread_mutex_destroy(&s->lock);
@@ -119,10 +117,10 @@ static int free_slot(const struct tiled_stream *s)
  * anything: the caller does, under the lock. */
 static uint64_t fill(struct tiled_stream *s, char *out, bool *last)
 {
-    uint64_t raw_left = tile_encoder_size(&s->enc) - s->enc.pos;
+    uint64_t raw_left = tile_encoder_remaining(s->enc);
     if (s->coding == TILED_CODING_IDENTITY) {
         uint64_t n = raw_left < s->chunk ? raw_left : s->chunk;
-        tile_encoder_read(&s->enc, out, (size_t)n);
+        tile_encoder_read(s->enc, out, (size_t)n);
         *last = n == raw_left;
         return n;
     }
@@ -131,7 +129,7 @@ static uint64_t fill(struct tiled_stream *s, char *out, bool *last)
     while (s->z.avail_out > 0) {
         if (s->z.avail_in == 0 && raw_left > 0) {
             uint64_t n = raw_left < s->chunk ? raw_left : s->chunk;
-            tile_encoder_read(&s->enc, s->raw, (size_t)n);
+            tile_encoder_read(s->enc, s->raw, (size_t)n);
             raw_left -= n;
             s->z.next_in = (Bytef *)s->raw;
             s->z.avail_in = (uInt)n;
@@ -162,6 +160,7 @@ static void produce(void *arg)
         /* The JSON tail with the metrics may be written in this chunk: the
          * total so far is the best figure it can carry. */
         s->tm.total_us = t0 - s->t_start;
+        tile_encoder_set_timings(s->enc, &s->tm);
         bool last = false;
         uint64_t n = fill(s, s->buf[slot], &last);
         uint64_t dt = tiled_now_us() - t0;
@@ -192,7 +191,7 @@ static void kick_producer(struct tiled_stream *s)
     tile_pool_continue(s->pool, &s->task);
 }
 
-struct tiled_stream *tiled_stream_init(struct tiled_req *req, struct tile_encoder *enc, uint64_t chunk)
+struct tiled_stream *tiled_stream_init(struct tiled_req *req, uint64_t chunk)
 {
     struct tiled_stream *s = calloc(1, sizeof(*s));
     if (!s)
@@ -213,16 +212,10 @@ struct tiled_stream *tiled_stream_init(struct tiled_req *req, struct tile_encode
     s->chunk = chunk;
     s->chunked = req->want_trailers;
     s->t_start = req->t_start;
-    /* Take over what the encoder reads. */
-    s->treq = req->treq;
-    tile_request_init(&req->treq);
-    s->plan = req->plan;
     s->tm = req->tm;
-    s->enc = *enc;
-    s->enc.plan = &s->plan;
-    s->enc.in = &s->treq.input;
-    s->enc.metrics = &s->tm;
-    s->size = tile_encoder_size(enc);
+    s->enc = req->enc; /* taken over, with everything it reads */
+    req->enc = NULL;
+    s->size = tile_encoder_size(s->enc);
     s->coding = tiled_coding_negotiate(req->accept_encoding);
     if (s->coding != TILED_CODING_IDENTITY) {
         s->raw = malloc(chunk);

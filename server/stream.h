@@ -6,11 +6,10 @@
 
 struct tiled_req;
 struct tiled_stream;
-struct tile_encoder;
 struct MHD_Response;
 
-/* Takes over the request's decoded input, plan and encoder. */
-struct tiled_stream *tiled_stream_init(struct tiled_req *req, struct tile_encoder *enc, uint64_t chunk);
+/* Takes over the request's encoder (req->enc becomes NULL). */
+struct tiled_stream *tiled_stream_init(struct tiled_req *req, uint64_t chunk);
 /* Body length, or UINT64_MAX when it is sent chunked (trailers or
  * compression); the Content-Encoding applied, or NULL. */
 uint64_t tiled_stream_size(const struct tiled_stream *s);

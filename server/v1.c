@@ -101,10 +101,9 @@ static int v1_prepare(struct tiled_req *req, struct tile_error *e)
     req->tm.decode_us = tiled_now_us() - t0;
     if (tiled_work_plan(req, e) < 0)
         return -1;
-    if (tile_encoder_init(&req->enc, req->out_fmt, &req->plan, &req->treq.input, &req->treq, &req->tm,
-                          req->srv->lim.max_stream, e) < 0)
+    req->enc = tile_encoder_new(req->out_fmt, &req->plan, &req->treq, NULL, req->srv->lim.max_stream, e);
+    if (!req->enc)
         return -1;
-    req->has_enc = true;
     tiled_copy_str(req->reply.content_type, sizeof(req->reply.content_type), tile_format_media_type(req->out_fmt));
     if (req->out_fmt == TILE_FMT_RAW)
         set_tensor_headers(req);

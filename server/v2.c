@@ -70,10 +70,9 @@ static int v2_prepare(struct tiled_req *req, struct tile_error *e)
     if (tile_v2_response_frame(v, &req->plan, data_bytes, head, sizeof(head), &f.head_len, &f.tail, &f.tail_len, e) < 0)
         return -1;
     enum tile_format fmt = v->binary_output ? TILE_FMT_RAW : TILE_FMT_JSON;
-    if (tile_encoder_init_framed(&req->enc, fmt, &req->plan, &req->treq.input, &req->treq, &f,
-                                 req->srv->lim.max_stream, e) < 0)
+    req->enc = tile_encoder_new(fmt, &req->plan, &req->treq, &f, req->srv->lim.max_stream, e);
+    if (!req->enc)
         return -1;
-    req->has_enc = true;
     tiled_copy_str(req->reply.content_type, sizeof(req->reply.content_type),
                    v->binary_output ? "application/octet-stream" : "application/json");
     if (v->binary_output) {

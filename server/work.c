@@ -32,36 +32,25 @@ int tiled_work_plan(struct tiled_req *req, struct tile_error *e)
     return 0;
 }
 
-/* Fixed-width data with no pieces: the kernel writes it straight into the
- * body, with the pool's help for large outputs. */
-static bool direct_tiling(const struct tile_encoder *enc)
-{
-    return !enc->piece_off && enc->fixed_in == enc->in->data && enc->tail_fixed_len == 0 &&
-           enc->fmt != TILE_FMT_JSON;
-}
-
 static int build_body(struct tiled_req *req, struct tile_error *e)
 {
     struct tiled_reply *r = &req->reply;
-    struct tile_encoder *enc = &req->enc;
-    uint64_t size = tile_encoder_size(enc);
+    uint64_t size = tile_encoder_size(req->enc);
     r->body = malloc(size ? size : 1);
     if (!r->body)
         return tile_error_set(e, TILE_ENOMEM, "cannot allocate a %llu byte response", (unsigned long long)size);
     uint64_t t0 = tiled_now_us();
-    if (direct_tiling(enc)) {
-        memcpy(r->body, enc->head, enc->head_len);
-        tile_execute(&enc->fixed_plan, enc->fixed_in, r->body + enc->head_len, req->srv->pool);
+    if (tile_encoder_fill(req->enc, r->body, req->srv->pool)) {
         req->tm.tile_us += tiled_now_us() - t0;
     } else {
         /* The body's metrics and the Server-Timing header show the same
          * figures: both are final once the body is built. */
-        tile_encoder_read(enc, r->body, size);
         uint64_t t1 = tiled_now_us();
         req->tm.encode_us = t1 - t0;
         req->tm.total_us = t1 - req->t_start;
         req->timings_final = true;
-        size = tile_encoder_rewrite_metrics(enc, r->body);
+        tile_encoder_set_timings(req->enc, &req->tm);
+        size = tile_encoder_rewrite_metrics(req->enc, r->body);
     }
     r->body_len = size;
     return 0;
@@ -71,13 +60,12 @@ static int produce(struct tiled_req *req, struct tile_error *e)
 {
     struct tiled_server *srv = req->srv;
     struct tiled_reply *r = &req->reply;
-    uint64_t size = tile_encoder_size(&req->enc);
+    uint64_t size = tile_encoder_size(req->enc);
     if (size > (uint64_t)srv->cfg.stream_threshold) {
-        r->stream = tiled_stream_init(req, &req->enc, (uint64_t)srv->cfg.stream_chunk);
+        r->stream = tiled_stream_init(req, (uint64_t)srv->cfg.stream_chunk);
         if (!r->stream)
             return tile_error_set(e, TILE_ENOMEM, "cannot set up the response stream");
         r->release_stream = tiled_stream_free;
-        req->has_enc = false; /* the stream owns the encoder now */
     } else if (size > srv->lim.max_output) {
         return tile_error_set(e, TILE_ETOOBIG, "output of %llu bytes exceeds the max-output limit of %llu bytes",
                               (unsigned long long)size, (unsigned long long)srv->lim.max_output);
@@ -101,7 +89,7 @@ void tiled_work_fail(struct tiled_req *req, const struct tile_error *e)
  * codings we take, as Triton answers). */
 static int prepare(struct tiled_req *req, struct tile_error *e)
 {
-    if (req->has_enc)
+    if (req->enc)
         return 0;
     if (tiled_coding_parse(req->content_encoding, &req->request_coding) < 0) {
         tiled_reply_error(&req->reply, 415, "unsupported Content-Encoding '%.60s' (use gzip, deflate or identity)",
@@ -136,6 +124,6 @@ void tiled_work_start(struct tiled_req *req)
             tiled_work_fail(req, &e);
         return;
     }
-    if (tile_encoder_size(&req->enc) <= inline_max && produce(req, &e) < 0)
+    if (tile_encoder_size(req->enc) <= inline_max && produce(req, &e) < 0)
         tiled_work_fail(req, &e);
 }
