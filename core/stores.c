@@ -84,7 +84,8 @@ static void detect(void)
             s = (struct tile_cache_sizes){0, TILE_STORES_DEFAULT_LLC, "default"};
     }
     sizes = s;
-    stream_min = s.llc_bytes / 100 * TILE_STORES_CACHED_PCT + 1;
+    uint64_t share = s.llc_bytes / 100 * TILE_STORES_CACHED_PCT + s.llc_bytes % 100 * TILE_STORES_CACHED_PCT / 100;
+    stream_min = share + 1;
 }
 
 void tile_stores_init(void)
