@@ -146,9 +146,7 @@ int tiled_reply_compress(struct tiled_reply *r, enum tiled_coding c, struct tile
         free(out);
         return 0; /* send it uncompressed */
     }
-    free(r->body);
-    r->body = out;
-    r->body_len = n;
+    tiled_reply_set_body(r, out, n, NULL);
     tiled_reply_header(r, "Content-Encoding", tiled_coding_name(c));
     return 0;
 }

@@ -65,6 +65,9 @@ static const struct tiled_option tiled_options[] = {
      "seconds to finish in-flight requests after SIGTERM"},
     {"stream-threshold", "TILED_STREAM_THRESHOLD", OPT_SIZE, OFF(stream_threshold), "8M", 0, INT64_MAX, NULL,
      "response bodies above this many bytes are streamed in chunks"},
+    {"body-cache", "TILED_BODY_CACHE", OPT_SIZE, OFF(body_cache), "64M", 0, INT64_MAX, NULL,
+     "bytes of answered response bodies kept for reuse, so in-memory outputs skip first-touch page faults "
+     "(0 = off)"},
     {"stream-chunk", "TILED_STREAM_CHUNK", OPT_SIZE, OFF(stream_chunk), "1M", 4096, 256 << 20, NULL,
      "bytes per streamed chunk"},
     {"inline-max", "TILED_INLINE_MAX", OPT_SIZE, OFF(inline_max), "64K", 0, 16 << 20, NULL,

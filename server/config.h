@@ -32,6 +32,7 @@ struct tiled_config {
     int64_t header_timeout;   /* seconds to send a request head; 0 = off */
     int64_t drain_timeout;    /* seconds */
     int64_t stream_threshold; /* bytes above which outputs are streamed */
+    int64_t body_cache;       /* bytes of free response bodies kept (bodycache.h) */
     int64_t stream_chunk;     /* bytes per streamed chunk */
     int64_t inline_max;       /* bytes of body/output handled on the HTTP thread */
     int64_t log_format;       /* enum tiled_log_format */

@@ -265,9 +265,13 @@ static struct MHD_Response *make_response(struct tiled_req *req)
                 MHD_add_response_header(resp, "Trailer", "Server-Timing");
         }
     } else {
-        resp = MHD_create_response_from_buffer((size_t)r->body_len, r->body, MHD_RESPMEM_MUST_FREE);
-        if (resp)
+        resp = r->release_body ? MHD_create_response_from_buffer_with_free_callback((size_t)r->body_len, r->body,
+                                                                                    r->release_body)
+                               : MHD_create_response_from_buffer((size_t)r->body_len, r->body, MHD_RESPMEM_MUST_FREE);
+        if (resp) {
             r->body = NULL;
+            r->release_body = NULL;
+        }
     }
     if (!resp)
         return NULL;

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "base.h"
+#include "bodycache.h"
 #include "headwatch.h"
 #include "server.h"
 
@@ -193,6 +194,14 @@ static void render_gauges(struct out *o, struct tiled_server *srv)
     header(o, "tiled_header_timeouts_total", "counter",
            "Connections cut because a request head did not arrive within --header-timeout.");
     put(o, "tiled_header_timeouts_total %llu\n", (unsigned long long)tiled_headwatch_cut_total(srv->headwatch));
+    struct tiled_bodycache_stats bc;
+    tiled_bodycache_stats(srv->bodies, &bc);
+    header(o, "tiled_body_cache_hits_total", "counter", "In-memory response bodies written into a reused buffer.");
+    put(o, "tiled_body_cache_hits_total %llu\n", (unsigned long long)bc.hits);
+    header(o, "tiled_body_cache_misses_total", "counter", "In-memory response bodies that needed a new buffer.");
+    put(o, "tiled_body_cache_misses_total %llu\n", (unsigned long long)bc.misses);
+    header(o, "tiled_body_cache_bytes", "gauge", "Bytes of free response buffers kept for reuse (--body-cache).");
+    put(o, "tiled_body_cache_bytes %llu\n", (unsigned long long)bc.kept_bytes);
     header(o, "tiled_build_info", "gauge", "Build information; the value is always 1.");
     put(o, "tiled_build_info{version=\"%s\",commit=\"%s\"} 1\n", TILED_VERSION, TILED_GIT_COMMIT);
 }

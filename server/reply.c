@@ -17,17 +17,26 @@ void tiled_reply_header(struct tiled_reply *r, const char *name, const char *val
     r->nheaders++;
 }
 
+void tiled_reply_set_body(struct tiled_reply *r, char *body, uint64_t len, void (*release)(void *body))
+{
+    if (r->release_body)
+        r->release_body(r->body);
+    else
+        free(r->body);
+    r->body = body;
+    r->body_len = body ? len : 0;
+    r->release_body = release;
+}
+
 void tiled_reply_json(struct tiled_reply *r, int status, const char *json)
 {
-    free(r->body);
     r->status = status;
     tiled_copy_str(r->content_type, sizeof(r->content_type), "application/json");
-    r->body_len = strlen(json);
-    r->body = malloc(r->body_len + 1);
-    if (r->body)
-        memcpy(r->body, json, r->body_len + 1);
-    else
-        r->body_len = 0;
+    size_t len = strlen(json);
+    char *body = malloc(len + 1);
+    if (body)
+        memcpy(body, json, len + 1);
+    tiled_reply_set_body(r, body, len, NULL);
 }
 
 /* Length of the valid UTF-8 sequence at p (0 if invalid). */
@@ -97,8 +106,7 @@ void tiled_reply_free(struct tiled_reply *r)
         free(r->headers[i][1]);
     }
     r->nheaders = 0;
-    free(r->body);
-    r->body = NULL;
+    tiled_reply_set_body(r, NULL, 0, NULL);
     if (r->stream)
         r->release_stream(r->stream);
     r->stream = NULL;

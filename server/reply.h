@@ -20,8 +20,9 @@ struct tiled_reply {
     char content_type[64];
     char *headers[6][2];      /* extra headers (name, value), owned */
     int nheaders;
-    char *body;               /* owned, malloc'd */
+    char *body;               /* owned: malloc'd, or let go with release_body */
     uint64_t body_len;
+    void (*release_body)(void *body); /* NULL: free() */
     /* Owned; a streamed body instead of `body`, let go with release_stream. */
     struct tiled_stream *stream;
     void (*release_stream)(void *stream);
@@ -35,6 +36,8 @@ void tiled_reply_tile_error(struct tiled_reply *r, const struct tile_error *e);
 /* Sets a JSON body (copied). */
 void tiled_reply_json(struct tiled_reply *r, int status, const char *json);
 void tiled_reply_header(struct tiled_reply *r, const char *name, const char *value);
+/* Replaces the body (the old one is let go); `release` NULL means free(). */
+void tiled_reply_set_body(struct tiled_reply *r, char *body, uint64_t len, void (*release)(void *body));
 void tiled_reply_free(struct tiled_reply *r);
 
 /* Server-Timing value for the request's timings. */

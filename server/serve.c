@@ -17,6 +17,7 @@
 
 #include "auth.h"
 #include "base.h"
+#include "bodycache.h"
 #include "http.h"
 #include "log.h"
 #include "server.h"
@@ -71,12 +72,16 @@ static int serve(struct tiled_server *srv)
     int rc = tiled_auth_load(srv->cfg.api_key_file, &e);
     if (rc == 0) {
         srv->pool = tile_pool_init((int)srv->cfg.workers, (int)srv->cfg.queue, &e);
-        rc = srv->pool ? tiled_http_start(srv, &e) : -1;
+        srv->bodies = tiled_bodycache_new((uint64_t)srv->cfg.body_cache);
+        if (!srv->bodies)
+            tile_error_set(&e, TILE_ENOMEM, "cannot allocate the body cache");
+        rc = srv->pool && srv->bodies ? tiled_http_start(srv, &e) : -1;
     }
     if (rc < 0) {
         tiled_log_error("exit", e.text);
         fprintf(stderr, "tiled: %s\n", e.text);
         tile_pool_free(srv->pool);
+        tiled_bodycache_free(srv->bodies);
         tiled_auth_free();
         return 1;
     }
@@ -106,6 +111,7 @@ static int serve(struct tiled_server *srv)
     wait_idle(srv);
     tiled_http_stop(srv);
     tile_pool_free(srv->pool);
+    tiled_bodycache_free(srv->bodies); /* after MHD: it has given back every body */
     tiled_auth_free();
     tiled_log_event(TILED_LOG_INFO, "exit", "\"status\":0");
     return 0;

@@ -40,6 +40,7 @@ struct tiled_server {
     struct tiled_config cfg;
     struct tile_limits lim;
     struct tile_pool *pool;
+    struct tiled_bodycache *bodies; /* reused response bodies (bodycache.h) */
     struct MHD_Daemon *daemon;
     struct tiled_headwatch *headwatch; /* NULL when --header-timeout is 0 */
     uint16_t port;

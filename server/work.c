@@ -15,6 +15,7 @@
 #include "work.h"
 
 #include "base.h"
+#include "bodycache.h"
 #include "compress.h"
 #include "server.h"
 #include "stream.h"
@@ -36,7 +37,7 @@ static int build_body(struct tiled_req *req, struct tile_error *e)
 {
     struct tiled_reply *r = &req->reply;
     uint64_t size = tile_encoder_size(req->enc);
-    r->body = malloc(size ? size : 1);
+    tiled_reply_set_body(r, tiled_bodycache_get(req->srv->bodies, size ? size : 1), size, tiled_bodycache_put);
     if (!r->body)
         return tile_error_set(e, TILE_ENOMEM, "cannot allocate a %llu byte response", (unsigned long long)size);
     uint64_t t0 = tiled_now_us();

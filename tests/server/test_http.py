@@ -423,6 +423,68 @@ class Streaming(unittest.TestCase):
             self.assertEqual(d.stop(), 0)
 
 
+class BodyReuse(unittest.TestCase):
+    """In-memory outputs are written into buffers of earlier answers
+    (--body-cache): every answer stays exact whatever a reused buffer held
+    before, and /metrics counts the reuse."""
+
+    @staticmethod
+    def cache_metrics(d):
+        _, data = d.request("GET", "/metrics")
+        got = {}
+        for line in data.decode().splitlines():
+            m = re.fullmatch(r"tiled_body_cache_(hits_total|misses_total|bytes) (\d+)", line)
+            if m:
+                got[m.group(1)] = int(m.group(2))
+        return got
+
+    def post_raw(self, d, a, reps, accept_encoding=None):
+        headers = {"Content-Type": "application/octet-stream", "Accept": "application/octet-stream"}
+        if accept_encoding:
+            headers["Accept-Encoding"] = accept_encoding
+        shape = ",".join(map(str, a.shape))
+        resp, data = d.request("POST", f"/v1/tile?dtype={a.dtype}&shape={shape}&repeats={','.join(map(str, reps))}",
+                               a.tobytes(), headers)
+        self.assertEqual(resp.status, 200, data[:200])
+        if accept_encoding:
+            import zlib
+            self.assertEqual(resp.getheader("Content-Encoding"), "gzip")
+            data = zlib.decompress(data, 31)
+        self.assertEqual(data, np.tile(a, reps).tobytes())
+
+    def test_reused_bodies_are_exact_and_counted(self):
+        d = Daemon("--workers", "2")
+        rng = np.random.default_rng(77)
+        try:
+            before = self.cache_metrics(d)
+            self.assertEqual(before, {"hits_total": 0, "misses_total": 0, "bytes": 0})
+            img = rng.integers(0, 256, (3, 224, 224), dtype=np.uint8)
+            for _ in range(3):  # 2.3 MiB, the same size again and again
+                self.post_raw(d, img, (1, 4, 4))
+            # a smaller body of another dtype into the same buffer, then gzip
+            # (the compressed copy replaces the reused buffer, which goes back)
+            self.post_raw(d, rng.standard_normal((100, 700)).astype(np.float32), (2, 3))
+            self.post_raw(d, img, (1, 4, 4), accept_encoding="gzip")
+            self.post_raw(d, img, (1, 4, 4))
+            after = self.cache_metrics(d)
+            self.assertEqual(after["hits_total"] + after["misses_total"], 6)
+            self.assertGreaterEqual(after["hits_total"], 4)
+            self.assertGreater(after["bytes"], 2 << 20)
+            self.assertLessEqual(after["bytes"], 64 << 20)
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+    def test_cache_off_keeps_nothing(self):
+        d = Daemon("--body-cache", "0")
+        try:
+            img = np.arange(3 * 224 * 224, dtype=np.uint8).reshape(3, 224, 224)
+            for _ in range(2):
+                self.post_raw(d, img, (1, 4, 4))
+            self.assertEqual(self.cache_metrics(d), {"hits_total": 0, "misses_total": 2, "bytes": 0})
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+
 class Lifecycle(unittest.TestCase):
     def test_overload_gives_503_with_retry_after(self):
         d = Daemon("--workers", "1", "--queue", "1", "--stream-threshold", "1G", "--max-output", "2G")
