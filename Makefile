@@ -36,6 +36,8 @@ PKGS        := libmicrohttpd jansson zlib
 PKG_CFLAGS   = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS     = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CMOCKA_LIBS  = $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
+# What core/ and api/ link against (api/ builds its small documents with jansson).
+API_LIBS     = $(shell pkg-config --libs jansson 2>/dev/null || echo -ljansson)
 
 # Layering, enforced by the include path: each directory sees only the
 # headers of the layers below it, so a wrong-way #include does not compile
@@ -115,7 +117,7 @@ $(BUILD)/tiled: $(BUILD)/obj/cli/main.o $(CLI_OBJ) $(LIB_OBJ)
 
 # The CLI alone, linked without server/: `tiled serve` says it is not built in.
 $(BUILD)/tiled-cli: $(CLI_OBJ)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(API_LIBS) $(LDLIBS)
 
 cli-only: $(BUILD)/tiled-cli
 

@@ -336,7 +336,7 @@ static void refs_to_views(struct tile_tensor *t, char *blob)
 static int finish(struct reader *r, struct tile_tensor *out)
 {
     int64_t dims[TILE_MAX_RANK];
-    uint64_t parts_per = r->tr->cls == TILE_CLASS_COMPLEX ? 2 : 1;
+    uint64_t parts_per = r->tr->parts;
     if (inferred_shape(r, dims) < 0)
         return -1;
     if (r->fixed) {
@@ -370,7 +370,7 @@ static int reader_init(struct reader *r, struct tile_json_lexer *lx, const struc
         return tile_error_set(e, TILE_EINVAL, "invalid dtype");
     r->is_string = r->tr->cls == TILE_CLASS_STRING;
     r->pairs = r->tr->cls == TILE_CLASS_COMPLEX && o->complex_form == TILE_JSON_COMPLEX_PAIRS;
-    r->part_size = r->tr->cls == TILE_CLASS_COMPLEX ? r->tr->size / 2 : r->tr->size;
+    r->part_size = r->tr->size / r->tr->parts;
     r->max_rank = o->max_rank > 0 && o->max_rank < TILE_MAX_RANK ? o->max_rank : TILE_MAX_RANK;
     r->rank = -1;
     for (int i = 0; i < TILE_MAX_RANK; i++)
@@ -383,7 +383,7 @@ static int reader_init(struct reader *r, struct tile_json_lexer *lx, const struc
         return -1;
     r->fixed = true;
     r->items = out->data;
-    r->cap_parts = out->nelem * (r->tr->cls == TILE_CLASS_COMPLEX ? 2 : 1);
+    r->cap_parts = out->nelem * r->tr->parts;
     return 0;
 }
 

@@ -19,6 +19,13 @@
  *     while (tile_json_next(&lx, &t, &err) == 0 && t.type != TILE_JSON_END) ...
  *
  * A lexer is a plain value: copying it saves a position to come back to.
+ *
+ * Why not jansson (which builds the small control-plane documents): tensor
+ * data needs what it does not give. Integers must be exact over the whole
+ * uint64 range (jansson's json_int_t is a signed 64-bit integer); floats
+ * must be read and written correctly rounded at the element's own width,
+ * float16 and bfloat16 included (jansson goes through double); and a huge
+ * array must cost memory bounded by the tensor, not a json_t per element.
  */
 #ifndef TILE_JSONLEX_H
 #define TILE_JSONLEX_H

@@ -70,9 +70,7 @@ static void npy_format_descr(const struct tile_npy_header *h, char *buf, size_t 
 static size_t npy_swap_unit(const struct tile_npy_header *h)
 {
     const struct tile_dtype_traits *t = tile_dtype_traits(h->dtype);
-    size_t unit = t->cls == TILE_CLASS_STRING ? (h->strkind == TILE_NPY_STR_UNICODE ? 4 : 1)
-                  : t->cls == TILE_CLASS_COMPLEX ? t->size / 2
-                                                 : t->size;
+    size_t unit = t->cls == TILE_CLASS_STRING ? (h->strkind == TILE_NPY_STR_UNICODE ? 4 : 1) : t->size / t->parts;
     return h->big_endian && unit > 1 ? unit : 0;
 }
 

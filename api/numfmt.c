@@ -152,7 +152,7 @@ static const struct real_kind *real_kind_of(const struct tile_dtype_traits *tr)
         return &kind_bf16;
     if (tr->cls != TILE_CLASS_FLOAT && tr->cls != TILE_CLASS_COMPLEX)
         return NULL;
-    size_t w = tr->cls == TILE_CLASS_COMPLEX ? tr->size / 2 : tr->size;
+    size_t w = tr->size / tr->parts;
     return w == 2 ? &kind_f16 : w == 4 ? &kind_f32 : w == 8 ? &kind_f64 : NULL;
 }
 

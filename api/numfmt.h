@@ -13,6 +13,13 @@
  *   complex   [re,im], each part formatted as a float of half the width
  * Input (tile_json_parse_element) accepts what output produces and more;
  * see its contract below.
+ *
+ * Why not jansson (which builds the small control-plane documents): tensor
+ * data needs what it does not give. Integers must be exact over the whole
+ * uint64 range (jansson's json_int_t is a signed 64-bit integer); floats
+ * must be read and written correctly rounded at the element's own width,
+ * float16 and bfloat16 included (jansson goes through double); and a huge
+ * array must cost memory bounded by the tensor, not a json_t per element.
  */
 #ifndef TILE_NUMFMT_H
 #define TILE_NUMFMT_H

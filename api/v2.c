@@ -18,7 +18,7 @@
  */
 #include "v2.h"
 
-#include <stdarg.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -400,12 +400,40 @@ static int map_repeats(struct v2_ctx *c)
     return 0;
 }
 
-static int check_input_names(struct v2_ctx *c, const char *const *names, int n)
+/* The model's tensors per version: ONNX Tile-1 takes tiles and axis, later
+ * versions a repeats list. Their datatype names come from the dtype table. */
+struct model_tensor {
+    const char *name;
+    enum tile_dtype dtype;
+    json_int_t dim; /* the one dimension: -1 = any length */
+};
+static const struct model_tensor inputs_tile1[] = {
+    {.name = "input", .dtype = TILE_FLOAT32, .dim = -1},
+    {.name = "tiles", .dtype = TILE_INT64, .dim = 1},
+    {.name = "axis", .dtype = TILE_INT64, .dim = 1},
+};
+static const struct model_tensor inputs_tile6[] = {
+    {.name = "input", .dtype = TILE_FLOAT32, .dim = -1},
+    {.name = "repeats", .dtype = TILE_INT64, .dim = -1},
+};
+static const struct model_tensor output = {.name = "output", .dtype = TILE_FLOAT32, .dim = -1};
+
+/* The inputs a version takes; *n gets their count. */
+static const struct model_tensor *version_inputs(int version, size_t *n)
 {
+    *n = version == 1 ? sizeof(inputs_tile1) / sizeof(inputs_tile1[0]) : sizeof(inputs_tile6) / sizeof(inputs_tile6[0]);
+    return version == 1 ? inputs_tile1 : inputs_tile6;
+}
+
+static int check_input_names(struct v2_ctx *c)
+{
+    size_t n;
+    const struct model_tensor *want = version_inputs(c->r->version, &n);
     for (int i = 0; i < c->nin; i++) {
         bool known = false;
-        for (int k = 0; k < n; k++)
-            known |= strlen(names[k]) == c->in[i].name_len && memcmp(names[k], c->in[i].name, c->in[i].name_len) == 0;
+        for (size_t k = 0; k < n; k++)
+            known |= strlen(want[k].name) == c->in[i].name_len &&
+                     memcmp(want[k].name, c->in[i].name, c->in[i].name_len) == 0;
         if (!known)
             return tile_error_set(c->jr.e, TILE_EINVAL, "unknown input '%.*s' for model version %d", (int)c->in[i].name_len,
                                   c->in[i].name, c->r->version);
@@ -420,10 +448,9 @@ static int check_input_names(struct v2_ctx *c, const char *const *names, int n)
 
 static int map_inputs(struct v2_ctx *c)
 {
-    static const char *const names13[] = {"input", "repeats"}, *const names1[] = {"input", "tiles", "axis"};
     struct tile_v2_request *r = c->r;
     bool v1 = r->version == 1;
-    if (check_input_names(c, v1 ? names1 : names13, v1 ? 3 : 2) < 0)
+    if (check_input_names(c) < 0)
         return -1;
     struct v2_input *in = find_input(c, "input");
     if (!in)
@@ -539,45 +566,70 @@ int tile_v2_response_frame(const struct tile_v2_request *r, const struct tile_pl
     return 0;
 }
 
-static char *dup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *dup_printf(const char *fmt, ...)
+const int tile_v2_versions[TILE_V2_NVERSIONS] = {13, 6, 1};
+
+int tile_v2_version_slot(int version)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    char *s = NULL;
-    if (vasprintf(&s, fmt, ap) < 0)
-        s = NULL;
-    va_end(ap);
-    return s;
+    for (int i = 0; i < TILE_V2_NVERSIONS; i++) {
+        if (tile_v2_versions[i] == version)
+            return i;
+    }
+    return -1;
 }
 
-/* The inputs of a version as a JSON array body, in metadata or config form. */
-static const char *input_list(int version, bool config)
+/* ---- model metadata and configuration ----------------------------------- */
+
+/* {"name","datatype","shape"} for metadata; {"name","data_type","dims"}
+ * for the configuration, whose type names are Triton's TYPE_<datatype>
+ * (true of every datatype listed here; BYTES would be TYPE_STRING). */
+static json_t *tensor_doc(const struct model_tensor *t, bool config)
 {
-    if (version == 1)
-        return config ? "{\"name\":\"input\",\"data_type\":\"TYPE_FP32\",\"dims\":[-1]},"
-                        "{\"name\":\"tiles\",\"data_type\":\"TYPE_INT64\",\"dims\":[1]},"
-                        "{\"name\":\"axis\",\"data_type\":\"TYPE_INT64\",\"dims\":[1]}"
-                      : "{\"name\":\"input\",\"datatype\":\"FP32\",\"shape\":[-1]},"
-                        "{\"name\":\"tiles\",\"datatype\":\"INT64\",\"shape\":[1]},"
-                        "{\"name\":\"axis\",\"datatype\":\"INT64\",\"shape\":[1]}";
-    return config ? "{\"name\":\"input\",\"data_type\":\"TYPE_FP32\",\"dims\":[-1]},"
-                    "{\"name\":\"repeats\",\"data_type\":\"TYPE_INT64\",\"dims\":[-1]}"
-                  : "{\"name\":\"input\",\"datatype\":\"FP32\",\"shape\":[-1]},"
-                    "{\"name\":\"repeats\",\"datatype\":\"INT64\",\"shape\":[-1]}";
+    const char *datatype = tile_dtype_traits(t->dtype)->kserve;
+    if (!config)
+        return json_pack("{s:s, s:s, s:[I]}", "name", t->name, "datatype", datatype, "shape", t->dim);
+    char type[32];
+    snprintf(type, sizeof(type), "TYPE_%s", datatype);
+    return json_pack("{s:s, s:s, s:[I]}", "name", t->name, "data_type", type, "dims", t->dim);
+}
+
+static json_t *inputs_doc(int version, bool config)
+{
+    size_t n;
+    const struct model_tensor *in = version_inputs(version, &n);
+    json_t *list = json_array();
+    for (size_t i = 0; list && i < n; i++) {
+        if (json_array_append_new(list, tensor_doc(&in[i], config)) < 0) {
+            json_decref(list);
+            return NULL;
+        }
+    }
+    return list;
+}
+
+/* Serialises and releases `doc` (NULL stays NULL). */
+static char *dump(json_t *doc)
+{
+    char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+    json_decref(doc);
+    return text;
 }
 
 char *tile_v2_model_metadata(int version)
 {
-    return dup_printf("{\"name\":\"tile\",\"versions\":[\"1\",\"6\",\"13\"],\"platform\":\"onnx_onnxv1\","
-                      "\"inputs\":[%s],\"outputs\":[{\"name\":\"output\",\"datatype\":\"FP32\",\"shape\":[-1]}]}",
-                      input_list(version, false));
+    json_t *versions = json_array();
+    for (int i = TILE_V2_NVERSIONS - 1; versions && i >= 0; i--) { /* oldest first, as Triton lists them */
+        char v[16];
+        snprintf(v, sizeof(v), "%d", tile_v2_versions[i]);
+        json_array_append_new(versions, json_string(v));
+    }
+    return dump(json_pack("{s:s, s:o, s:s, s:o, s:[o]}", "name", "tile", "versions", versions, "platform",
+                          "onnx_onnxv1", "inputs", inputs_doc(version, false), "outputs", tensor_doc(&output, false)));
 }
 
 char *tile_v2_model_config(int version)
 {
-    return dup_printf("{\"name\":\"tile\",\"platform\":\"onnxruntime_onnx\",\"backend\":\"tiled\",\"version_policy\":"
-                      "{\"specific\":{\"versions\":[%d]}},\"max_batch_size\":0,\"input\":[%s],\"output\":[{\"name\":"
-                      "\"output\",\"data_type\":\"TYPE_FP32\",\"dims\":[-1]}]}",
-                      version, input_list(version, true));
+    return dump(json_pack("{s:s, s:s, s:s, s:{s:{s:[i]}}, s:i, s:o, s:[o]}", "name", "tile", "platform",
+                          "onnxruntime_onnx", "backend", "tiled", "version_policy", "specific", "versions", version,
+                          "max_batch_size", 0, "input", inputs_doc(version, true), "output",
+                          tensor_doc(&output, true)));
 }

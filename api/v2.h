@@ -42,7 +42,15 @@ int tile_v2_response_frame(const struct tile_v2_request *r, const struct tile_pl
                            char *head, size_t cap, size_t *head_len, const char **tail, size_t *tail_len,
                            struct tile_error *e);
 
-/* Model metadata / config JSON for one version (NUL-terminated, malloc'd). */
+/* The versions of the model `tile` that are served, newest first; the
+ * first is the one a path without a version addresses. */
+#define TILE_V2_NVERSIONS 3
+extern const int tile_v2_versions[TILE_V2_NVERSIONS];
+/* Index of `version` in tile_v2_versions[], or -1 when it is not served. */
+int tile_v2_version_slot(int version);
+
+/* Model metadata / config JSON for one version (NUL-terminated, malloc'd;
+ * NULL when out of memory). */
 char *tile_v2_model_metadata(int version);
 char *tile_v2_model_config(int version);
 

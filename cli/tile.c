@@ -32,11 +32,13 @@ struct cli_opt {
 };
 
 static const struct cli_opt cli_opts[] = {
-    {"repeats", "R,R,...", true, "repeats per axis (semantics onnx, numpy, openvino, directml)"},
-    {"semantics", "NAME", true, "onnx (default), onnx1, numpy, openvino or directml"},
-    {"tiles", "N", true, "copies along --axis (semantics onnx1, implied by --tiles/--axis)"},
-    {"axis", "K", true, "the axis --tiles copies along; negative counts from the end"},
-    {"threads", "N", false, "tiling threads; 0 = one per CPU (default)"},
+    {.name = "repeats", .arg = "R,R,...", .query = true,
+     .help = "repeats per axis (semantics onnx, numpy, openvino, directml)"},
+    {.name = "semantics", .arg = "NAME", .query = true, .help = "onnx (default), onnx1, numpy, openvino or directml"},
+    {.name = "tiles", .arg = "N", .query = true,
+     .help = "copies along --axis (semantics onnx1, implied by --tiles/--axis)"},
+    {.name = "axis", .arg = "K", .query = true, .help = "the axis --tiles copies along; negative counts from the end"},
+    {.name = "threads", .arg = "N", .query = false, .help = "tiling threads; 0 = one per CPU (default)"},
 };
 #define CLI_NOPTS (int)(sizeof(cli_opts) / sizeof(cli_opts[0]))
 

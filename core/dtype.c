@@ -6,28 +6,49 @@
 #include <strings.h>
 
 #define FIXED(sz) .size = (sz), .wire_size = (sz)
+/* One number per element, or a complex pair of them (re, im). */
+#define NUMBER(sz, c, kind) FIXED(sz), .cls = (c), .npy_kind = (kind), .parts = 1
+#define COMPLEX(sz) FIXED(sz), .cls = TILE_CLASS_COMPLEX, .npy_kind = 'c', .parts = 2
+#define OPSETS(v1, v6, dml) .in_opset1 = (v1), .in_opset6 = (v6), .in_directml = (dml)
 
 static const struct tile_dtype_traits tile_dtypes[TILE_DTYPE_COUNT] = {
-    [TILE_BOOL] = {"bool", "BOOL", "BOOL", "bool_ b1 ?", FIXED(1), TILE_CLASS_BOOL, 'b', false, true, false},
-    [TILE_INT8] = {"int8", "INT8", "INT8", "i1 byte", FIXED(1), TILE_CLASS_INT, 'i', false, true, true},
-    [TILE_INT16] = {"int16", "INT16", "INT16", "i2 short", FIXED(2), TILE_CLASS_INT, 'i', false, true, true},
-    [TILE_INT32] = {"int32", "INT32", "INT32", "i4 intc", FIXED(4), TILE_CLASS_INT, 'i', false, true, true},
-    [TILE_INT64] = {"int64", "INT64", "INT64", "i8 long int_", FIXED(8), TILE_CLASS_INT, 'i', false, true, true},
-    [TILE_UINT8] = {"uint8", "UINT8", "UINT8", "u1 ubyte", FIXED(1), TILE_CLASS_UINT, 'u', false, true, true},
-    [TILE_UINT16] = {"uint16", "UINT16", "UINT16", "u2 ushort", FIXED(2), TILE_CLASS_UINT, 'u', false, true, true},
-    [TILE_UINT32] = {"uint32", "UINT32", "UINT32", "u4 uintc", FIXED(4), TILE_CLASS_UINT, 'u', false, true, true},
-    [TILE_UINT64] = {"uint64", "UINT64", "UINT64", "u8 ulong", FIXED(8), TILE_CLASS_UINT, 'u', false, true, true},
-    [TILE_FLOAT16] = {"float16", "FLOAT16", "FP16", "f2 half", FIXED(2), TILE_CLASS_FLOAT, 'f', true, true, true},
-    [TILE_BFLOAT16] = {"bfloat16", "BFLOAT16", "BF16", "", FIXED(2), TILE_CLASS_BFLOAT, 0, false, false, false},
-    [TILE_FLOAT32] = {"float32", "FLOAT", "FP32", "f4 single", FIXED(4), TILE_CLASS_FLOAT, 'f', true, true, true},
-    [TILE_FLOAT64] = {"float64", "DOUBLE", "FP64", "f8", FIXED(8), TILE_CLASS_FLOAT, 'f', true, true, false},
-    [TILE_COMPLEX64] = {"complex64", "COMPLEX64", "COMPLEX64", "c8", FIXED(8), TILE_CLASS_COMPLEX, 'c', false, true, false},
-    [TILE_COMPLEX128] = {"complex128", "COMPLEX128", "COMPLEX128", "c16", FIXED(16), TILE_CLASS_COMPLEX, 'c', false, true, false},
-    [TILE_STRING] = {"str", "STRING", "BYTES", "string bytes", .size = sizeof(struct tile_str), .wire_size = 0,
-                     TILE_CLASS_STRING, 0, false, true, false},
+    [TILE_BOOL] = {.name = "bool", .onnx = "BOOL", .kserve = "BOOL", .aliases = "bool_ b1 ?",
+                   NUMBER(1, TILE_CLASS_BOOL, 'b'), OPSETS(false, true, false)},
+    [TILE_INT8] = {.name = "int8", .onnx = "INT8", .kserve = "INT8", .aliases = "i1 byte",
+                   NUMBER(1, TILE_CLASS_INT, 'i'), OPSETS(false, true, true)},
+    [TILE_INT16] = {.name = "int16", .onnx = "INT16", .kserve = "INT16", .aliases = "i2 short",
+                    NUMBER(2, TILE_CLASS_INT, 'i'), OPSETS(false, true, true)},
+    [TILE_INT32] = {.name = "int32", .onnx = "INT32", .kserve = "INT32", .aliases = "i4 intc",
+                    NUMBER(4, TILE_CLASS_INT, 'i'), OPSETS(false, true, true)},
+    [TILE_INT64] = {.name = "int64", .onnx = "INT64", .kserve = "INT64", .aliases = "i8 long int_",
+                    NUMBER(8, TILE_CLASS_INT, 'i'), OPSETS(false, true, true)},
+    [TILE_UINT8] = {.name = "uint8", .onnx = "UINT8", .kserve = "UINT8", .aliases = "u1 ubyte",
+                    NUMBER(1, TILE_CLASS_UINT, 'u'), OPSETS(false, true, true)},
+    [TILE_UINT16] = {.name = "uint16", .onnx = "UINT16", .kserve = "UINT16", .aliases = "u2 ushort",
+                     NUMBER(2, TILE_CLASS_UINT, 'u'), OPSETS(false, true, true)},
+    [TILE_UINT32] = {.name = "uint32", .onnx = "UINT32", .kserve = "UINT32", .aliases = "u4 uintc",
+                     NUMBER(4, TILE_CLASS_UINT, 'u'), OPSETS(false, true, true)},
+    [TILE_UINT64] = {.name = "uint64", .onnx = "UINT64", .kserve = "UINT64", .aliases = "u8 ulong",
+                     NUMBER(8, TILE_CLASS_UINT, 'u'), OPSETS(false, true, true)},
+    [TILE_FLOAT16] = {.name = "float16", .onnx = "FLOAT16", .kserve = "FP16", .aliases = "f2 half",
+                      NUMBER(2, TILE_CLASS_FLOAT, 'f'), OPSETS(true, true, true)},
+    [TILE_BFLOAT16] = {.name = "bfloat16", .onnx = "BFLOAT16", .kserve = "BF16", .aliases = "",
+                       NUMBER(2, TILE_CLASS_BFLOAT, 0), OPSETS(false, false, false)},
+    [TILE_FLOAT32] = {.name = "float32", .onnx = "FLOAT", .kserve = "FP32", .aliases = "f4 single",
+                      NUMBER(4, TILE_CLASS_FLOAT, 'f'), OPSETS(true, true, true)},
+    [TILE_FLOAT64] = {.name = "float64", .onnx = "DOUBLE", .kserve = "FP64", .aliases = "f8",
+                      NUMBER(8, TILE_CLASS_FLOAT, 'f'), OPSETS(true, true, false)},
+    [TILE_COMPLEX64] = {.name = "complex64", .onnx = "COMPLEX64", .kserve = "COMPLEX64", .aliases = "c8",
+                        COMPLEX(8), OPSETS(false, true, false)},
+    [TILE_COMPLEX128] = {.name = "complex128", .onnx = "COMPLEX128", .kserve = "COMPLEX128", .aliases = "c16",
+                         COMPLEX(16), OPSETS(false, true, false)},
+    [TILE_STRING] = {.name = "str", .onnx = "STRING", .kserve = "BYTES", .aliases = "string bytes",
+                     .size = sizeof(struct tile_str), .wire_size = 0, .cls = TILE_CLASS_STRING, .npy_kind = 0,
+                     .parts = 1, OPSETS(false, true, false)},
 };
 
 _Static_assert(TILE_DTYPE_COUNT == 16, "add the new dtype to tile_dtypes[]");
+_Static_assert(sizeof(tile_dtypes) / sizeof(tile_dtypes[0]) == TILE_DTYPE_COUNT, "one row per dtype");
 _Static_assert(sizeof(struct tile_str) == 16, "string views share the 16-byte kernel path");
 
 const struct tile_dtype_traits *tile_dtype_traits(enum tile_dtype dtype)

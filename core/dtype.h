@@ -60,6 +60,7 @@ struct tile_dtype_traits {
     size_t size;         /* bytes per element in memory (strings: a tile_str) */
     size_t wire_size;    /* bytes per element on the wire; 0 = variable */
     enum tile_dtype_class cls;
+    unsigned parts;      /* scalars per element: 2 for complex (re, im), else 1 */
     char npy_kind;       /* .npy descr kind: 'b','i','u','f','c'; 0 = none */
     bool in_opset1;      /* ONNX Tile-1 accepts it (float16/32/64 only) */
     bool in_opset6;      /* ONNX Tile-6 accepts it (all but bfloat16) */

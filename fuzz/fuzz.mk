@@ -40,7 +40,7 @@ $(FUZZ_BUILD)/obj/%.o: %.c $(FUZZ_STAMP)
 	$(FUZZ_CC) $(or $(call layer_of,$<),$(LAYER_api)) $(CPPFLAGS) -Ifuzz $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(PKG_CFLAGS) -MMD -MP -c $< -o $@
 
 $(FUZZ_BUILD)/fuzz_%: fuzz/fuzz_%.c $(FUZZ_LIB_OBJ) $(FUZZ_STAMP)
-	$(FUZZ_CC) $(LAYER_api) $(CPPFLAGS) -Ifuzz $(FUZZ_CFLAGS) -fsanitize=fuzzer $(PKG_CFLAGS) -o $@ $< $(FUZZ_LIB_OBJ) -pthread -lm
+	$(FUZZ_CC) $(LAYER_api) $(CPPFLAGS) -Ifuzz $(FUZZ_CFLAGS) -fsanitize=fuzzer $(PKG_CFLAGS) -o $@ $< $(FUZZ_LIB_OBJ) $(API_LIBS) -pthread -lm
 
 fuzz-build: $(FUZZ_BIN)
 

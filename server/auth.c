@@ -85,7 +85,7 @@ int tiled_auth_load(const char *path, struct tile_error *e)
     keys = k;
     pthread_rwlock_unlock(&keys_lock);
     keys_free(old);
-    tiled_log_event(TILED_LOG_INFO, "api_keys", "\"count\":%d", k->n);
+    tiled_log_event(TILED_LOG_INFO, "api_keys", "{s:i}", "count", k->n);
     return 0;
 }
 

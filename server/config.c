@@ -27,61 +27,70 @@ struct tiled_option {
     const char *help;
 };
 
-static const struct opt_enum log_formats[] = {{"json", TILED_LOG_JSON}, {"text", TILED_LOG_TEXT}, {NULL, 0}};
+static const struct opt_enum log_formats[] = {
+    {.name = "json", .value = TILED_LOG_JSON}, {.name = "text", .value = TILED_LOG_TEXT}, {.name = NULL}};
 static const struct opt_enum log_levels[] = {
-    {"error", TILED_LOG_ERROR}, {"warn", TILED_LOG_WARN}, {"info", TILED_LOG_INFO}, {"debug", TILED_LOG_DEBUG},
-    {NULL, 0}};
+    {.name = "error", .value = TILED_LOG_ERROR}, {.name = "warn", .value = TILED_LOG_WARN},
+    {.name = "info", .value = TILED_LOG_INFO},   {.name = "debug", .value = TILED_LOG_DEBUG},
+    {.name = NULL}};
 
 #define OFF(field) offsetof(struct tiled_config, field)
 #define GIB (INT64_C(1) << 30)
 
 static const struct tiled_option tiled_options[] = {
-    {"host", "TILED_HOST", OPT_STRING, OFF(host), "127.0.0.1", 0, 0, NULL, "address to listen on"},
-    {"port", "TILED_PORT", OPT_INT, OFF(port), "8080", 0, 65535, NULL, "TCP port; 0 picks a free one"},
-    {"workers", "TILED_WORKERS", OPT_INT, OFF(workers), "0", 0, 1024, NULL,
-     "tiling worker threads; 0 = one per online CPU"},
-    {"http-threads", "TILED_HTTP_THREADS", OPT_INT, OFF(http_threads), "1", 1, 64, NULL,
-     "HTTP event-loop threads"},
-    {"queue", "TILED_QUEUE", OPT_INT, OFF(queue), "256", 1, 1 << 20, NULL,
-     "requests waiting for a worker before new ones get 503"},
-    {"max-body", "TILED_MAX_BODY", OPT_SIZE, OFF(max_body), "256M", 1, 1024 * GIB, NULL,
-     "largest request body in bytes (after decompression)"},
-    {"max-output", "TILED_MAX_OUTPUT", OPT_SIZE, OFF(max_output), "1G", 1, 1024 * GIB, NULL,
-     "largest output held in memory, in bytes"},
-    {"max-stream", "TILED_MAX_STREAM", OPT_SIZE, OFF(max_stream), "64G", 1, INT64_MAX, NULL,
-     "largest streamed output, in bytes"},
-    {"max-rank", "TILED_MAX_RANK", OPT_INT, OFF(max_rank), "64", 1, TILE_MAX_RANK, NULL,
-     "largest input or output rank"},
-    {"max-json-depth", "TILED_MAX_JSON_DEPTH", OPT_INT, OFF(max_json_depth), "80", 2, 1000, NULL,
-     "deepest JSON nesting accepted"},
-    {"max-connections", "TILED_MAX_CONNECTIONS", OPT_INT, OFF(max_connections), "4096", 1, 1 << 20, NULL,
-     "simultaneous connections"},
-    {"idle-timeout", "TILED_IDLE_TIMEOUT", OPT_INT, OFF(idle_timeout), "30", 1, 86400, NULL,
-     "seconds before an idle connection is closed"},
-    {"header-timeout", "TILED_HEADER_TIMEOUT", OPT_INT, OFF(header_timeout), "30", 0, 86400, NULL,
-     "seconds a client has to send a whole request head, from the connection's start or its previous "
-     "request's end (plus --idle-timeout, the keep-alive gap); a slower one is cut (0 = off)"},
-    {"drain-timeout", "TILED_DRAIN_TIMEOUT", OPT_INT, OFF(drain_timeout), "20", 0, 3600, NULL,
-     "seconds to finish in-flight requests after SIGTERM"},
-    {"stream-threshold", "TILED_STREAM_THRESHOLD", OPT_SIZE, OFF(stream_threshold), "8M", 0, INT64_MAX, NULL,
-     "response bodies above this many bytes are streamed in chunks"},
-    {"body-cache", "TILED_BODY_CACHE", OPT_SIZE, OFF(body_cache), "64M", 0, INT64_MAX, NULL,
-     "bytes of answered response bodies kept for reuse, so in-memory outputs skip first-touch page faults "
-     "(0 = off)"},
-    {"stream-chunk", "TILED_STREAM_CHUNK", OPT_SIZE, OFF(stream_chunk), "1M", 4096, 256 << 20, NULL,
-     "bytes per streamed chunk"},
-    {"inline-max", "TILED_INLINE_MAX", OPT_SIZE, OFF(inline_max), "64K", 0, 16 << 20, NULL,
-     "requests whose body and output are both below this are served on the HTTP thread"},
-    {"log-format", "TILED_LOG_FORMAT", OPT_ENUM, OFF(log_format), "json", 0, 0, log_formats,
-     "access and event log format: json or text"},
-    {"log-level", "TILED_LOG_LEVEL", OPT_ENUM, OFF(log_level), "info", 0, 0, log_levels,
-     "error, warn, info or debug; access logs are info"},
-    {"api-key-file", "TILED_API_KEY_FILE", OPT_STRING, OFF(api_key_file), "", 0, 0, NULL,
-     "file of API keys, one per line; when set, every route but health needs Authorization: Bearer KEY "
-     "(re-read on SIGHUP)"},
-    {"tls-cert", "TILED_TLS_CERT", OPT_STRING, OFF(tls_cert), "", 0, 0, NULL,
-     "PEM certificate file; with --tls-key, serve HTTPS"},
-    {"tls-key", "TILED_TLS_KEY", OPT_STRING, OFF(tls_key), "", 0, 0, NULL, "PEM private key file for --tls-cert"},
+    {.flag = "host", .env = "TILED_HOST", .type = OPT_STRING, .offset = OFF(host),
+     .def = "127.0.0.1", .help = "address to listen on"},
+    {.flag = "port", .env = "TILED_PORT", .type = OPT_INT, .offset = OFF(port),
+     .def = "8080", .min = 0, .max = 65535, .help = "TCP port; 0 picks a free one"},
+    {.flag = "workers", .env = "TILED_WORKERS", .type = OPT_INT, .offset = OFF(workers),
+     .def = "0", .min = 0, .max = 1024, .help = "tiling worker threads; 0 = one per online CPU"},
+    {.flag = "http-threads", .env = "TILED_HTTP_THREADS", .type = OPT_INT, .offset = OFF(http_threads),
+     .def = "1", .min = 1, .max = 64, .help = "HTTP event-loop threads"},
+    {.flag = "queue", .env = "TILED_QUEUE", .type = OPT_INT, .offset = OFF(queue),
+     .def = "256", .min = 1, .max = 1 << 20, .help = "requests waiting for a worker before new ones get 503"},
+    {.flag = "max-body", .env = "TILED_MAX_BODY", .type = OPT_SIZE, .offset = OFF(max_body),
+     .def = "256M", .min = 1, .max = 1024 * GIB, .help = "largest request body in bytes (after decompression)"},
+    {.flag = "max-output", .env = "TILED_MAX_OUTPUT", .type = OPT_SIZE, .offset = OFF(max_output),
+     .def = "1G", .min = 1, .max = 1024 * GIB, .help = "largest output held in memory, in bytes"},
+    {.flag = "max-stream", .env = "TILED_MAX_STREAM", .type = OPT_SIZE, .offset = OFF(max_stream),
+     .def = "64G", .min = 1, .max = INT64_MAX, .help = "largest streamed output, in bytes"},
+    {.flag = "max-rank", .env = "TILED_MAX_RANK", .type = OPT_INT, .offset = OFF(max_rank),
+     .def = "64", .min = 1, .max = TILE_MAX_RANK, .help = "largest input or output rank"},
+    {.flag = "max-json-depth", .env = "TILED_MAX_JSON_DEPTH", .type = OPT_INT, .offset = OFF(max_json_depth),
+     .def = "80", .min = 2, .max = 1000, .help = "deepest JSON nesting accepted"},
+    {.flag = "max-connections", .env = "TILED_MAX_CONNECTIONS", .type = OPT_INT, .offset = OFF(max_connections),
+     .def = "4096", .min = 1, .max = 1 << 20, .help = "simultaneous connections"},
+    {.flag = "idle-timeout", .env = "TILED_IDLE_TIMEOUT", .type = OPT_INT, .offset = OFF(idle_timeout),
+     .def = "30", .min = 1, .max = 86400, .help = "seconds before an idle connection is closed"},
+    {.flag = "header-timeout", .env = "TILED_HEADER_TIMEOUT", .type = OPT_INT, .offset = OFF(header_timeout),
+     .def = "30", .min = 0, .max = 86400,
+     .help = "seconds a client has to send a whole request head, from the connection's start or its previous "
+             "request's end (plus --idle-timeout, the keep-alive gap); a slower one is cut (0 = off)"},
+    {.flag = "drain-timeout", .env = "TILED_DRAIN_TIMEOUT", .type = OPT_INT, .offset = OFF(drain_timeout),
+     .def = "20", .min = 0, .max = 3600, .help = "seconds to finish in-flight requests after SIGTERM"},
+    {.flag = "stream-threshold", .env = "TILED_STREAM_THRESHOLD", .type = OPT_SIZE, .offset = OFF(stream_threshold),
+     .def = "8M", .min = 0, .max = INT64_MAX, .help = "response bodies above this many bytes are streamed in chunks"},
+    {.flag = "body-cache", .env = "TILED_BODY_CACHE", .type = OPT_SIZE, .offset = OFF(body_cache),
+     .def = "64M", .min = 0, .max = INT64_MAX,
+     .help = "bytes of answered response bodies kept for reuse, so in-memory outputs skip first-touch page faults "
+             "(0 = off)"},
+    {.flag = "stream-chunk", .env = "TILED_STREAM_CHUNK", .type = OPT_SIZE, .offset = OFF(stream_chunk),
+     .def = "1M", .min = 4096, .max = 256 << 20, .help = "bytes per streamed chunk"},
+    {.flag = "inline-max", .env = "TILED_INLINE_MAX", .type = OPT_SIZE, .offset = OFF(inline_max),
+     .def = "64K", .min = 0, .max = 16 << 20,
+     .help = "requests whose body and output are both below this are served on the HTTP thread"},
+    {.flag = "log-format", .env = "TILED_LOG_FORMAT", .type = OPT_ENUM, .offset = OFF(log_format),
+     .def = "json", .enums = log_formats, .help = "access and event log format: json or text"},
+    {.flag = "log-level", .env = "TILED_LOG_LEVEL", .type = OPT_ENUM, .offset = OFF(log_level),
+     .def = "info", .enums = log_levels, .help = "error, warn, info or debug; access logs are info"},
+    {.flag = "api-key-file", .env = "TILED_API_KEY_FILE", .type = OPT_STRING, .offset = OFF(api_key_file),
+     .def = "",
+     .help = "file of API keys, one per line; when set, every route but health needs Authorization: Bearer KEY "
+             "(re-read on SIGHUP)"},
+    {.flag = "tls-cert", .env = "TILED_TLS_CERT", .type = OPT_STRING, .offset = OFF(tls_cert),
+     .def = "", .help = "PEM certificate file; with --tls-key, serve HTTPS"},
+    {.flag = "tls-key", .env = "TILED_TLS_KEY", .type = OPT_STRING, .offset = OFF(tls_key),
+     .def = "", .help = "PEM private key file for --tls-cert"},
 };
 
 #define NOPTIONS (sizeof(tiled_options) / sizeof(tiled_options[0]))

@@ -27,22 +27,10 @@
 #include "headwatch.h"
 #include "log.h"
 #include "metrics.h"
+#include "route.h"
 #include "server.h"
 #include "stream.h"
 #include "work.h"
-
-static const struct tiled_route tiled_routes[] = {
-    {.method = "POST", .path = "/v1/tile", .handler = tiled_handle_tile, .needs_body = true},
-    {.method = "GET", .path = "/v2", .handler = tiled_handle_server_metadata},
-    {.method = "GET", .path = "/v2/", .handler = tiled_handle_server_metadata},
-    {.method = "GET", .path = "/v2/health/live", .handler = tiled_handle_live, .open = true},
-    {.method = "GET", .path = "/v2/health/ready", .handler = tiled_handle_ready, .open = true},
-    {.method = "*", .path = "/v2/models/", .handler = tiled_handle_models, .needs_body = true, .prefix = true},
-    {.method = "GET", .path = "/metrics", .handler = tiled_handle_metrics},
-    {.method = "GET", .path = "/openapi.json", .handler = tiled_handle_openapi},
-};
-
-#define NROUTES (sizeof(tiled_routes) / sizeof(tiled_routes[0]))
 
 /* ---- request state ------------------------------------------------------ */
 
@@ -109,24 +97,6 @@ static void remote_address(struct MHD_Connection *c, char *dst, size_t cap)
         const unsigned char *b = (const unsigned char *)&in->sin_addr;
         snprintf(dst, cap, "%u.%u.%u.%u", b[0], b[1], b[2], b[3]);
     }
-}
-
-static const struct tiled_route *find_route(const char *method, const char *path, char *allow, size_t cap)
-{
-    allow[0] = '\0';
-    if (strcmp(method, "HEAD") == 0) /* HEAD is GET without the body (RFC 9110 9.3.2) */
-        method = "GET";
-    for (size_t i = 0; i < NROUTES; i++) {
-        const struct tiled_route *r = &tiled_routes[i];
-        if (r->prefix && strncmp(r->path, path, strlen(r->path)) == 0)
-            return r;
-        if (strcmp(r->path, path) != 0)
-            continue;
-        if (strcmp(tiled_routes[i].method, method) == 0)
-            return &tiled_routes[i];
-        snprintf(allow + strlen(allow), cap - strlen(allow), "%s%s", allow[0] ? ", " : "", tiled_routes[i].method);
-    }
-    return NULL;
 }
 
 static struct tiled_req *req_init(struct tiled_server *srv, struct MHD_Connection *c, const char *url,
@@ -400,7 +370,7 @@ static enum MHD_Result first_call(struct tiled_server *srv, struct MHD_Connectio
         tiled_reply_error(&req->reply, 400, "the Host header is missing (required since HTTP/1.1)");
         return queue_reply(req);
     }
-    req->route = find_route(method, url, allow, sizeof(allow));
+    req->route = tiled_route_find(method, url, allow, sizeof(allow));
     /* Without a key nothing but health is answered, not even "not found". */
     if ((!req->route || !req->route->open) && tiled_auth_enabled() &&
         !tiled_auth_check(MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION))) {

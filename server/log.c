@@ -1,24 +1,32 @@
 /* log.c - one line per event on stderr, JSON or text.
  *
- * DESIGN. Lines are formatted into a local buffer and written with a single
+ * DESIGN. Every line is a JSON object built with jansson (text lines show
+ * the same fields after the time, level and event), so a field can never
+ * break the line: request text goes through tiled_json_text(), which turns
+ * bytes that are not UTF-8 into U+FFFD. Lines are written with a single
  * write(2), so lines from different threads never interleave. The level
  * check comes first, so a disabled level costs one comparison.
  */
+#include "log.h"
+
+#include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "log.h"
-
 #include "base.h"
+#include "jsontext.h"
 #include "server.h"
 
 static enum tiled_log_level log_level = TILED_LOG_INFO;
 static enum tiled_log_format log_format = TILED_LOG_JSON;
 
-static const char *const level_names[] = {"error", "warn", "info", "debug"};
+static const char *const level_names[] = {
+    [TILED_LOG_ERROR] = "error", [TILED_LOG_WARN] = "warn", [TILED_LOG_INFO] = "info", [TILED_LOG_DEBUG] = "debug"};
+_Static_assert(sizeof(level_names) / sizeof(level_names[0]) == TILED_LOG_DEBUG + 1, "a name per log level");
 
 void tiled_log_init(const struct tiled_config *cfg)
 {
@@ -26,83 +34,96 @@ void tiled_log_init(const struct tiled_config *cfg)
     log_format = (enum tiled_log_format)cfg->log_format;
 }
 
-static size_t timestamp(char *buf, size_t cap)
+bool tiled_log_enabled(enum tiled_log_level level)
+{
+    return level <= log_level;
+}
+
+static void timestamp(char *buf, size_t cap)
 {
     struct timespec ts;
     struct tm tm;
     clock_gettime(CLOCK_REALTIME, &ts);
     gmtime_r(&ts.tv_sec, &tm);
     size_t n = strftime(buf, cap, "%Y-%m-%dT%H:%M:%S", &tm);
-    n += (size_t)snprintf(buf + n, cap - n, ".%03ldZ", ts.tv_nsec / 1000000);
-    return n;
+    snprintf(buf + n, cap - n, ".%03ldZ", ts.tv_nsec / 1000000);
 }
 
-static void emit(char *line, size_t n, size_t cap)
+static void emit(const char *text)
 {
-    if (n >= cap - 1)
-        n = cap - 2;
-    line[n++] = '\n';
-    ssize_t w = write(STDERR_FILENO, line, n);
+    size_t n = strlen(text);
+    char *line = malloc(n + 1);
+    if (!line)
+        return;
+    memcpy(line, text, n);
+    line[n] = '\n';
+    ssize_t w = write(STDERR_FILENO, line, n + 1);
     (void)w;
+    free(line);
 }
 
-/* `fields` is a JSON fragment ("\"k\":v,...") also shown as is in text. */
+/* Writes the line for `fields` (released). */
+static void log_fields(enum tiled_log_level level, const char *event, json_t *fields)
+{
+    char ts[40];
+    timestamp(ts, sizeof(ts));
+    if (log_format == TILED_LOG_TEXT) {
+        char *rest = fields && json_object_size(fields) ? json_dumps(fields, JSON_COMPACT) : NULL;
+        char head[128];
+        snprintf(head, sizeof(head), "%s %s %s ", ts, level_names[level], event);
+        size_t hn = strlen(head), rn = rest ? strlen(rest) : 0;
+        char *line = malloc(hn + rn + 1);
+        if (line) {
+            memcpy(line, head, hn);
+            memcpy(line + hn, rest ? rest : "", rn + 1);
+            emit(line);
+            free(line);
+        }
+        free(rest);
+        json_decref(fields);
+        return;
+    }
+    json_t *doc = json_pack("{s:s, s:s, s:s}", "time", ts, "level", level_names[level], "event", event);
+    if (doc && fields)
+        json_object_update(doc, fields);
+    json_decref(fields);
+    char *text = tiled_json_dump(doc);
+    if (text)
+        emit(text);
+    free(text);
+}
+
 void tiled_log_event(enum tiled_log_level level, const char *event, const char *fmt, ...)
 {
     if (level > log_level)
         return;
-    char line[2048], ts[40], fields[1600];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(fields, sizeof(fields), fmt, ap);
-    va_end(ap);
-    timestamp(ts, sizeof(ts));
-    int n;
-    if (log_format == TILED_LOG_JSON)
-        n = snprintf(line, sizeof(line), "{\"time\":\"%s\",\"level\":\"%s\",\"event\":\"%s\"%s%s}", ts,
-                     level_names[level], event, fields[0] ? "," : "", fields);
-    else
-        n = snprintf(line, sizeof(line), "%s %s %s %s", ts, level_names[level], event, fields);
-    emit(line, n < 0 ? 0 : (size_t)n, sizeof(line));
+    json_t *fields = NULL;
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        fields = json_vpack_ex(NULL, 0, fmt, ap);
+        va_end(ap);
+    }
+    log_fields(level, event, fields);
 }
 
 void tiled_log_error(const char *event, const char *message)
 {
-    char esc[600];
-    size_t j = 0;
-    for (const unsigned char *p = (const unsigned char *)message; *p && j + 7 < sizeof(esc); p++) {
-        if (*p == '"' || *p == '\\')
-            esc[j++] = '\\';
-        esc[j++] = *p < 0x20 ? ' ' : (char)*p;
-    }
-    esc[j] = '\0';
-    tiled_log_event(TILED_LOG_ERROR, event, "\"error\":\"%s\"", esc);
-}
-
-bool tiled_log_enabled(enum tiled_log_level level)
-{
-    return level <= log_level;
+    if (tiled_log_enabled(TILED_LOG_ERROR))
+        log_fields(TILED_LOG_ERROR, event, json_pack("{s:o}", "error", tiled_json_text(message)));
 }
 
 void tiled_log_access(const struct tiled_req *req, int status)
 {
     if (!tiled_log_enabled(TILED_LOG_INFO))
         return;
-    char path[300];
-    size_t j = 0;
-    for (size_t i = 0; req->path[i] && j + 2 < sizeof(path); i++) {
-        unsigned char ch = (unsigned char)req->path[i];
-        path[j++] = ch < 0x20 || ch == '"' || ch == '\\' || ch >= 0x7f ? '?' : (char)ch;
-    }
-    path[j] = '\0';
     const struct tile_timings *t = &req->tm;
-    tiled_log_event(TILED_LOG_INFO, "access",
-                    "\"request_id\":\"%s\",\"method\":\"%s\",\"path\":\"%s\",\"status\":%d,\"bytes_in\":%llu,"
-                    "\"bytes_out\":%llu,\"queue_us\":%llu,\"decode_us\":%llu,\"tile_us\":%llu,\"encode_us\":%llu,"
-                    "\"total_us\":%llu,\"remote\":\"%s\"",
-                    req->request_id, req->method, path, status, (unsigned long long)req->body_len,
-                    (unsigned long long)req->bytes_out, (unsigned long long)t->queue_us,
-                    (unsigned long long)t->decode_us, (unsigned long long)t->tile_us,
-                    (unsigned long long)t->encode_us, (unsigned long long)(tiled_now_us() - req->t_start),
-                    req->remote);
+    json_t *fields = json_pack("{s:o, s:o, s:o, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "request_id",
+                               tiled_json_text(req->request_id), "method", tiled_json_text(req->method), "path",
+                               tiled_json_text(req->path), "status", status, "bytes_in", (json_int_t)req->body_len,
+                               "bytes_out", (json_int_t)req->bytes_out, "queue_us", (json_int_t)t->queue_us,
+                               "decode_us", (json_int_t)t->decode_us, "tile_us", (json_int_t)t->tile_us,
+                               "encode_us", (json_int_t)t->encode_us, "total_us",
+                               (json_int_t)(tiled_now_us() - req->t_start), "remote", tiled_json_text(req->remote));
+    log_fields(TILED_LOG_INFO, "access", fields);
 }

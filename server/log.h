@@ -9,12 +9,13 @@
 struct tiled_req;
 
 void tiled_log_init(const struct tiled_config *cfg);
-void tiled_log_event(enum tiled_log_level level, const char *event, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+/* Logs `event` with the fields jansson's json_pack() builds from `fmt` and
+ * the arguments (an object format: "{s:i, s:s}"; NULL for no fields). */
+void tiled_log_event(enum tiled_log_level level, const char *event, const char *fmt, ...);
 bool tiled_log_enabled(enum tiled_log_level level);
 /* The access line of a finished request (level info); req->remote must be set. */
 void tiled_log_access(const struct tiled_req *req, int status);
-/* An error event with its message escaped for JSON. */
+/* An error event carrying `message`. */
 void tiled_log_error(const char *event, const char *message);
 
 #endif

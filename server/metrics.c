@@ -28,18 +28,28 @@
 #define TILED_GIT_COMMIT "unknown"
 #endif
 
-static const char *const route_names[TILED_RL_COUNT] = {"/v1/tile", "/v2/models/infer", "/v2", "/v2/health",
-                                                        "/metrics", "other"};
-static const char *const format_names[] = {"json", "octet-stream", "npy", "none"};
-#define NFORMATS 4
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The request formats, and one more slot for requests that had none. */
+#define NFORMATS (TILE_FMT_COUNT + 1)
+static const char *const format_names[NFORMATS] = {
+    [TILE_FMT_JSON] = "json", [TILE_FMT_RAW] = "octet-stream", [TILE_FMT_NPY] = "npy", [TILE_FMT_COUNT] = "none"};
+_Static_assert(COUNT(format_names) == NFORMATS, "a name per format slot");
+
+/* The statuses counted one by one; the last slot (0) counts any other. */
 static const int status_codes[] = {200, 400, 401, 404, 405, 406, 413, 415, 499, 500, 503, 0};
-#define NSTATUS 12 /* the last slot counts any other status */
+#define NSTATUS COUNT(status_codes)
+_Static_assert(NSTATUS > 1, "a status besides the catch-all slot");
 
 static const double buckets[] = {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
                                  0.025,   0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,     10};
-#define NBUCKETS (sizeof(buckets) / sizeof(buckets[0]))
-static const char *const phase_names[] = {"total", "queue", "decode", "tile", "encode"};
-#define NPHASES 5
+#define NBUCKETS COUNT(buckets)
+enum phase { PHASE_TOTAL, PHASE_QUEUE, PHASE_DECODE, PHASE_TILE, PHASE_ENCODE, NPHASES };
+static const char *const phase_names[] = {
+    [PHASE_TOTAL] = "total", [PHASE_QUEUE] = "queue", [PHASE_DECODE] = "decode",
+    [PHASE_TILE] = "tile",   [PHASE_ENCODE] = "encode",
+};
+_Static_assert(COUNT(phase_names) == NPHASES, "a name per phase");
 
 struct histogram {
     atomic_uint_fast64_t counts[NBUCKETS + 1]; /* last: above every bound */
@@ -54,7 +64,7 @@ static struct {
 
 static int status_slot(int status)
 {
-    for (int i = 0; i < NSTATUS - 1; i++) {
+    for (int i = 0; i < (int)NSTATUS - 1; i++) {
         if (status_codes[i] == status)
             return i;
     }
@@ -63,17 +73,9 @@ static int status_slot(int status)
 
 static enum tiled_route_label route_label(const struct tiled_req *req)
 {
-    if (strcmp(req->path, "/v1/tile") == 0)
-        return TILED_RL_V1_TILE;
     if (req->v2_version)
         return TILED_RL_V2_INFER;
-    if (strncmp(req->path, "/v2/health/", 11) == 0)
-        return TILED_RL_HEALTH;
-    if (strncmp(req->path, "/v2", 3) == 0)
-        return TILED_RL_V2;
-    if (strcmp(req->path, "/metrics") == 0)
-        return TILED_RL_METRICS;
-    return TILED_RL_OTHER;
+    return req->route ? req->route->label : TILED_RL_OTHER;
 }
 
 static void observe(struct histogram *h, uint64_t us)
@@ -95,8 +97,10 @@ void tiled_metrics_record(const struct tiled_req *req, int status)
     atomic_fetch_add_explicit(&m.bytes_in, req->body_len, memory_order_relaxed);
     atomic_fetch_add_explicit(&m.bytes_out, req->bytes_out, memory_order_relaxed);
     const struct tile_timings *t = &req->tm;
-    const uint64_t phase_us[NPHASES] = {tiled_now_us() - req->t_start, t->queue_us, t->decode_us, t->tile_us,
-                                        t->encode_us};
+    const uint64_t phase_us[NPHASES] = {
+        [PHASE_TOTAL] = tiled_now_us() - req->t_start, [PHASE_QUEUE] = t->queue_us, [PHASE_DECODE] = t->decode_us,
+        [PHASE_TILE] = t->tile_us, [PHASE_ENCODE] = t->encode_us,
+    };
     for (int p = 0; p < NPHASES; p++)
         observe(&m.phases[p], phase_us[p]);
 }
@@ -145,14 +149,15 @@ static void render_requests(struct out *o)
     header(o, "tiled_requests_total", "counter", "Requests answered, by route, request format and status code.");
     for (int r = 0; r < TILED_RL_COUNT; r++)
         for (int f = 0; f < NFORMATS; f++)
-            for (int s = 0; s < NSTATUS; s++) {
+            for (int s = 0; s < (int)NSTATUS; s++) {
                 uint64_t v = atomic_load(&m.requests[r][f][s]);
                 if (!v)
                     continue;
                 char code[8];
                 snprintf(code, sizeof(code), "%d", status_codes[s]);
-                put(o, "tiled_requests_total{route=\"%s\",format=\"%s\",code=\"%s\"} %llu\n", route_names[r],
-                    format_names[f], s == NSTATUS - 1 ? "other" : code, (unsigned long long)v);
+                put(o, "tiled_requests_total{route=\"%s\",format=\"%s\",code=\"%s\"} %llu\n",
+                    tiled_route_label_name((enum tiled_route_label)r), format_names[f],
+                    s == (int)NSTATUS - 1 ? "other" : code, (unsigned long long)v);
             }
     header(o, "tiled_request_bytes_total", "counter", "Bytes of request bodies received.");
     put(o, "tiled_request_bytes_total %llu\n", (unsigned long long)atomic_load(&m.bytes_in));

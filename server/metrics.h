@@ -14,9 +14,6 @@
 struct tiled_server;
 struct tiled_req;
 
-enum tiled_route_label { TILED_RL_V1_TILE, TILED_RL_V2_INFER, TILED_RL_V2, TILED_RL_HEALTH, TILED_RL_METRICS,
-                         TILED_RL_OTHER, TILED_RL_COUNT };
-
 /* Records one finished request. Thread-safe, lock-free. */
 void tiled_metrics_record(const struct tiled_req *req, int status);
 

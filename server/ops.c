@@ -1,10 +1,11 @@
-/* ops.c - operator endpoints: Prometheus metrics and the API description. */
+/* ops.c - operator endpoints: health, Prometheus metrics and the API description. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base.h"
 #include "handlers.h"
+#include "jsontext.h"
 #include "metrics.h"
 #include "server.h"
 
@@ -38,4 +39,17 @@ void tiled_handle_openapi(struct tiled_req *req)
     r->body_len = tiled_openapi_json_len;
     r->status = 200;
     snprintf(r->content_type, sizeof(r->content_type), "application/json");
+}
+
+void tiled_handle_live(struct tiled_req *req)
+{
+    tiled_reply_doc(&req->reply, 200, json_pack("{s:b}", "live", 1));
+}
+
+void tiled_handle_ready(struct tiled_req *req)
+{
+    if (atomic_load(&req->srv->draining))
+        tiled_reply_doc(&req->reply, 503, json_pack("{s:b, s:s}", "ready", 0, "error", "draining"));
+    else
+        tiled_reply_doc(&req->reply, 200, json_pack("{s:b}", "ready", 1));
 }

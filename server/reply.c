@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base.h"
+#include "jsontext.h"
 
 void tiled_reply_header(struct tiled_reply *r, const char *name, const char *value)
 {
@@ -39,54 +40,24 @@ void tiled_reply_json(struct tiled_reply *r, int status, const char *json)
     tiled_reply_set_body(r, body, len, NULL);
 }
 
-/* Length of the valid UTF-8 sequence at p (0 if invalid). */
-static size_t utf8_seq(const unsigned char *p)
+void tiled_reply_doc(struct tiled_reply *r, int status, json_t *doc)
 {
-    size_t n = p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 && p[0] < 0xe0 ? 2 : 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-    }
-    if ((n == 3 && p[0] == 0xe0 && p[1] < 0xa0) || (n == 3 && p[0] == 0xed && p[1] >= 0xa0) ||
-        (n == 4 && p[0] == 0xf0 && p[1] < 0x90) || (n == 4 && p[0] == 0xf4 && p[1] >= 0x90))
-        return 0; /* overlong, surrogate or above U+10FFFF */
-    return n;
-}
-
-/* Appends s to out as JSON string content (quotes not included). Messages
- * quote request text, which may be cut mid-character or not be UTF-8 at
- * all: such bytes become U+FFFD so the body is always valid JSON. */
-static size_t json_escape_into(const char *s, char *out, size_t cap)
-{
-    size_t n = 0;
-    for (const unsigned char *p = (const unsigned char *)s; *p && n + 7 < cap;) {
-        size_t seq = *p >= 0x80 ? utf8_seq(p) : 1;
-        if (*p == '"' || *p == '\\') {
-            out[n++] = '\\';
-            out[n++] = (char)*p++;
-        } else if (*p < 0x20 || seq == 0) {
-            n += (size_t)snprintf(out + n, cap - n, *p < 0x20 ? "\\u%04x" : "\\ufffd", *p);
-            p++;
-        } else {
-            memcpy(out + n, p, seq);
-            n += seq;
-            p += seq;
-        }
-    }
-    out[n] = '\0';
-    return n;
+    char *text = tiled_json_dump(doc);
+    free(r->body);
+    r->status = text ? status : 503;
+    tiled_copy_str(r->content_type, sizeof(r->content_type), "application/json");
+    r->body = text;
+    r->body_len = text ? strlen(text) : 0;
 }
 
 void tiled_reply_error(struct tiled_reply *r, int status, const char *fmt, ...)
 {
-    char msg[512], esc[1100], json[1200];
+    char msg[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    json_escape_into(msg, esc, sizeof(esc));
-    snprintf(json, sizeof(json), "{\"error\":\"%s\"}", esc);
-    tiled_reply_json(r, status, json);
+    tiled_reply_doc(r, status, json_pack("{s:o}", "error", tiled_json_text(msg)));
 }
 
 void tiled_reply_tile_error(struct tiled_reply *r, const struct tile_error *e)

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "encode.h" /* struct tile_timings */
 #include "error.h"
 
@@ -35,6 +37,9 @@ void tiled_reply_error(struct tiled_reply *r, int status, const char *fmt, ...)
 void tiled_reply_tile_error(struct tiled_reply *r, const struct tile_error *e);
 /* Sets a JSON body (copied). */
 void tiled_reply_json(struct tiled_reply *r, int status, const char *json);
+/* Sets the JSON body `doc` (released; NULL, from a failed json_pack, makes
+ * the reply an empty 503). */
+void tiled_reply_doc(struct tiled_reply *r, int status, json_t *doc);
 void tiled_reply_header(struct tiled_reply *r, const char *name, const char *value);
 /* Replaces the body (the old one is let go); `release` NULL means free(). */
 void tiled_reply_set_body(struct tiled_reply *r, char *body, uint64_t len, void (*release)(void *body));

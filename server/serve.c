@@ -19,6 +19,7 @@
 #include "base.h"
 #include "bodycache.h"
 #include "http.h"
+#include "jsontext.h"
 #include "log.h"
 #include "server.h"
 #include "stream.h"
@@ -39,8 +40,8 @@ static void drain(struct tiled_server *srv)
 {
     atomic_store(&srv->draining, true);
     tiled_http_quiesce(srv);
-    tiled_log_event(TILED_LOG_INFO, "drain", "\"inflight\":%d,\"timeout_s\":%lld", atomic_load(&srv->inflight),
-                    (long long)srv->cfg.drain_timeout);
+    tiled_log_event(TILED_LOG_INFO, "drain", "{s:i, s:I}", "inflight", atomic_load(&srv->inflight), "timeout_s",
+                    (json_int_t)srv->cfg.drain_timeout);
     uint64_t deadline = tiled_now_us() + (uint64_t)srv->cfg.drain_timeout * 1000000u;
     while (atomic_load(&srv->inflight) > 0 && tiled_now_us() < deadline) {
         struct timespec ts = {0, 5 * 1000 * 1000};
@@ -85,8 +86,8 @@ static int serve(struct tiled_server *srv)
         tiled_auth_free();
         return 1;
     }
-    tiled_log_event(TILED_LOG_INFO, "listening", "\"host\":\"%s\",\"port\":%u,\"workers\":%d", srv->cfg.host,
-                    srv->port, tile_pool_size(srv->pool));
+    tiled_log_event(TILED_LOG_INFO, "listening", "{s:o, s:i, s:i}", "host", tiled_json_text(srv->cfg.host), "port",
+                    (int)srv->port, "workers", tile_pool_size(srv->pool));
     printf("listening on %s://%s:%u\n", srv->tls_cert_pem ? "https" : "http", srv->cfg.host, srv->port);
     fflush(stdout);
 
@@ -99,7 +100,7 @@ static int serve(struct tiled_server *srv)
         if (tiled_auth_load(srv->cfg.api_key_file, &re) < 0)
             tiled_log_error("api_keys", re.text);
     }
-    tiled_log_event(TILED_LOG_INFO, "signal", "\"signal\":\"%s\"", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    tiled_log_event(TILED_LOG_INFO, "signal", "{s:s}", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     drain(srv);
     /* Whatever is still in flight after the drain timeout is cut short:
      * suspended streams are woken to end, queued jobs still run (and resume
@@ -113,7 +114,7 @@ static int serve(struct tiled_server *srv)
     tile_pool_free(srv->pool);
     tiled_bodycache_free(srv->bodies); /* after MHD: it has given back every body */
     tiled_auth_free();
-    tiled_log_event(TILED_LOG_INFO, "exit", "\"status\":0");
+    tiled_log_event(TILED_LOG_INFO, "exit", "{s:i}", "status", 0);
     return 0;
 }
 
@@ -132,6 +133,6 @@ int tiled_serve_main(int argc, char **argv)
     srv.start_us = (uint64_t)time(NULL);
     srv.start_wall_ms = tiled_wall_ms();
     tiled_log_init(&srv.cfg);
-    tiled_log_event(TILED_LOG_INFO, "start", "\"pid\":%d", (int)getpid());
+    tiled_log_event(TILED_LOG_INFO, "start", "{s:i}", "pid", (int)getpid());
     return serve(&srv);
 }

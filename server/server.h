@@ -21,6 +21,7 @@
 #include "encode.h"
 #include "reply.h"
 #include "request.h"
+#include "route.h"
 #include "tile.h"
 #include "v2.h"
 
@@ -36,7 +37,7 @@ struct tiled_v2_stats {
 };
 
 struct tiled_server {
-    struct tiled_v2_stats v2_stats[3]; /* versions 13, 6, 1 */
+    struct tiled_v2_stats v2_stats[TILE_V2_NVERSIONS]; /* as tile_v2_versions[] */
     struct tiled_config cfg;
     struct tile_limits lim;
     struct tile_pool *pool;
@@ -104,17 +105,6 @@ struct tiled_req {
     /* Large members last: req_init zeroes only what precedes them; this
      * is written by tile_plan_init before any read. */
     struct tile_plan plan;
-};
-
-typedef void (*tiled_handler_fn)(struct tiled_req *req);
-
-struct tiled_route {
-    const char *method;
-    const char *path;
-    tiled_handler_fn handler;
-    bool needs_body;
-    bool prefix;    /* path is a prefix; the handler routes the rest */
-    bool open;      /* served without an API key (health checks) */
 };
 
 #endif

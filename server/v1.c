@@ -144,16 +144,3 @@ void tiled_handle_tile(struct tiled_req *req)
     req->prepare = v1_prepare;
     tiled_work_start(req);
 }
-
-void tiled_handle_live(struct tiled_req *req)
-{
-    tiled_reply_json(&req->reply, 200, "{\"live\":true}");
-}
-
-void tiled_handle_ready(struct tiled_req *req)
-{
-    if (atomic_load(&req->srv->draining))
-        tiled_reply_json(&req->reply, 503, "{\"ready\":false,\"error\":\"draining\"}");
-    else
-        tiled_reply_json(&req->reply, 200, "{\"ready\":true}");
-}

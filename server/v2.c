@@ -14,27 +14,16 @@
 
 #include "base.h"
 #include "handlers.h"
+#include "jsontext.h"
 #include "server.h"
 #include "work.h"
 #include "v2.h"
 
-static const int tiled_versions[] = {13, 6, 1};
-#define NVERSIONS 3
-
-static int version_slot(int version)
-{
-    for (int i = 0; i < NVERSIONS; i++) {
-        if (tiled_versions[i] == version)
-            return i;
-    }
-    return -1;
-}
-
 void tiled_handle_server_metadata(struct tiled_req *req)
 {
-    tiled_reply_json(&req->reply, 200,
-                     "{\"name\":\"tiled\",\"version\":\"" TILED_VERSION "\",\"extensions\":[\"binary_tensor_data\","
-                     "\"model_configuration\",\"statistics\",\"parameters\"]}");
+    tiled_reply_doc(&req->reply, 200,
+                    json_pack("{s:s, s:s, s:[s, s, s, s]}", "name", "tiled", "version", TILED_VERSION, "extensions",
+                              "binary_tensor_data", "model_configuration", "statistics", "parameters"));
 }
 
 /* ---- infer ---------------------------------------------------------------- */
@@ -94,7 +83,7 @@ static void handle_infer(struct tiled_req *req, int version)
 
 void tiled_v2_record(struct tiled_server *srv, const struct tiled_req *req, bool ok)
 {
-    int slot = version_slot(req->v2_version);
+    int slot = tile_v2_version_slot(req->v2_version);
     if (slot < 0)
         return;
     struct tiled_v2_stats *s = &srv->v2_stats[slot];
@@ -110,49 +99,62 @@ void tiled_v2_record(struct tiled_server *srv, const struct tiled_req *req, bool
     atomic_store(&s->last_ms, (uint64_t)tiled_wall_ms());
 }
 
-static int stat_json(const struct tiled_v2_stats *s, int version, char *buf, size_t cap)
+/* {"count": N, "ns": N}, a Triton duration statistic. */
+static json_t *duration(uint64_t count, const atomic_uint_fast64_t *ns)
 {
-    unsigned long long ok = atomic_load(&s->success_count);
-#define DS(name, count, ns) "\"" name "\":{\"count\":%llu,\"ns\":%llu}"
-    return snprintf(buf, cap,
-                    "{\"name\":\"tile\",\"version\":\"%d\",\"last_inference\":%llu,\"inference_count\":%llu,"
-                    "\"execution_count\":%llu,\"inference_stats\":{" DS("success", , ) "," DS("fail", , ) "," DS(
-                        "queue", , ) "," DS("compute_input", , ) "," DS("compute_infer", , ) "," DS("compute_output", , ) ","
-                                                                                                 "\"cache_hit\":{\"count\":0,\"ns\":0},"
-                                                                                                 "\"cache_miss\":{\"count\":0,\"ns\":0}},"
-                                                                                                 "\"batch_stats\":[]}",
-                    version, (unsigned long long)atomic_load(&s->last_ms), ok, ok, ok,
-                    (unsigned long long)atomic_load(&s->success_ns), (unsigned long long)atomic_load(&s->fail_count),
-                    (unsigned long long)atomic_load(&s->fail_ns), ok, (unsigned long long)atomic_load(&s->queue_ns), ok,
-                    (unsigned long long)atomic_load(&s->input_ns), ok, (unsigned long long)atomic_load(&s->infer_ns), ok,
-                    (unsigned long long)atomic_load(&s->output_ns));
-#undef DS
+    return json_pack("{s:I, s:I}", "count", (json_int_t)count, "ns", (json_int_t)atomic_load(ns));
 }
 
+/* One version's statistics in the form of Triton's statistics extension. */
+static json_t *stat_doc(const struct tiled_v2_stats *s, int version)
+{
+    static const atomic_uint_fast64_t zero;
+    uint64_t ok = atomic_load(&s->success_count);
+    char v[16];
+    snprintf(v, sizeof(v), "%d", version);
+    return json_pack("{s:s, s:s, s:I, s:I, s:I, s:{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}, s:[]}", "name", "tile",
+                     "version", v, "last_inference", (json_int_t)atomic_load(&s->last_ms), "inference_count",
+                     (json_int_t)ok, "execution_count", (json_int_t)ok, "inference_stats", "success",
+                     duration(ok, &s->success_ns), "fail", duration(atomic_load(&s->fail_count), &s->fail_ns),
+                     "queue", duration(ok, &s->queue_ns), "compute_input", duration(ok, &s->input_ns),
+                     "compute_infer", duration(ok, &s->infer_ns), "compute_output", duration(ok, &s->output_ns),
+                     "cache_hit", duration(0, &zero), "cache_miss", duration(0, &zero), "batch_stats");
+}
+
+/* Statistics of one version, or of every version when `version` is 0. */
 static void handle_stats(struct tiled_req *req, int version)
 {
-    char buf[8192];
-    size_t n = (size_t)snprintf(buf, sizeof(buf), "{\"model_stats\":[");
-    for (int i = 0; i < NVERSIONS; i++) {
-        if (version && tiled_versions[i] != version)
+    json_t *list = json_array();
+    for (int i = 0; list && i < TILE_V2_NVERSIONS; i++) {
+        if (version && tile_v2_versions[i] != version)
             continue;
-        if (buf[n - 1] == '}')
-            buf[n++] = ',';
-        n += (size_t)stat_json(&req->srv->v2_stats[i], tiled_versions[i], buf + n, sizeof(buf) - n - 4);
+        if (json_array_append_new(list, stat_doc(&req->srv->v2_stats[i], tile_v2_versions[i])) < 0) {
+            json_decref(list);
+            list = NULL;
+        }
     }
-    snprintf(buf + n, sizeof(buf) - n, "]}");
-    tiled_reply_json(&req->reply, 200, buf);
+    tiled_reply_doc(&req->reply, 200, json_pack("{s:o}", "model_stats", list));
 }
 
 /* ---- routing -------------------------------------------------------------------- */
 
 static bool method_is(struct tiled_req *req, const char *want)
 {
-    if (strcmp(req->method, want) == 0 || (strcmp(want, "GET") == 0 && strcmp(req->method, "HEAD") == 0))
+    if (tiled_method_serves(req->method, want))
         return true;
     tiled_reply_error(&req->reply, 405, "method %s is not allowed on %s (allowed: %s)", req->method, req->path, want);
     tiled_reply_header(&req->reply, "Allow", want);
     return false;
+}
+
+/* "13, 6, 1": the versions served, for messages. */
+static const char *served_versions(char *text, size_t cap)
+{
+    size_t n = 0;
+    text[0] = '\0';
+    for (int i = 0; i < TILE_V2_NVERSIONS && n < cap; i++)
+        n += (size_t)snprintf(text + n, cap - n, "%s%d", i ? ", " : "", tile_v2_versions[i]);
+    return text;
 }
 
 /* Splits "tile[/versions/N][/action]"; returns false on a malformed path. */
@@ -197,11 +199,13 @@ void tiled_handle_models(struct tiled_req *req)
         tiled_reply_error(&req->reply, 404, "unknown model '%s' (this server serves the model 'tile')", model);
         return;
     }
-    if (version && version_slot(version) < 0) {
-        tiled_reply_error(&req->reply, 404, "unknown version %d of model 'tile' (versions: 13, 6, 1)", version);
+    if (version && tile_v2_version_slot(version) < 0) {
+        char versions[TILE_V2_NVERSIONS * 12];
+        tiled_reply_error(&req->reply, 404, "unknown version %d of model 'tile' (versions: %s)", version,
+                          served_versions(versions, sizeof(versions)));
         return;
     }
-    int v = version ? version : 13;
+    int v = version ? version : tile_v2_versions[0];
     char *doc = NULL;
     if (strcmp(action, "infer") == 0) {
         if (method_is(req, "POST"))
@@ -215,7 +219,8 @@ void tiled_handle_models(struct tiled_req *req)
     else if (strcmp(action, "config") == 0)
         doc = tile_v2_model_config(v);
     else if (strcmp(action, "ready") == 0)
-        doc = strdup(atomic_load(&req->srv->draining) ? "" : "{\"name\":\"tile\",\"ready\":true}");
+        doc = atomic_load(&req->srv->draining) ? strdup("")
+                                               : tiled_json_dump(json_pack("{s:s, s:b}", "name", "tile", "ready", 1));
     else if (strcmp(action, "stats") == 0) {
         handle_stats(req, version); /* no version: all of them */
         return;

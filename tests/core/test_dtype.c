@@ -162,6 +162,20 @@ static void sizes(void **state)
     assert_int_equal(tile_dtype_size(TILE_STRING), sizeof(struct tile_str));
 }
 
+/* Scalars per element: a complex element is two floats of half its width,
+ * everything else is one scalar of its full width. */
+static void parts(void **state)
+{
+    (void)state;
+    for (int d = 0; d < TILE_DTYPE_COUNT; d++) {
+        const struct tile_dtype_traits *t = tile_dtype_traits((enum tile_dtype)d);
+        assert_int_equal(t->parts, d == TILE_COMPLEX64 || d == TILE_COMPLEX128 ? 2 : 1);
+        assert_int_equal(t->size % t->parts, 0);
+    }
+    assert_int_equal(tile_dtype_size(TILE_COMPLEX64) / tile_dtype_traits(TILE_COMPLEX64)->parts, 4);
+    assert_int_equal(tile_dtype_size(TILE_COMPLEX128) / tile_dtype_traits(TILE_COMPLEX128)->parts, 8);
+}
+
 static void out_of_range(void **state)
 {
     static const int bad[] = {TILE_DTYPE_INVALID, TILE_DTYPE_COUNT, TILE_DTYPE_COUNT + 1, -1000, 1 << 30};
@@ -201,6 +215,7 @@ int main(void)
         cmocka_unit_test(parse_uses_len),     cmocka_unit_test(unknown_names),
         cmocka_unit_test(kserve_names_exact), cmocka_unit_test(sizes),
         cmocka_unit_test(out_of_range),       cmocka_unit_test(name_list),
+        cmocka_unit_test(parts),
     };
     return cmocka_run_group_tests_name("dtype", tests, NULL, NULL);
 }

@@ -4,10 +4,11 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import unittest
 
-from test_http import BIN, Daemon
+from test_http import BIN, Daemon, read_until_close
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 
@@ -119,6 +120,26 @@ class Logs(unittest.TestCase):
         for ev in ("start", "listening", "signal", "drain", "exit", "access"):
             self.assertIn(ev, events)
         self.assertNotIn("secret-token", "\n".join(d.log_lines()))
+
+    def test_lines_stay_json_when_logged_text_is_not_utf8(self):
+        # %ff%fe decodes to bytes that are not UTF-8; the access line records
+        # the path, and an error body quotes it.
+        d = Daemon()
+        with socket.create_connection((d.host, d.port), timeout=10) as s:
+            s.sendall(b"GET /no/%ff%fe\xc3/x%c3%28/%c3%a9 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+            reply, _ = read_until_close(s)
+        self.assertEqual(d.stop(), 0)
+        head, _, body = reply.partition(b"\r\n\r\n")
+        self.assertIn(b" 404 ", head.split(b"\r\n")[0])
+        self.assertIn("no such endpoint", json.loads(body.decode("utf-8"))["error"])
+        d.log.seek(0)
+        raw = d.log.read().splitlines()
+        lines = [json.loads(l.decode("utf-8")) for l in raw]  # strict: any bad byte fails here
+        access = [l for l in lines if l["event"] == "access"]
+        self.assertEqual(len(access), 1)
+        self.assertTrue(access[0]["path"].startswith("/no/\ufffd\ufffd"), access[0]["path"])
+        self.assertTrue(access[0]["path"].endswith("/\u00e9"), "valid UTF-8 is kept as it is")
+        self.assertEqual(access[0]["status"], 404)
 
     def test_text_format(self):
         d = Daemon("--log-format", "text")

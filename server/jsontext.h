@@ -1,0 +1,21 @@
+/* jsontext.h - JSON strings from bytes a client sent.
+ *
+ * Every JSON document the daemon writes about a request (error bodies, log
+ * lines) is built with jansson, the one escaper. jansson accepts only valid
+ * UTF-8, and request text (a path, a header, a message quoting either) may
+ * be cut mid-character or not be UTF-8 at all: such bytes become U+FFFD
+ * here, so the document is always valid JSON and still says what it can.
+ */
+#ifndef TILED_JSONTEXT_H
+#define TILED_JSONTEXT_H
+
+#include <jansson.h>
+
+/* A new JSON string of `s` with invalid UTF-8 replaced (NULL: out of memory). */
+json_t *tiled_json_text(const char *s);
+
+/* Serialises `doc` compactly and releases it; NULL when doc is NULL or
+ * memory runs out. */
+char *tiled_json_dump(json_t *doc);
+
+#endif

@@ -1,0 +1,57 @@
+/* route.c - the route table (see route.h). */
+#include "route.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "handlers.h"
+
+static const struct tiled_route tiled_routes[] = {
+    {.method = "POST", .path = "/v1/tile", .handler = tiled_handle_tile, .label = TILED_RL_V1_TILE,
+     .needs_body = true},
+    {.method = "GET", .path = "/v2", .handler = tiled_handle_server_metadata, .label = TILED_RL_V2},
+    {.method = "GET", .path = "/v2/", .handler = tiled_handle_server_metadata, .label = TILED_RL_V2},
+    {.method = "GET", .path = "/v2/health/live", .handler = tiled_handle_live, .label = TILED_RL_HEALTH,
+     .open = true},
+    {.method = "GET", .path = "/v2/health/ready", .handler = tiled_handle_ready, .label = TILED_RL_HEALTH,
+     .open = true},
+    {.method = "*", .path = "/v2/models/", .handler = tiled_handle_models, .label = TILED_RL_V2,
+     .needs_body = true, .prefix = true},
+    {.method = "GET", .path = "/metrics", .handler = tiled_handle_metrics, .label = TILED_RL_METRICS},
+    {.method = "GET", .path = "/openapi.json", .handler = tiled_handle_openapi, .label = TILED_RL_OTHER},
+};
+
+#define NROUTES (sizeof(tiled_routes) / sizeof(tiled_routes[0]))
+
+static const char *const label_names[] = {
+    [TILED_RL_V1_TILE] = "/v1/tile", [TILED_RL_V2_INFER] = "/v2/models/infer", [TILED_RL_V2] = "/v2",
+    [TILED_RL_HEALTH] = "/v2/health", [TILED_RL_METRICS] = "/metrics",         [TILED_RL_OTHER] = "other",
+};
+_Static_assert(sizeof(label_names) / sizeof(label_names[0]) == TILED_RL_COUNT, "a name per route label");
+
+const char *tiled_route_label_name(enum tiled_route_label label)
+{
+    return (unsigned)label < TILED_RL_COUNT ? label_names[label] : label_names[TILED_RL_OTHER];
+}
+
+bool tiled_method_serves(const char *method, const char *want)
+{
+    return strcmp(method, want) == 0 || (strcmp(want, "GET") == 0 && strcmp(method, "HEAD") == 0);
+}
+
+const struct tiled_route *tiled_route_find(const char *method, const char *path, char *allow, size_t cap)
+{
+    allow[0] = '\0';
+    for (size_t i = 0; i < NROUTES; i++) {
+        const struct tiled_route *r = &tiled_routes[i];
+        if (r->prefix && strncmp(r->path, path, strlen(r->path)) == 0)
+            return r;
+        if (strcmp(r->path, path) != 0)
+            continue;
+        if (tiled_method_serves(method, r->method))
+            return r;
+        size_t used = strlen(allow);
+        snprintf(allow + used, cap - used, "%s%s", used ? ", " : "", r->method);
+    }
+    return NULL;
+}

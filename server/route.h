@@ -1,0 +1,45 @@
+/* route.h - the daemon's endpoints, listed once: path, method, handler,
+ * whether a body is read, whether it is open without an API key, and the
+ * label its requests carry in the metrics. */
+#ifndef TILED_ROUTE_H
+#define TILED_ROUTE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct tiled_req;
+
+enum tiled_route_label {
+    TILED_RL_V1_TILE,
+    TILED_RL_V2_INFER, /* given by the models route to an infer request */
+    TILED_RL_V2,
+    TILED_RL_HEALTH,
+    TILED_RL_METRICS,
+    TILED_RL_OTHER, /* no route, and operator documents */
+    TILED_RL_COUNT
+};
+
+typedef void (*tiled_handler_fn)(struct tiled_req *req);
+
+struct tiled_route {
+    const char *method; /* "*": the handler checks the method */
+    const char *path;
+    tiled_handler_fn handler;
+    enum tiled_route_label label;
+    bool needs_body;
+    bool prefix; /* path is a prefix; the handler routes the rest */
+    bool open;   /* served without an API key (health checks) */
+};
+
+/* The route for a request; NULL when there is none. Then `allow` gets the
+ * methods the path does take ("" when the path is unknown: 404, not 405). */
+const struct tiled_route *tiled_route_find(const char *method, const char *path, char *allow, size_t cap);
+
+/* True when a request's method serves a route of method `want`: HEAD is
+ * GET without the body (RFC 9110 9.3.2). */
+bool tiled_method_serves(const char *method, const char *want);
+
+/* The metrics label text ("/v1/tile", "other", ...). */
+const char *tiled_route_label_name(enum tiled_route_label label);
+
+#endif
