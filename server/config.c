@@ -29,6 +29,8 @@ struct tiled_option {
 
 static const struct opt_enum log_formats[] = {
     {.name = "json", .value = TILED_LOG_JSON}, {.name = "text", .value = TILED_LOG_TEXT}, {.name = NULL}};
+static const struct opt_enum shm_kinds[] = {
+    {.name = "none", .value = TILED_SHM_NONE}, {.name = "system", .value = TILED_SHM_SYSTEM}, {.name = NULL}};
 static const struct opt_enum log_levels[] = {
     {.name = "error", .value = TILED_LOG_ERROR}, {.name = "warn", .value = TILED_LOG_WARN},
     {.name = "info", .value = TILED_LOG_INFO},   {.name = "debug", .value = TILED_LOG_DEBUG},
@@ -91,6 +93,17 @@ static const struct tiled_option tiled_options[] = {
      .def = "", .help = "PEM certificate file; with --tls-key, serve HTTPS"},
     {.flag = "tls-key", .env = "TILED_TLS_KEY", .type = OPT_STRING, .offset = OFF(tls_key),
      .def = "", .help = "PEM private key file for --tls-cert"},
+    {.flag = "shared-memory", .env = "TILED_SHARED_MEMORY", .type = OPT_ENUM, .offset = OFF(shared_memory),
+     .def = "none", .enums = shm_kinds,
+     .help = "none or system: let clients on this host register POSIX shared-memory regions that infer requests "
+             "read inputs from and write outputs into (Triton's system_shared_memory extension)"},
+    {.flag = "shm-max-regions", .env = "TILED_SHM_MAX_REGIONS", .type = OPT_INT, .offset = OFF(shm_max_regions),
+     .def = "64", .min = 1, .max = 1024, .help = "shared-memory regions registered at once"},
+    {.flag = "shm-max-bytes", .env = "TILED_SHM_MAX_BYTES", .type = OPT_SIZE, .offset = OFF(shm_max_bytes),
+     .def = "16G", .min = 4096, .max = INT64_MAX,
+     .help = "bytes of shared memory mapped at once (regions still used by a request count until it ends)"},
+    {.flag = "shm-key-prefix", .env = "TILED_SHM_KEY_PREFIX", .type = OPT_STRING, .offset = OFF(shm_key_prefix),
+     .def = "", .help = "when set, only keys starting with it (after the leading '/') may be registered"},
 };
 
 #define NOPTIONS (sizeof(tiled_options) / sizeof(tiled_options[0]))

@@ -15,6 +15,7 @@
 
 enum tiled_log_format { TILED_LOG_JSON, TILED_LOG_TEXT };
 enum tiled_log_level { TILED_LOG_ERROR, TILED_LOG_WARN, TILED_LOG_INFO, TILED_LOG_DEBUG };
+enum tiled_shm_kind { TILED_SHM_NONE, TILED_SHM_SYSTEM };
 
 struct tiled_config {
     char host[256];
@@ -40,6 +41,10 @@ struct tiled_config {
     char api_key_file[256];   /* "" = no authentication */
     char tls_cert[256];       /* PEM files; both or neither */
     char tls_key[256];
+    int64_t shared_memory;    /* enum tiled_shm_kind */
+    int64_t shm_max_regions;
+    int64_t shm_max_bytes;    /* bytes mapped at once */
+    char shm_key_prefix[256]; /* "" = any valid key */
 };
 
 /* Fills defaults, then TILED_* variables from `environ`, then argv flags

@@ -23,6 +23,7 @@
 #include "bodycache.h"
 #include "headwatch.h"
 #include "server.h"
+#include "shm.h"
 
 #ifndef TILED_GIT_COMMIT
 #define TILED_GIT_COMMIT "unknown"
@@ -207,6 +208,15 @@ static void render_gauges(struct out *o, struct tiled_server *srv)
     put(o, "tiled_body_cache_misses_total %llu\n", (unsigned long long)bc.misses);
     header(o, "tiled_body_cache_bytes", "gauge", "Bytes of free response buffers kept for reuse (--body-cache).");
     put(o, "tiled_body_cache_bytes %llu\n", (unsigned long long)bc.kept_bytes);
+    if (srv->shm) {
+        uint64_t regions, bytes;
+        tiled_shm_stats(srv->shm, &regions, &bytes);
+        header(o, "tiled_shm_regions", "gauge", "System shared-memory regions registered.");
+        put(o, "tiled_shm_regions %llu\n", (unsigned long long)regions);
+        header(o, "tiled_shm_mapped_bytes", "gauge",
+               "Bytes of shared memory mapped, including regions unregistered but still used by a request.");
+        put(o, "tiled_shm_mapped_bytes %llu\n", (unsigned long long)bytes);
+    }
     header(o, "tiled_build_info", "gauge", "Build information; the value is always 1.");
     put(o, "tiled_build_info{version=\"%s\",commit=\"%s\"} 1\n", TILED_VERSION, TILED_GIT_COMMIT);
 }

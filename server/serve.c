@@ -22,6 +22,7 @@
 #include "jsontext.h"
 #include "log.h"
 #include "server.h"
+#include "shm.h"
 #include "stream.h"
 
 static void limits_from_config(struct tiled_server *srv)
@@ -59,6 +60,20 @@ static void wait_idle(struct tiled_server *srv)
     }
 }
 
+/* The shared-memory registry, only when enabled: off, the daemon maps
+ * nothing and keeps the default SIGBUS disposition. */
+static int shm_start(struct tiled_server *srv, struct tile_error *e)
+{
+    const struct tiled_config *c = &srv->cfg;
+    if (c->shared_memory != TILED_SHM_SYSTEM)
+        return 0;
+    struct tiled_shm_limits lim = {.max_regions = (uint64_t)c->shm_max_regions,
+                                   .max_bytes = (uint64_t)c->shm_max_bytes,
+                                   .key_prefix = c->shm_key_prefix};
+    srv->shm = tiled_shm_new(&lim, e);
+    return srv->shm ? 0 : -1;
+}
+
 static int serve(struct tiled_server *srv)
 {
     sigset_t sigs;
@@ -76,13 +91,14 @@ static int serve(struct tiled_server *srv)
         srv->bodies = tiled_bodycache_new((uint64_t)srv->cfg.body_cache);
         if (!srv->bodies)
             tile_error_set(&e, TILE_ENOMEM, "cannot allocate the body cache");
-        rc = srv->pool && srv->bodies ? tiled_http_start(srv, &e) : -1;
+        rc = srv->pool && srv->bodies && shm_start(srv, &e) == 0 ? tiled_http_start(srv, &e) : -1;
     }
     if (rc < 0) {
         tiled_log_error("exit", e.text);
         fprintf(stderr, "tiled: %s\n", e.text);
         tile_pool_free(srv->pool);
         tiled_bodycache_free(srv->bodies);
+        tiled_shm_free(srv->shm);
         tiled_auth_free();
         return 1;
     }
@@ -113,6 +129,8 @@ static int serve(struct tiled_server *srv)
     tiled_http_stop(srv);
     tile_pool_free(srv->pool);
     tiled_bodycache_free(srv->bodies); /* after MHD: it has given back every body */
+    tiled_shm_free(srv->shm); /* no request holds a region any more */
+    srv->shm = NULL;
     tiled_auth_free();
     tiled_log_event(TILED_LOG_INFO, "exit", "{s:i}", "status", 0);
     return 0;

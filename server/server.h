@@ -29,6 +29,7 @@
 
 struct MHD_Daemon;
 struct MHD_Connection;
+struct tiled_shm;
 
 /* Triton-style cumulative statistics of one model version. */
 struct tiled_v2_stats {
@@ -53,6 +54,7 @@ struct tiled_server {
     uint64_t start_us;
     uint64_t start_wall_ms;
     char *tls_cert_pem, *tls_key_pem; /* kept for the daemon's lifetime */
+    struct tiled_shm *shm;    /* NULL unless --shared-memory system */
 };
 
 /* Per-request state, owned by http.c; freed when the request completes. */
