@@ -8,7 +8,8 @@
  * (and the fastest sample's) for: tile_execute with 1 worker and with all workers into a reused,
  * pre-faulted buffer (as bench_kernel does), tile_execute with all workers
  * into a freshly allocated buffer (the first-touch cost numpy.tile and
- * torch.tile pay on every call), and memcpy of the output size. It also
+ * torch.tile pay on every call), and memcpy and memset of the output size
+ * (the ceilings; glibc picks its own store kind for each size). It also
  * prints a CRC-32 of the output so the peers' outputs can be checked
  * against it byte for byte.
  *
@@ -30,6 +31,8 @@
 #include <time.h>
 #include <zlib.h>
 
+#include "autosplit.h"
+#include "stores.h"
 #include "tile.h"
 
 #define MAX_REPS 64
@@ -59,7 +62,7 @@ static void clobber(void *p)
     __asm__ volatile("" : : "r"(p) : "memory");
 }
 
-enum op { OP_MEMCPY, OP_TILE, OP_TILE_FRESH };
+enum op { OP_MEMCPY, OP_MEMSET, OP_TILE, OP_TILE_FRESH };
 
 struct run {
     const struct tile_plan *plan;
@@ -88,6 +91,8 @@ static double time_batch(enum op op, const struct run *r, long k)
     for (long i = 0; i < k; i++) {
         if (op == OP_MEMCPY)
             memcpy(r->out, r->src, n);
+        else if (op == OP_MEMSET) /* never zero: zeros over zeros run at 3x memory speed on some hosts */
+            memset(r->out, (int)(1 + i % 255), n);
         else
             tile_execute(r->plan, r->in, r->out, r->pool);
         clobber(r->out);
@@ -246,9 +251,14 @@ static int bench_case(char *line, struct tile_pool *pool, int reps, double profi
         fflush(stdout);
         goto done;
     }
-    double mcb, t1b, tnb, tfb;
+    double mcb, msb, t1b, tnb, tfb;
     double mc = sec_per_call(OP_MEMCPY, &one, reps, &mcb);
+    double ms = sec_per_call(OP_MEMSET, &one, reps, &msb);
     double t1 = sec_per_call(OP_TILE, &one, reps, &t1b);
+    /* Let the pool learn whether splitting pays for this size, as a running
+     * server does over its first requests (core/autosplit.h); otherwise its
+     * first trials of both ways would be most of the samples. */
+    time_batch(OP_TILE, &all, 2 * TILE_AUTOSPLIT_WARMUP + 1);
     double tn = sec_per_call(OP_TILE, &all, reps, &tnb);
     double tf = sec_per_call(OP_TILE_FRESH, &all, reps, &tfb);
     tile_execute(&plan, in, out, pool);
@@ -261,12 +271,17 @@ static int bench_case(char *line, struct tile_pool *pool, int reps, double profi
     json_shape("repeats", repeats, nrep);
     printf(",");
     json_shape("out_shape", plan.out_shape, plan.out_rank);
-    printf(",\"out_elems\":%llu,\"out_bytes\":%llu,\"workers\":%d,\"reps\":%d,\"crc32\":%lu,"
-           "\"tiled_1_s\":%.9g,\"tiled_all_s\":%.9g,\"tiled_fresh_s\":%.9g,\"memcpy_s\":%.9g,"
+    const struct tile_cache_sizes *cs = tile_cache_sizes();
+    printf(",\"out_elems\":%llu,\"out_bytes\":%llu,\"in_bytes\":%llu,\"workers\":%d,\"reps\":%d,\"crc32\":%lu,"
+           "\"llc_bytes\":%llu,\"stream_min\":%llu,\"stores\":\"%s\",",
+           (unsigned long long)plan.out_elems, (unsigned long long)plan.out_bytes, (unsigned long long)plan.in_bytes,
+           tile_pool_size(pool), reps, crc, (unsigned long long)cs->llc_bytes,
+           (unsigned long long)tile_stores_stream_min(), tile_stores_stream(plan.out_bytes) ? "stream" : "cached");
+    printf("\"tiled_1_s\":%.9g,\"tiled_all_s\":%.9g,\"tiled_fresh_s\":%.9g,\"memcpy_s\":%.9g,\"memset_s\":%.9g,"
            "\"tiled_1_gbps\":%.4f,\"tiled_all_gbps\":%.4f,\"tiled_fresh_gbps\":%.4f,\"memcpy_gbps\":%.4f,"
-           "\"tiled_1_min_s\":%.9g,\"tiled_all_min_s\":%.9g,\"tiled_fresh_min_s\":%.9g,\"memcpy_min_s\":%.9g}\n",
-           (unsigned long long)plan.out_elems, (unsigned long long)plan.out_bytes, tile_pool_size(pool), reps, crc,
-           t1, tn, tf, mc, gb / t1, gb / tn, gb / tf, gb / mc, t1b, tnb, tfb, mcb);
+           "\"memset_gbps\":%.4f,\"tiled_1_min_s\":%.9g,\"tiled_all_min_s\":%.9g,\"tiled_fresh_min_s\":%.9g,"
+           "\"memcpy_min_s\":%.9g,\"memset_min_s\":%.9g}\n",
+           t1, tn, tf, mc, ms, gb / t1, gb / tn, gb / tf, gb / mc, gb / ms, t1b, tnb, tfb, mcb, msb);
     fflush(stdout);
 done:
     tile_free_buffer(in, dtype == TILE_STRING ? plan.in_elems * sizeof(struct tile_str) : plan.in_bytes);
