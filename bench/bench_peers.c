@@ -291,10 +291,60 @@ done:
     return 0;
 }
 
+/* Median GB/s of one thread writing `plan` into a reused buffer with the
+ * store kind `mode` forced (after warm-up calls that settle the cache). */
+static double store_gbps(const struct tile_plan *plan, const void *in, void *out, enum tile_stores mode, int reps)
+{
+    double v[MAX_REPS];
+    tile_stores_force(mode);
+    for (int i = 0; i < 3; i++)
+        tile_execute(plan, in, out, NULL);
+    for (int i = 0; i < reps; i++) {
+        double t0 = now_sec();
+        tile_execute(plan, in, out, NULL);
+        v[i] = now_sec() - t0;
+        clobber(out);
+    }
+    tile_stores_force(TILE_STORES_AUTO);
+    return (double)plan->out_bytes / median(v, reps) / 1e9;
+}
+
+static int stores_sweep(int reps)
+{
+    static const int mib[] = {2, 8, 16, 24, 32, 48, 64, 128, 256};
+    for (size_t i = 0; i < sizeof(mib) / sizeof(mib[0]); i++) {
+        int64_t shape[2] = {(int64_t)mib[i] << 20 >> 13, 256}, rep[2] = {1, 8}; /* 8 KiB of output per row */
+        struct tile_spec spec = {.semantics = TILE_SEM_ONNX, .repeats = rep, .nrepeats = 2};
+        struct tile_plan plan;
+        if (tile_plan_init(&plan, TILE_FLOAT32, 2, shape, &spec, NULL) < 0)
+            return 1;
+        void *in = tile_alloc_buffer(plan.in_bytes), *out = tile_alloc_buffer(plan.out_bytes);
+        if (!in || !out)
+            return 1;
+        fill_input(in, plan.in_bytes);
+        memset(out, 1, plan.out_bytes);
+        double cached = store_gbps(&plan, in, out, TILE_STORES_CACHED, reps);
+        double stream = store_gbps(&plan, in, out, TILE_STORES_STREAM, reps);
+        printf("{\"kind\":\"stores\",\"out_bytes\":%llu,\"cached_gbps\":%.4f,\"stream_gbps\":%.4f,"
+               "\"policy\":\"%s\",\"llc_bytes\":%llu}\n",
+               (unsigned long long)plan.out_bytes, cached, stream,
+               tile_stores_stream(plan.out_bytes) ? "stream" : "cached",
+               (unsigned long long)tile_cache_sizes()->llc_bytes);
+        fflush(stdout);
+        tile_free_buffer(in, plan.in_bytes);
+        tile_free_buffer(out, plan.out_bytes);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "--stores") == 0) {
+        int reps = argc > 2 ? (int)strtol(argv[2], NULL, 10) : 7;
+        return stores_sweep(reps < 1 || reps > MAX_REPS ? 7 : reps);
+    }
     if (argc < 2) {
-        fprintf(stderr, "usage: bench_peers CASEFILE [reps]\n");
+        fprintf(stderr, "usage: bench_peers CASEFILE [reps [profile_seconds]] | --stores [reps]\n");
         return 2;
     }
     int reps = argc > 2 ? (int)strtol(argv[2], NULL, 10) : 7;

@@ -239,6 +239,9 @@ def kernel_bench(a):
             COMMANDS[-1] = ("kernel", COMMANDS[-1][1] + "   # " + shlex.quote(line))
             res["tiled"].extend(json_lines(p.stdout))
             res["peers"].extend(r for r in peers.ask(name) if r.get("kind") == "result")
+        log("kernel: store policy sweep")
+        p = run("kernel", [a.driver, "--stores", a.reps], timeout=600)
+        res["stores"] = [r for r in json_lines(p.stdout) if r.get("kind") == "stores"]
         res["steal_pct"], res["busy_pct"] = steal_pct(t0, cpu_times())
         rows = kernel_table(res)
         res["profiles"] = profile_misses(a, rows, targets(rows), peers, tmp)
@@ -1003,6 +1006,29 @@ def report(res, a):
                  "beyond. memset and memcpy are glibc's, on the same number of bytes, in the same run; glibc "
                  "picks its own store kind for each size." % (rows[0]["llc_bytes"] / MIB))
         L.append("")
+        sweep = k.get("stores") or []
+        if sweep:
+            L.append("### Store policy")
+            L.append("")
+            L.append("`bench_peers --stores` (same run): one thread rewriting a reused output of float32 rows "
+                     "[N,256] by [1,8], with plain and with non-temporal stores forced, each kind as a block of "
+                     "calls (medians). The policy writes outputs up to the last-level cache (%.0f MiB) with plain "
+                     "stores: rewriting a buffer that is still cached costs no memory traffic, and whatever reads "
+                     "the output next finds it there. Beyond, plain stores have to read every line from memory "
+                     "before writing it and the streaming kind wins. Other processes sharing the L3 (this machine "
+                     "is shared) leave less of it: under load, plain stores already lose at 16 MiB (about 10 "
+                     "against 25 GB/s measured while other engineers' tests ran), while on a quiet machine they "
+                     "win up to about 56 MiB." % (sweep[0]["llc_bytes"] / MIB))
+            L.append("")
+            L.append("| output MiB | plain stores GB/s | non-temporal GB/s | faster | policy |")
+            L.append("|---:|---:|---:|---|---|")
+            for r in sweep:
+                faster = "plain" if r["cached_gbps"] >= r["stream_gbps"] else "non-temporal"
+                pick = "plain" if r["policy"] == "cached" else "non-temporal"
+                L.append("| %.0f | %.1f | %.1f | %s | %s%s |" % (
+                    r["out_bytes"] / MIB, r["cached_gbps"], r["stream_gbps"], faster, pick,
+                    "" if faster == pick else " (**not the faster here**)"))
+            L.append("")
         L.append("### \"Done when\" targets")
         L.append("")
         L.append("On every case: tiled (all workers) at least as fast as the fastest variant of every peer "
