@@ -471,7 +471,7 @@ size_t tile_encoder_read(struct tile_encoder *enc, void *out, size_t cap)
 /* Fixed-width data in the format's own frame (no pieces, no converted
  * copy, no tail): the kernel can write it straight into the body, with
  * the pool's help for large outputs, instead of range by range. */
-static bool tiles_directly(const struct tile_encoder *enc)
+bool tile_encoder_tiles_directly(const struct tile_encoder *enc)
 {
     return !enc->piece_off && enc->fixed_in == enc->req.input.data && enc->tail_fixed_len == 0 &&
            enc->fmt != TILE_FMT_JSON;
@@ -481,7 +481,7 @@ bool tile_encoder_fill(struct tile_encoder *enc, void *buf, struct tile_pool *po
 {
     enc->pos = 0;
     enc->elem = enc->elem_off = 0;
-    if (!tiles_directly(enc)) {
+    if (!tile_encoder_tiles_directly(enc)) {
         tile_encoder_read(enc, buf, enc->size);
         return false;
     }

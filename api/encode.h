@@ -82,6 +82,10 @@ void tile_encoder_set_timings(struct tile_encoder *enc, const struct tile_timing
  * (0 at the end). */
 size_t tile_encoder_read(struct tile_encoder *enc, void *buf, size_t cap);
 
+/* True when the body's data is fixed-width elements in the format's own
+ * frame: producing it is tiling, with no formatting (see fill, below). */
+bool tile_encoder_tiles_directly(const struct tile_encoder *enc);
+
 /* Writes the whole body (tile_encoder_size() bytes) into buf, from the
  * start. Fixed-width data with the format's own frame is tiled straight
  * into buf, by the pool's workers when it is large (pool may be NULL):

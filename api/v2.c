@@ -614,6 +614,10 @@ static char *dump(json_t *doc)
     return text;
 }
 
+/* What Triton reports for an ONNX model, in metadata and config alike:
+ * clients written against Triton recognise it. */
+#define PLATFORM "onnxruntime_onnx"
+
 char *tile_v2_model_metadata(int version)
 {
     json_t *versions = json_array();
@@ -623,13 +627,13 @@ char *tile_v2_model_metadata(int version)
         json_array_append_new(versions, json_string(v));
     }
     return dump(json_pack("{s:s, s:o, s:s, s:o, s:[o]}", "name", "tile", "versions", versions, "platform",
-                          "onnx_onnxv1", "inputs", inputs_doc(version, false), "outputs", tensor_doc(&output, false)));
+                          PLATFORM, "inputs", inputs_doc(version, false), "outputs", tensor_doc(&output, false)));
 }
 
 char *tile_v2_model_config(int version)
 {
     return dump(json_pack("{s:s, s:s, s:s, s:{s:{s:[i]}}, s:i, s:o, s:[o]}", "name", "tile", "platform",
-                          "onnxruntime_onnx", "backend", "tiled", "version_policy", "specific", "versions", version,
+                          PLATFORM, "backend", "tiled", "version_policy", "specific", "versions", version,
                           "max_batch_size", 0, "input", inputs_doc(version, true), "output",
                           tensor_doc(&output, true)));
 }

@@ -12,6 +12,10 @@
  * last. With
  * Content-Encoding the producer deflates as it goes; the length is then
  * unknown up front and the body is sent chunked.
+ *
+ * The request takes the stream's timings when the body's last bytes are
+ * handed to MHD (the request is alive until then), so statistics and
+ * metrics count the tiling and formatting done while the body was sent.
  */
 #include <microhttpd.h>
 #include <stdio.h>
@@ -33,6 +37,8 @@ struct tiled_stream {
     struct MHD_Connection *conn;
     struct MHD_Response *response; /* for the trailer; set once queued */
     struct tile_timings tm;
+    bool tiles_directly;    /* producing is tiling (tile_us), not formatting (encode_us) */
+    struct tiled_req *req;  /* until the body's end is handed to MHD, then NULL */
     struct tile_encoder *enc;
     uint64_t size, chunk, produced, t_start;
     char *buf[NSLOTS];
@@ -165,7 +171,7 @@ static void produce(void *arg)
         uint64_t n = fill(s, s->buf[slot], &last);
         uint64_t dt = tiled_now_us() - t0;
         pthread_mutex_lock(&s->lock);
-        s->tm.encode_us += dt;
+        *(s->tiles_directly ? &s->tm.tile_us : &s->tm.encode_us) += dt;
         s->buf_pos[slot] = s->produced;
         s->buf_len[slot] = n;
         s->ready[slot] = n > 0;
@@ -213,6 +219,8 @@ struct tiled_stream *tiled_stream_init(struct tiled_req *req, uint64_t chunk)
     s->chunked = req->want_trailers;
     s->t_start = req->t_start;
     s->tm = req->tm;
+    s->req = req;
+    s->tiles_directly = tile_encoder_tiles_directly(req->enc);
     s->enc = req->enc; /* taken over, with everything it reads */
     req->enc = NULL;
     s->size = tile_encoder_size(s->enc);
@@ -259,12 +267,25 @@ static long finish_chunked(struct tiled_stream *s)
     return MHD_CONTENT_READER_END_OF_STREAM;
 }
 
+/* The whole body is produced and handed over: the request's timings become
+ * the stream's (called with the lock held). */
+static void hand_back_timings(struct tiled_stream *s)
+{
+    if (!s->req)
+        return;
+    s->tm.total_us = tiled_now_us() - s->t_start;
+    s->req->tm = s->tm;
+    s->req->timings_final = true;
+    s->req = NULL;
+}
+
 long tiled_stream_read(void *cls, uint64_t pos, char *out, size_t max)
 {
     struct tiled_stream *s = cls;
     long n = 0;
     pthread_mutex_lock(&s->lock);
     if (s->finished && pos >= s->produced) {
+        hand_back_timings(s);
         pthread_mutex_unlock(&s->lock);
         return s->chunked ? finish_chunked(s) : MHD_CONTENT_READER_END_OF_STREAM;
     }
@@ -282,6 +303,8 @@ long tiled_stream_read(void *cls, uint64_t pos, char *out, size_t max)
             s->ready[i] = false; /* consumed: let the producer refill it */
         break;
     }
+    if (s->finished && pos + (uint64_t)n >= s->produced)
+        hand_back_timings(s); /* MHD asks no more once a known length is sent */
     if (n == 0) {
         s->suspended = true;
         MHD_suspend_connection(s->conn);

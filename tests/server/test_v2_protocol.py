@@ -393,6 +393,12 @@ class ServerAndModelEndpoints(V2Case):
                 self.assertEqual(cfg["max_batch_size"], 0)
                 self.assertEqual([t["name"] for t in cfg["input"]], [t["name"] for t in meta["inputs"]])
                 self.assertEqual([t["name"] for t in cfg["output"]], [t["name"] for t in meta["outputs"]])
+                # Both documents say the same thing, as Triton's do for an ONNX model.
+                self.assertEqual(cfg["platform"], meta["platform"])
+                self.assertEqual(meta["platform"], "onnxruntime_onnx")
+                for c, m in zip(cfg["input"] + cfg["output"], meta["inputs"] + meta["outputs"]):
+                    self.assertEqual(c["data_type"], "TYPE_" + m["datatype"].replace("BYTES", "STRING"), (c, m))
+                    self.assertEqual(c["dims"], m["shape"], (c, m))
 
     def test_unknown_model_or_version_is_404(self):
         paths = ["/v2/models/nope", "/v2/models/nope/ready", "/v2/models/nope/config", "/v2/models/nope/stats",
@@ -997,6 +1003,24 @@ class Statistics(V2Case):
         self.infer(tile_inputs(a, "FP32", [1, 1]), version="6")
         self.assertEqual(self.entry("6", f"/v2/models/{MODEL}/versions/6/stats")["inference_stats"]["success"]
                          ["count"], other_before["inference_stats"]["success"]["count"] + 1)
+
+
+    def test_streamed_outputs_count_their_production(self):
+        """A streamed body is tiled and formatted while it is sent; the statistics count that time."""
+        a = np.arange(4096, dtype=np.float32)
+        for binary, phase in ((True, "compute_infer"), (False, "compute_output")):
+            with self.subTest(binary=binary):
+                before = self.entry("13")["inference_stats"]
+                outputs = [{"name": "output", "parameters": {"binary_data": binary}}]
+                resp, doc, t = self.infer(tile_inputs(a, "FP32", [1024 if binary else 64]), outputs=outputs)
+                self.assertEqual(t["output"].size, 4096 * (1024 if binary else 64))
+                after = self.entry("13")["inference_stats"]
+                delta = {k: after[k]["ns"] - before[k]["ns"] for k in self.STAT_KEYS}
+                self.assertEqual(after["success"]["count"], before["success"]["count"] + 1)
+                # Producing 16 MiB (binary) or 256 Ki numbers as text takes well over 100 us.
+                self.assertGreater(delta[phase], 100_000, delta)
+                parts = sum(delta[k] for k in ("queue", "compute_input", "compute_infer", "compute_output"))
+                self.assertLessEqual(parts, delta["success"], delta)
 
 
 # ---------------------------------------------------------------------------
