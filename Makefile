@@ -69,7 +69,7 @@ BENCH_BIN  := $(BUILD)/bench/bench_kernel
 
 DEPS_STAMP := $(BUILD)/.deps-ok
 
-.PHONY: all install deps test test-tsan test-valgrind test-unit test-asan test-integration check-clang run bench clean help lib \
+.PHONY: all install deps test test-tsan test-valgrind test-unit test-asan test-integration check-clang run bench bench-perf-analyzer clean help lib \
         cli-only layer-flags
 
 all: $(BUILD)/tiled
@@ -79,6 +79,7 @@ help:
 	@echo "make test       unit tests (plain and ASan+UBSan) and integration tests"
 	@echo "make run        build and start the daemon on 127.0.0.1:8080"
 	@echo "make bench      kernel benchmark (and daemon benchmark when available)"
+	@echo "make bench-perf-analyzer  Triton's perf_analyzer against the daemon"
 	@echo "make clean      remove build outputs"
 
 # Installs the Debian packages the build and tests need when they are missing
@@ -199,6 +200,11 @@ bench: $(BENCH_BIN) $(BUILD)/tiled
 	$(BENCH_BIN)
 	@sh scripts/deps.sh bench
 	TILED_BIN=$(BUILD)/tiled sh bench/bench_http.sh
+	TILED_BIN=$(BUILD)/tiled sh bench/perf_analyzer.sh
+
+# Triton's perf_analyzer, binary in/out, concurrency 1-8 (downloads it once).
+bench-perf-analyzer: $(BUILD)/tiled
+	TILED_BIN=$(BUILD)/tiled sh bench/perf_analyzer.sh
 
 clean:
 	rm -rf build build-address build-thread build-clang
