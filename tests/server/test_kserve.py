@@ -118,6 +118,21 @@ class KServeSDK(unittest.TestCase):
             self.infer(a, "FP32", [2], binary=False, model_name="resnet")
         self.assertEqual(cm.exception.response.status_code, 404)
 
+    def test_readme_snippet(self):
+        """The README's KServe example runs and prints what it shows."""
+        import contextlib
+        import io
+        import re
+        readme = open(os.path.join(os.path.dirname(__file__), "..", "..", "README.md"), encoding="utf-8").read()
+        blocks = re.findall(r"```python\n(.*?)```\n```output\n(.*?)```", readme, re.S)
+        snippets = [(code, out) for code, out in blocks if "from kserve import" in code]
+        self.assertEqual(len(snippets), 1)
+        code, expected = snippets[0]
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(code.replace("127.0.0.1:8080", f"127.0.0.1:{self.d.port}"), {})
+        self.assertEqual(out.getvalue().strip(), expected.strip())
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -60,6 +60,37 @@ class TritonClient(unittest.TestCase):
                     self.assertEqual(got.dtype, a.dtype)
                     self.assertTrue(np.array_equal(got, np.tile(a, (2, 1)), equal_nan=False))
 
+    def test_every_datatype_rank_0_to_4(self):
+        """Every datatype tritonclient sends (BF16 through ml_dtypes, binary only; BYTES as
+        object arrays), ranks 0 to 4, binary and JSON, against numpy.tile."""
+        import ml_dtypes
+        shapes = [(), (3,), (2, 3), (2, 1, 3), (1, 2, 2, 3)]
+        dtypes = NUMERIC + [ml_dtypes.bfloat16, np.object_]
+        calls = 0
+        for dt in dtypes:
+            for shape in shapes:
+                for binary in (True, False):
+                    if dt is ml_dtypes.bfloat16 and not binary:
+                        continue  # tritonclient: "BF16 inputs must be sent as binary data over HTTP"
+                    with self.subTest(dtype=np.dtype(dt).name, shape=shape, binary=binary):
+                        n = int(np.prod(shape))
+                        if dt is np.object_:
+                            a = np.array([b"ab", b"", "\u00e9".encode()] * n, dtype=object)[:n].reshape(shape)
+                        else:
+                            a = np.asarray(self.rng.standard_normal(shape) * 50).astype(dt)
+                        repeats = [2, 1, 3, 1][:len(shape)]
+                        got = self.infer(a, repeats, binary=binary).as_numpy("output")
+                        want = np.tile(a, repeats)
+                        if dt is np.object_:  # str for JSON outputs, bytes for binary ones
+                            got = np.array([x if isinstance(x, bytes) else x.encode() for x in got.ravel()],
+                                           dtype=object).reshape(got.shape)
+                        else:
+                            self.assertEqual(got.dtype, a.dtype)
+                        self.assertEqual(got.shape, want.shape)
+                        self.assertTrue(np.array_equal(got, want))
+                        calls += 1
+        self.assertEqual(calls, (len(dtypes) * 2 - 1) * len(shapes))
+
     def test_default_outputs_are_binary(self):
         a = np.arange(6, dtype=np.float32).reshape(3, 2)
         result = self.infer(a, [1, 3], outputs=False)
