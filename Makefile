@@ -67,30 +67,32 @@ TEST_BIN   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 TEST_HELP  := $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out $(TEST_SRC),$(wildcard tests/*/*.c)))
 BENCH_BIN  := $(BUILD)/bench/bench_kernel
 
-DEPS_STAMP := $(BUILD)/.deps-ok
-
-.PHONY: all install deps test test-tsan test-valgrind test-unit test-asan test-integration check-clang run bench bench-perf-analyzer clean help lib \
-        cli-only layer-flags
+.PHONY: all install deps deps-build deps-test deps-bench deps-fuzz check fresh-test test test-tsan test-valgrind test-unit \
+        test-asan check-clang run bench bench-perf-analyzer clean help lib cli-only layer-flags
 
 all: $(BUILD)/tiled
 
 help:
-	@echo "make            build $(BUILD)/tiled"
-	@echo "make test       unit tests (plain and ASan+UBSan) and integration tests"
+	@echo "make            build $(BUILD)/tiled (needs the libraries: make deps)"
+	@echo "make deps       install the Debian packages for the build, tests, bench and fuzzing"
+	@echo "make check      build and run the C unit tests (seconds; the inner loop)"
+	@echo "make test       every suite: unit (plain, ASan+UBSan), clang, integration, deploy"
+	@echo "                (make test ONLY='http k8s' runs the named suites of tests/suites)"
 	@echo "make run        build and start the daemon on 127.0.0.1:8080"
 	@echo "make bench      kernel benchmark (and daemon benchmark when available)"
 	@echo "make bench-perf-analyzer  Triton's perf_analyzer against the daemon"
 	@echo "make clean      remove build outputs"
 
-# Installs the Debian packages the build and tests need when they are missing
-# (as root on Debian; elsewhere it only reports what is missing).
-$(DEPS_STAMP): scripts/deps.sh
-	@sh scripts/deps.sh build
-	@mkdir -p $(@D) && touch $@
+# Installs the Debian packages that are missing (as root on Debian; elsewhere
+# it only reports them). An explicit step of run, test, bench and fuzz, never
+# a prerequisite of a file: plain `make` only compiles.
+deps:
+	@sh scripts/deps.sh build test bench fuzz
 
-deps: $(DEPS_STAMP)
+deps-%:
+	@sh scripts/deps.sh $*
 
-$(BUILD)/obj/%.o: %.c $(DEPS_STAMP)
+$(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(call layer_of,$<) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
 
@@ -122,18 +124,18 @@ $(BUILD)/tiled-cli: $(CLI_OBJ)
 
 cli-only: $(BUILD)/tiled-cli
 
-$(BUILD)/tests/%: tests/%.c $(LIB_OBJ) $(TEST_HELP) $(DEPS_STAMP)
+$(BUILD)/tests/%: tests/%.c $(LIB_OBJ) $(TEST_HELP)
 	@mkdir -p $(@D)
 	$(CC) $(call layer_of,$<) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) -Itests $(LDFLAGS) -o $@ $< $(LIB_OBJ) \
 	    $(TEST_HELP) $(PKG_LIBS) $(CMOCKA_LIBS) $(LDLIBS)
 
-$(BUILD)/bench/%: bench/%.c $(LIB_OBJ) $(DEPS_STAMP)
+$(BUILD)/bench/%: bench/%.c $(LIB_OBJ)
 	@mkdir -p $(@D)
 	$(CC) $(LAYER_ALL) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_OBJ) $(PKG_LIBS) $(LDLIBS)
 
 # The core as a shared library needs position-independent objects.
 PIC_OBJ := $(patsubst %.c,$(BUILD)/pic/%.o,$(CORE_SRC))
-$(BUILD)/pic/%.o: %.c $(DEPS_STAMP)
+$(BUILD)/pic/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(LAYER_core) $(CPPFLAGS) $(CFLAGS) -fPIC -c $< -o $@
 
@@ -154,25 +156,25 @@ install: $(BUILD)/tiled lib
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	sed 's|@PREFIX@|$(PREFIX)|' deploy/tiled.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/tile.pc
 
-# Unit tests of this build variant; stops at the first failing binary.
+# Unit tests of this build variant and the layering check: every one runs,
+# the failed ones are named.
 test-unit: $(TEST_BIN) $(BUILD)/tiled $(BUILD)/tiled-cli
-	@set -e; for t in $(TEST_BIN); do echo "== $$t"; $$t; done
-	@MAKE="$(MAKE)" sh tests/layering/test_layering.sh $(BUILD)
+	@failed=""; for t in $(TEST_BIN); do echo "== $$t"; $$t || failed="$$failed $$t"; done; \
+	 MAKE="$(MAKE)" sh tests/layering/test_layering.sh $(BUILD) || failed="$$failed layering"; \
+	 [ -z "$$failed" ] || { echo "failed unit tests:$$failed"; exit 1; }
+
+# make would delete the helpers' objects as intermediates and relink every test.
+.SECONDARY: $(TEST_HELP)
+
+# The developer's inner loop: build, then the C unit tests (no sanitizers).
+check: $(BUILD)/tiled
+	@$(MAKE) --no-print-directory test-unit
 
 test-asan:
 	$(MAKE) SAN=address test-unit
 
-# The integration suite runs against the plain daemon and an ASan+UBSan one.
-test-integration: $(BUILD)/tiled
-	@sh scripts/deps.sh test
-	@TILED_BIN=$(BUILD)/tiled sh tests/run-integration.sh
-	@sh tests/deploy/test_install.sh
-	$(MAKE) SAN=address build-address/tiled
-	@TILED_BIN=build-address/tiled ASAN_OPTIONS=detect_leaks=1 sh tests/run-integration.sh
-
 # The same sources must also build warning-free with clang.
 check-clang:
-	@sh scripts/deps.sh fuzz
 	$(MAKE) CC=clang BUILD=build-clang all
 
 # The pool and daemon under ThreadSanitizer: the unit tests plus the HTTP
@@ -189,16 +191,25 @@ test-valgrind: $(BUILD)/tiled
 	    TILED_WRAP="valgrind --leak-check=full --error-exitcode=1 --errors-for-leak-kinds=definite" \
 	    /usr/bin/python3 -W ignore -m unittest test_http test_bad_input
 
-# Every suite, then one line counting all cases ("N passed, N failed").
+# Every suite of tests/suites (the first one is `deps`), each run whatever the
+# others did; the closing line counts the suites ("suites: N passed, M failed")
+# and the exit status follows it. TEST_SUITES names another list.
 test:
-	@MAKE="$(MAKE)" sh scripts/run-tests.sh
+	@MAKE="$(MAKE)" ONLY="$(ONLY)" sh scripts/run-tests.sh $(TEST_SUITES)
 
-run: $(BUILD)/tiled
+# The README's two commands on a new Debian 12 root (debootstrap); needs root
+# and the network, takes the better part of an hour. Not part of `make test`.
+fresh-test:
+	sh tests/fresh/run.sh
+
+run: deps-build
+	@$(MAKE) --no-print-directory $(BUILD)/tiled
 	./$(BUILD)/tiled serve
 
-bench: $(BENCH_BIN) $(BUILD)/tiled
+bench:
+	@sh scripts/deps.sh build bench
+	@$(MAKE) --no-print-directory $(BENCH_BIN) $(BUILD)/tiled
 	$(BENCH_BIN)
-	@sh scripts/deps.sh bench
 	TILED_BIN=$(BUILD)/tiled sh bench/bench_http.sh
 	TILED_BIN=$(BUILD)/tiled sh bench/perf_analyzer.sh
 

@@ -19,7 +19,6 @@ image-test:
 
 deploy-test: $(BUILD)/tiled
 	@sh scripts/deps.sh test
-	@sh scripts/deps.sh bench
 	@status=0; for t in k8s nginx_failover systemd; do \
 	  TILED_BIN=$(BUILD)/tiled sh tests/deploy/test_$$t.sh || status=1; \
 	done; exit $$status

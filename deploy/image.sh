@@ -48,22 +48,9 @@ apt_install() {
   apt-get install -y -qq --no-install-recommends $missing >/dev/null
 }
 
-# The Debian mirror apt is configured with (deb822 .sources or one-line
-# sources.list), so debootstrap goes where apt is known to work.
-apt_mirror() {
-  kind=$1 # debian | debian-security
-  for f in /etc/apt/sources.list.d/*.sources; do
-    [ -r "$f" ] || continue
-    awk -v kind="$kind" '
-      /^URIs:/ { for (i = 2; i <= NF; i++) { u = $i; sub(/\/+$/, "", u); n = split(u, p, "/"); if (p[n] == kind) { print u; exit } } }' "$f"
-  done
-  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-    [ -r "$f" ] || continue
-    awk -v kind="$kind" '
-      $1 == "deb" { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) { u = $i; break }
-                    sub(/\/+$/, "", u); n = split(u, p, "/"); if (p[n] == kind) { print u; exit } }' "$f"
-  done
-}
+# The Debian mirror apt is configured with, so debootstrap goes where apt is
+# known to work.
+apt_mirror() { sh scripts/apt-mirror.sh "$1"; }
 
 make_base_tar() {
   [ -s "$BASE_TAR" ] && { log "base rootfs cached: $BASE_TAR"; return 0; }

@@ -24,30 +24,28 @@ FUZZ_CFLAGS  := -std=c11 -O1 -g -pthread $(WARN) -fno-strict-aliasing $(FUZZ_SAN
 FUZZ_LIB_SRC := $(CORE_SRC) $(API_SRC)
 FUZZ_LIB_OBJ := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(FUZZ_LIB_SRC)) $(FUZZ_BUILD)/obj/fuzz/fuzz_common.o
 FUZZ_BIN     := $(patsubst %,$(FUZZ_BUILD)/fuzz_%,$(FUZZ_TARGETS))
-FUZZ_STAMP   := $(FUZZ_BUILD)/.deps-ok
 
 .PHONY: fuzz fuzz-build fuzz-smoke fuzz-clean
 # Keep the objects (make would delete them as intermediates of the pattern rule).
 .SECONDARY: $(FUZZ_LIB_OBJ)
 
-$(FUZZ_STAMP): scripts/deps.sh
-	@sh scripts/deps.sh fuzz
-	@mkdir -p $(@D) && touch $@
-
 # Library objects: instrumented for coverage (no fuzzer main).
-$(FUZZ_BUILD)/obj/%.o: %.c $(FUZZ_STAMP)
+$(FUZZ_BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(or $(call layer_of,$<),$(LAYER_api)) $(CPPFLAGS) -Ifuzz $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(PKG_CFLAGS) -MMD -MP -c $< -o $@
 
-$(FUZZ_BUILD)/fuzz_%: fuzz/fuzz_%.c $(FUZZ_LIB_OBJ) $(FUZZ_STAMP)
+$(FUZZ_BUILD)/fuzz_%: fuzz/fuzz_%.c $(FUZZ_LIB_OBJ)
 	$(FUZZ_CC) $(LAYER_api) $(CPPFLAGS) -Ifuzz $(FUZZ_CFLAGS) -fsanitize=fuzzer $(PKG_CFLAGS) -o $@ $< $(FUZZ_LIB_OBJ) $(API_LIBS) -pthread -lm
 
-fuzz-build: $(FUZZ_BIN)
+# clang and its runtimes first (an explicit step, not a prerequisite of the objects).
+fuzz-build:
+	@sh scripts/deps.sh fuzz
+	@$(MAKE) --no-print-directory $(FUZZ_BIN)
 
-fuzz: $(FUZZ_BIN)
+fuzz: fuzz-build
 	@FUZZ_BUILD=$(FUZZ_BUILD) sh fuzz/run.sh $(FUZZ_TIME) $(FUZZ_TARGETS)
 
-fuzz-smoke: $(FUZZ_BIN)
+fuzz-smoke: fuzz-build
 	@FUZZ_BUILD=$(FUZZ_BUILD) sh fuzz/run.sh 0 $(FUZZ_TARGETS)
 
 fuzz-clean:

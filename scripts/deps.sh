@@ -1,26 +1,50 @@
 #!/bin/sh
-# deps.sh build|test|bench - installs the Debian packages tiled needs when
-# they are missing. Runs apt-get only as root on a system that has it;
-# otherwise prints what is missing and fails.
+# deps.sh GROUP... - installs the Debian packages tiled needs when they are
+# missing (`make deps` asks for every group). Runs apt-get only as root on a
+# system that has it; otherwise prints what is missing and fails.
+#
+#   build  compiler, libraries and headers of the daemon and the unit tests
+#   test   what `make test`'s suites run: Python with numpy, valgrind,
+#          promtool, man, kubectl, nginx, wrk, systemd-analyze, strace, ...
+#   bench  load generators and the peer web server
+#   fuzz   clang with its sanitizer and libFuzzer runtimes
+#
+# A COMMAND=PACKAGE entry is satisfied by the command from any source: a
+# machine may have a newer kubectl than Debian's kubernetes-client (which
+# `deploy/k8s` is kept renderable by), and the two cannot be installed together.
 set -eu
-case "${1:-build}" in
-  build) pkgs="gcc make pkg-config libmicrohttpd-dev libjansson-dev zlib1g-dev libcmocka-dev" ;;
-  test)  pkgs="curl python3 python3-numpy python3-venv python3-yaml valgrind prometheus" ;;
-  bench) pkgs="wrk nginx-light curl python3-numpy" ;;
-  fuzz)  pkgs="clang libclang-rt-14-dev" ;;
-  *) echo "usage: $0 build|test|bench|fuzz" >&2; exit 2 ;;
-esac
+[ $# -gt 0 ] || set -- build
+want=""
+for group in "$@"; do
+  case "$group" in
+    build) want="$want gcc libc6-dev make pkg-config libmicrohttpd-dev libjansson-dev zlib1g-dev libcmocka-dev" ;;
+    test)  want="$want curl openssl procps python3 python3-numpy python3-venv python3-yaml valgrind prometheus
+                 man=man-db kubectl=kubernetes-client systemd strace nginx-light wrk" ;;
+    bench) want="$want wrk nginx-light curl python3-numpy" ;;
+    fuzz)  want="$want clang libclang-rt-14-dev" ;;
+    *) echo "usage: $0 build|test|bench|fuzz..." >&2; exit 2 ;;
+  esac
+done
 missing=""
-for p in $pkgs; do
+for entry in $want; do
+  case "$entry" in
+    *=*) command -v "${entry%%=*}" >/dev/null 2>&1 && continue
+         p=${entry#*=} ;;
+    *) p=$entry ;;
+  esac
+  case " $missing " in *" $p "*) continue ;; esac
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
 done
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "installing:$missing"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >/dev/null || true
+  # Another apt run on the machine holds the lock for a while; wait for it.
+  lock="-o DPkg::Lock::Timeout=600"
   # shellcheck disable=SC2086
-  apt-get install -y -qq --no-install-recommends $missing >/dev/null
+  apt-get $lock update -qq >/dev/null || echo "deps: apt-get update failed; trying the package lists there are" >&2
+  # shellcheck disable=SC2086
+  apt-get $lock install -y -qq --no-install-recommends $missing >/dev/null
 else
   echo "missing packages:$missing (install them, e.g. apt-get install$missing)" >&2
   exit 1

@@ -35,10 +35,20 @@ got=$(LD_LIBRARY_PATH="$stage/usr/local/lib" "$stage/demo")
 cc -std=c11 -o "$stage/demo-static" "$stage/demo.c" $(pkg-config --cflags tile) "$stage/usr/local/lib/libtile.a" -pthread
 got_static=$("$stage/demo-static")
 want="1 2 1 2 3 4 3 4"
-if [ "$got" = "$want" ] && [ "$got_static" = "$want" ] && man -l "$stage/usr/local/share/man/man1/tiled.1" >/dev/null 2>&1; then
-  echo "install: 3 passed, 0 failed"
+pass=0
+fail=0
+check() { # check WHAT COMMAND...: counts whether COMMAND succeeds; a failure says WHAT
+  what=$1
+  shift
+  if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "install: FAIL: $what"; fi
+}
+check "the program linked with libtile.so prints '$got', want '$want'" [ "$got" = "$want" ]
+check "the program linked with libtile.a prints '$got_static', want '$want'" [ "$got_static" = "$want" ]
+if command -v man >/dev/null 2>&1; then
+  man -l "$stage/usr/local/share/man/man1/tiled.1" > "$stage/man.out" 2>&1
+  check "man -l renders the installed tiled.1: $(head -c 300 "$stage/man.out")" grep -q "tiled serve" "$stage/man.out"
 else
-  echo "install: got '$got' / '$got_static', want '$want'"
-  echo "install: 0 passed, 3 failed"
-  exit 1
+  check "man is not installed (Debian: man-db; make deps), so tiled.1 was not rendered" false
 fi
+echo "install: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -9,6 +9,8 @@
 #   TILED_K8S_DIR=path/to/overlay sh tests/deploy/test_k8s.sh   (same checks)
 #
 # Needs kubectl (or kustomize) and /usr/bin/python3 with yaml (python3-yaml).
+# Debian 12's kubectl (kubernetes-client 1.20, kustomize 2 inside) renders
+# deploy/k8s the same as newer ones; `make deps` installs it when no kubectl is there.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 : "${TILED_BIN:=build/tiled}"
@@ -24,7 +26,7 @@ if command -v kubectl >/dev/null 2>&1; then
 elif command -v kustomize >/dev/null 2>&1; then
   render="kustomize build $TILED_K8S_DIR"
 else
-  echo "k8s: neither kubectl nor kustomize is installed" >&2
+  echo "k8s: neither kubectl nor kustomize is installed (Debian: kubernetes-client; make deps)" >&2
   echo "k8s: 0 passed, 1 failed"
   exit 1
 fi
@@ -98,6 +100,10 @@ ctrs = g(spec, "containers", default=[])
 check("one container in the pod", len(ctrs) == 1, len(ctrs))
 c = ctrs[0] if ctrs else {}
 check("Deployment selector matches the pod labels", matches(g(dep, "spec", "selector", "matchLabels"), labels))
+spread = g(spec, "topologySpreadConstraints", default=[])
+check("every topology spread constraint selects exactly the Deployment's pods",
+      spread and all(g(t, "labelSelector", "matchLabels") == g(dep, "spec", "selector", "matchLabels") for t in spread),
+      spread)
 check("container image is tiled", str(c.get("image", "")).split("/")[-1].split(":")[0] == "tiled", c.get("image"))
 
 # Environment as the pod sees it: envFrom ConfigMaps, then env.

@@ -42,8 +42,10 @@ class Readme(unittest.TestCase):
         try:
             for cmd, expect in ex:
                 cmd = cmd.replace("127.0.0.1:8080", f"127.0.0.1:{d.port}")
-                # Debian's python3 (with python3-numpy) is the one the examples assume.
-                env = dict(os.environ, PATH="/usr/bin:" + os.environ.get("PATH", ""))
+                # A new shell on Debian: only the standard PATH (Debian's python3 with
+                # python3-numpy) and HOME, none of this machine's settings (such as
+                # PYTHONUNBUFFERED, which hides a pipe error numpy.save can hit).
+                env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root")}
                 r = subprocess.run(["bash", "-euo", "pipefail", "-c", cmd], capture_output=True, timeout=60,
                                    cwd=os.path.dirname(README), env=env)
                 self.assertEqual(r.returncode, 0, (cmd, r.stderr.decode()))

@@ -1,0 +1,116 @@
+#!/bin/sh
+# test_runner.sh - the test runner (scripts/run-tests.sh, `make test`) on
+# made-up suite lists: a failing suite does not stop the later ones, a suite
+# that cannot start (command not found, a suite it needs failed, PyPI out of
+# reach) fails by name, the verdict is the exit status and not what a suite
+# prints, every suite is counted (names with digits too), and `make test`
+# exits as the runner does. Also `make test-unit` runs every binary.
+#
+#   sh tests/runner/test_runner.sh
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "ok: $*"; }
+bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/tiled-runner.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 1' INT TERM
+export MARK="$tmp" TEST_LOGS="$tmp/logs"
+unset ONLY TEST_SUITES
+
+# run NAME LIST [ENV...]: the runner on LIST; output in $tmp/NAME.out, exit status in $rc.
+run() {
+  name=$1 list=$2
+  shift 2
+  env "$@" sh scripts/run-tests.sh "$list" > "$tmp/$name.out" 2>&1
+  rc=$?
+}
+# The runner's own output is kept out of ours: the summary lines it prints
+# would be counted by the runner that runs this test.
+show() { sed 's/^/  | /' "$tmp/$1.out" >&2; }
+last() { tail -n 1 "$tmp/$1.out"; }
+has() { grep -qxF -- "$2" "$tmp/$1.out"; }
+expect() { # expect WHAT NAME COMMAND...: WHAT holds when COMMAND succeeds; else NAME's output is shown
+  what=$1 name=$2
+  shift 2
+  if "$@"; then ok "$what"; else bad "$what"; show "$name"; fi
+}
+
+cat > "$tmp/mixed" <<'EOF'
+suite first     -      sh -c 'echo "[  PASSED  ] 3 test(s)."'
+suite broken    -      sh -c 'echo "[  PASSED  ] 2 test(s)."; echo "[  FAILED  ] 1 test(s), listed below:"; exit 3'
+suite k8s       -      sh -c 'echo "k8s: 4 passed, 1 failed"; exit 1'
+suite liar      -      sh -c 'echo "5 passed, 0 failed"; exit 1'
+suite no-tool   -      tiled-no-such-command --version
+suite dependent broken touch "$MARK/dependent-ran"
+suite after     -      sh -c 'touch "$MARK/after-ran"; printf "Ran 4 tests in 0.1s\n\nOK (skipped=1)\n"'
+EOF
+run mixed "$tmp/mixed"
+expect "a failed suite makes the runner exit non-zero" mixed [ "$rc" -ne 0 ]
+expect "the closing line counts every suite" mixed [ "$(last mixed)" = "suites: 2 passed, 5 failed" ]
+expect "the failed suites are named, in order" mixed has mixed "failed suites: broken k8s liar no-tool dependent"
+expect "a suite after a failed one still runs" mixed [ -e "$tmp/after-ran" ]
+expect "a suite whose need failed does not start" mixed [ ! -e "$tmp/dependent-ran" ]
+expect "... and is reported as not started" mixed grep -q "^FAIL dependent .*not started: needs broken" "$tmp/mixed.out"
+expect "a command that is not there fails the suite by name (exit 127)" mixed \
+  grep -q "^FAIL no-tool .*exit 127: a command was not found" "$tmp/mixed.out"
+expect "a suite that prints '0 failed' but exits 1 fails" mixed grep -q "^FAIL liar .*exit 1" "$tmp/mixed.out"
+expect "a name with a digit is counted like the others" mixed grep -q "^FAIL k8s .*cases: 4 passed, 1 failed" "$tmp/mixed.out"
+expect "the cases the suites report are added up" mixed \
+  has mixed "cases as the suites report them: 17 passed, 2 failed, 1 skipped"
+expect "each suite keeps its log" mixed grep -qx "k8s: 4 passed, 1 failed" "$TEST_LOGS/k8s.log"
+
+cat > "$tmp/green" <<'EOF'
+suite one  -   true
+suite two  one sh -c 'echo "two: 1 passed, 0 failed"'
+EOF
+run green "$tmp/green"
+expect "all suites passing: exit 0" green [ "$rc" -eq 0 ]
+expect "all suites passing: closing line" green [ "$(last green)" = "suites: 2 passed, 0 failed" ]
+expect "all suites passing: no failed line" green sh -c "! grep -q '^failed suites' '$tmp/green.out'"
+
+run only "$tmp/green" ONLY=two
+expect "ONLY runs the named suites, without their needs" only [ "$rc" -eq 0 ]
+expect "ONLY: the closing line counts the suites run" only [ "$(last only)" = "suites: 1 passed, 0 failed" ]
+run none "$tmp/green" ONLY=nothing-by-this-name
+expect "a run of no suite fails" none [ "$rc" -ne 0 ]
+run missing "$tmp/no-such-list"
+expect "an unreadable list fails" missing [ "$rc" -ne 0 ]
+expect "an unreadable list is counted as a failed suite" missing [ "$(last missing)" = "suites: 0 passed, 1 failed" ]
+
+# Through make: `make test` exits as the runner does (no pipe drops it).
+make_test() { # make_test NAME LIST
+  ${MAKE:-make} -s --no-print-directory test ONLY= TEST_SUITES="$2" > "$tmp/$1.out" 2>&1
+  rc=$?
+}
+make_test make-mixed "$tmp/mixed"
+expect "make test fails when a suite failed" make-mixed [ "$rc" -ne 0 ]
+expect "make test prints the runner's closing line" make-mixed grep -qx "suites: 2 passed, 5 failed" "$tmp/make-mixed.out"
+make_test make-green "$tmp/green"
+expect "make test passes when every suite passed" make-green [ "$rc" -eq 0 ]
+
+# The real venv step with PyPI out of reach: it fails by name, and the suite
+# that needs it is reported as not started instead of being skipped.
+cat > "$tmp/offline" <<EOF
+suite venv    -     sh scripts/venv.sh "$tmp/venv"
+suite clients venv  true
+EOF
+run offline "$tmp/offline" -u PIP_FIND_LINKS -u PIP_NO_INDEX PIP_INDEX_URL=http://127.0.0.1:9/simple \
+  PIP_RETRIES=0 PIP_TIMEOUT=1 PIP_CONFIG_FILE=/dev/null
+expect "PyPI out of reach: the venv suite fails" offline [ "$rc" -ne 0 ]
+expect "PyPI out of reach: venv and its dependant are named" offline has offline "failed suites: venv clients"
+expect "PyPI out of reach: the venv step says why" offline grep -q "is PyPI reachable" "$TEST_LOGS/venv.log"
+
+# make test-unit runs every unit binary and names the failed ones.
+printf '#!/bin/sh\nexit 1\n' > "$tmp/unit-fails"
+printf '#!/bin/sh\ntouch "$MARK/unit-ran"\n' > "$tmp/unit-passes"
+chmod +x "$tmp/unit-fails" "$tmp/unit-passes"
+${MAKE:-make} -s --no-print-directory test-unit TEST_BIN="$tmp/unit-fails $tmp/unit-passes" > "$tmp/unit.out" 2>&1
+rc=$?
+expect "test-unit fails when a binary failed" unit [ "$rc" -ne 0 ]
+expect "test-unit runs the binaries after a failed one" unit [ -e "$tmp/unit-ran" ]
+expect "test-unit names the failed binary" unit grep -qx "failed unit tests: $tmp/unit-fails" "$tmp/unit.out"
+
+echo "runner: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
