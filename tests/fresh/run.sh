@@ -113,7 +113,7 @@ git clone -q --no-hardlinks "$src" "$root/root/tiled"
 git -C "$root/root/tiled" checkout -q "$commit"
 
 step "make test"
-{ in_root -- 'cd /root/tiled && make test' 2>&1; echo $? > "$work/test.status"; } | tee "$work/make-test.log"
+{ st=0; in_root -- 'cd /root/tiled && make test' 2>&1 || st=$?; echo "$st" > "$work/test.status"; } | tee "$work/make-test.log"
 test_status=$(cat "$work/test.status")
 test_secs=$(( $(date +%s) - mark ))
 step "make test exited $test_status"
@@ -138,6 +138,7 @@ in_root --net -- '
   echo "fresh: tile: $out"
   kill -TERM -"$pid"
   wait "$pid" || true
+  tail -n 4 /root/make-run.log
   case "$out" in *"[1,2,1,2,1,2]"*) ;; *) exit 1 ;; esac' && run_status=0 || run_status=$?
 step "make run exited $run_status"
 
