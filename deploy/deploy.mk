@@ -5,7 +5,7 @@
 #                     debootstrapped Debian 12 base cached in build-image/)
 #   make image-test   runs the built image: health, a tile request, the
 #                     HEALTHCHECK, read-only root, SIGTERM and exit status 0
-#   make deploy-test  Kubernetes manifests, nginx failover over three
+#   make deploy-test  Kubernetes and KServe manifests, nginx failover over three
 #                     replicas under load, systemd unit; fast, no image or
 #                     cluster needed (needs kubectl, nginx, wrk, systemd)
 
@@ -19,9 +19,12 @@ image-test:
 
 deploy-test: $(BUILD)/tiled
 	@sh scripts/deps.sh test
+	@sh scripts/venv.sh build/venv
 	@status=0; for t in k8s nginx_failover systemd; do \
 	  TILED_BIN=$(BUILD)/tiled sh tests/deploy/test_$$t.sh || status=1; \
-	done; exit $$status
+	done; \
+	TILED_BIN=$(BUILD)/tiled build/venv/bin/python -m unittest -v tests/deploy/test_kserve.py || status=1; \
+	exit $$status
 
 # The debootstrapped base image tarball (images stay in the engine's store).
 clean-image:
