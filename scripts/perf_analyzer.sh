@@ -20,9 +20,12 @@ DIR=$(cd "$DIR" && pwd)
 BIN=$DIR/wheel/perf_analyzer/bin/perf_analyzer
 ROOT=$DIR/trixie
 
+# pip from a venv of its own (the host may have no pip); `pip download`
+# because pip would not install a manylinux_2_38 wheel on this glibc.
 fetch_wheel() {
   rm -rf "$DIR/wheel" "$DIR/dl"
-  pip download -q --no-deps --only-binary=:all: --platform manylinux_2_38_x86_64 --python-version 3.11 \
+  [ -x "$DIR/venv/bin/pip" ] || python3 -m venv "$DIR/venv"
+  "$DIR/venv/bin/pip" download -q --disable-pip-version-check --no-deps --only-binary=:all: --platform manylinux_2_38_x86_64 --python-version 3.11 \
     -d "$DIR/dl" "perf-analyzer==$PA_VERSION" >&2
   python3 -m zipfile -e "$DIR"/dl/perf_analyzer-*.whl "$DIR/wheel"
   chmod +x "$BIN"
