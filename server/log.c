@@ -95,14 +95,18 @@ static void log_fields(enum tiled_log_level level, const char *event, json_t *fi
 
 void tiled_log_event(enum tiled_log_level level, const char *event, const char *fmt, ...)
 {
-    if (level > log_level)
-        return;
     json_t *fields = NULL;
     if (fmt) {
+        /* Packed even when the level is off: "o" arguments are references the
+         * pack takes over, and only it releases them. */
         va_list ap;
         va_start(ap, fmt);
         fields = json_vpack_ex(NULL, 0, fmt, ap);
         va_end(ap);
+    }
+    if (level > log_level) {
+        json_decref(fields);
+        return;
     }
     log_fields(level, event, fields);
 }
