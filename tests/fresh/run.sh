@@ -142,7 +142,7 @@ in_root --net -- '
   case "$out" in *"[1,2,1,2,1,2]"*) ;; *) exit 1 ;; esac' && run_status=0 || run_status=$?
 step "make run exited $run_status"
 
-echo "fresh: make test: $(tail -n 1 "$work/make-test.log") (exit $test_status, ${test_secs}s)"
+echo "fresh: make test: $(grep '^suites: ' "$work/make-test.log" | tail -n 1) (exit $test_status, ${test_secs}s)"
 echo "fresh: make run: $([ "$run_status" = 0 ] && echo ready and answered || echo FAILED)"
 npass=0 nfail=0
 for s in "$test_status" "$run_status"; do
