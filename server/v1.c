@@ -65,13 +65,20 @@ static int decode(struct tiled_req *req, struct tile_error *e)
     struct tile_limits lim = req->srv->lim;
     bool tensor_in_query = req->in_fmt == TILE_FMT_RAW;
     struct tile_query_tensor qt = {0};
-    if (req->in_fmt != TILE_FMT_JSON) {
-        for (int i = 0; i < req->nquery; i++) {
-            if (tile_request_query_param(&req->treq, &qt, tensor_in_query, req->query[i].key, req->query[i].value,
-                                         &lim, e) < 0)
-                return -1;
+    /* A JSON body carries every field; the query describes raw and .npy
+     * bodies, so for JSON it is only checked to be well-formed (as
+     * api/openapi.json says), into a request that is then dropped. */
+    struct tile_request unused;
+    tile_request_init(&unused);
+    struct tile_request *into = req->in_fmt == TILE_FMT_JSON ? &unused : &req->treq;
+    for (int i = 0; i < req->nquery; i++) {
+        if (tile_request_query_param(into, &qt, tensor_in_query || req->in_fmt == TILE_FMT_JSON, req->query[i].key,
+                                     req->query[i].value, &lim, e) < 0) {
+            tile_request_free(&unused);
+            return -1;
         }
     }
+    tile_request_free(&unused);
     switch (req->in_fmt) {
     case TILE_FMT_JSON:
         return tile_v1_json_decode(req->body ? req->body : "", req->body_len, &lim, &req->treq, e);
@@ -133,12 +140,6 @@ void tiled_handle_tile(struct tiled_req *req)
     }
     if (req->query_overflow) {
         tiled_reply_error(&req->reply, 400, "too many or too long query parameters");
-        return;
-    }
-    if (req->in_fmt == TILE_FMT_JSON && req->nquery) {
-        tiled_reply_error(&req->reply, 400,
-                          "unknown query parameter '%s' (JSON requests carry every field in the body)",
-                          req->query[0].key);
         return;
     }
     req->prepare = v1_prepare;

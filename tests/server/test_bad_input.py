@@ -207,7 +207,6 @@ CASES = [
     # ---- query parameters, semantics
     ("raw_unknown_query_parameter", "POST", "/v1/tile?dtype=uint8&shape=2&repeats=1&foo=1", b"ab", RAW, 400,
      "unknown query parameter 'foo'"),
-    ("json_with_query_parameter", "POST", "/v1/tile?repeats=1", jdoc(), JSON, 400, "unknown query parameter 'repeats'"),
     ("npy_with_dtype_parameter", "POST", "/v1/tile?repeats=1&dtype=int32", npy(np.arange(2, dtype=np.int32)), NPY,
      400, "dtype"),
     ("json_unknown_semantics", "POST", "/v1/tile", jdoc(semantics="foo"), JSON, 400, "unknown semantics 'foo'"),
