@@ -4,6 +4,9 @@
 #define TILED_HANDLERS_H
 
 #include <stdbool.h>
+#include <stddef.h>
+
+#include "encode.h" /* enum tile_format */
 
 struct tiled_req;
 struct tiled_server;
@@ -15,6 +18,14 @@ void tiled_handle_server_metadata(struct tiled_req *req);
 void tiled_handle_metrics(struct tiled_req *req);
 void tiled_handle_openapi(struct tiled_req *req);
 void tiled_handle_models(struct tiled_req *req);
+/* The response format for an Accept value (v1.c): the first listed
+ * supported type with the highest q; wildcards and an empty value mean
+ * `dflt`. -1 when nothing listed can be produced. */
+int tiled_negotiate_format(const char *accept, enum tile_format dflt, enum tile_format *out);
+/* Splits "tile[/versions/N][/action]" (v2.c): the model name into
+ * model[cap], the version (0 when absent), the action ("" when absent).
+ * False when the path is malformed. */
+bool tiled_split_model_path(const char *p, char *model, size_t cap, int *version, const char **action);
 /* Adds a finished v2 infer request to its version's statistics. */
 void tiled_v2_record(struct tiled_server *srv, const struct tiled_req *req, bool ok);
 

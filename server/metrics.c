@@ -21,7 +21,6 @@
 
 #include "base.h"
 #include "bodycache.h"
-#include "headwatch.h"
 #include "server.h"
 #include "shm.h"
 
@@ -199,7 +198,7 @@ static void render_gauges(struct out *o, struct tiled_server *srv)
     put(o, "tiled_busy_workers %d\n", tile_pool_busy(srv->pool));
     header(o, "tiled_header_timeouts_total", "counter",
            "Connections cut because a request head did not arrive within --header-timeout.");
-    put(o, "tiled_header_timeouts_total %llu\n", (unsigned long long)tiled_headwatch_cut_total(srv->headwatch));
+    put(o, "tiled_header_timeouts_total %llu\n", (unsigned long long)atomic_load(&srv->header_timeouts));
     struct tiled_bodycache_stats bc;
     tiled_bodycache_stats(srv->bodies, &bc);
     header(o, "tiled_body_cache_hits_total", "counter", "In-memory response bodies written into a reused buffer.");

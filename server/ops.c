@@ -18,10 +18,10 @@ void tiled_handle_metrics(struct tiled_req *req)
     size_t len;
     char *text = tiled_metrics_render(req->srv, &len);
     if (!text) {
-        tiled_reply_error(&req->reply, 503, "cannot render metrics: out of memory");
+        tiled_reply_error(&req->reply, TILED_UNAVAILABLE, "cannot render metrics: out of memory");
         return;
     }
-    req->reply.status = 200;
+    req->reply.status = TILED_OK;
     req->reply.body = text;
     req->reply.body_len = len;
     snprintf(req->reply.content_type, sizeof(req->reply.content_type), "text/plain; version=0.0.4; charset=utf-8");
@@ -32,24 +32,24 @@ void tiled_handle_openapi(struct tiled_req *req)
     struct tiled_reply *r = &req->reply;
     r->body = malloc(tiled_openapi_json_len + 1);
     if (!r->body) {
-        tiled_reply_error(r, 503, "out of memory");
+        tiled_reply_error(r, TILED_UNAVAILABLE, "out of memory");
         return;
     }
     memcpy(r->body, tiled_openapi_json, tiled_openapi_json_len);
     r->body_len = tiled_openapi_json_len;
-    r->status = 200;
+    r->status = TILED_OK;
     snprintf(r->content_type, sizeof(r->content_type), "application/json");
 }
 
 void tiled_handle_live(struct tiled_req *req)
 {
-    tiled_reply_doc(&req->reply, 200, json_pack("{s:b}", "live", 1));
+    tiled_reply_doc(&req->reply, TILED_OK, json_pack("{s:b}", "live", 1));
 }
 
 void tiled_handle_ready(struct tiled_req *req)
 {
     if (atomic_load(&req->srv->draining))
-        tiled_reply_doc(&req->reply, 503, json_pack("{s:b, s:s}", "ready", 0, "error", "draining"));
+        tiled_reply_doc(&req->reply, TILED_UNAVAILABLE, json_pack("{s:b, s:s}", "ready", 0, "error", "draining"));
     else
-        tiled_reply_doc(&req->reply, 200, json_pack("{s:b}", "ready", 1));
+        tiled_reply_doc(&req->reply, TILED_OK, json_pack("{s:b}", "ready", 1));
 }

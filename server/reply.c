@@ -44,7 +44,7 @@ void tiled_reply_doc(struct tiled_reply *r, int status, json_t *doc)
 {
     char *text = tiled_json_dump(doc);
     free(r->body);
-    r->status = text ? status : 503;
+    r->status = text ? status : TILED_UNAVAILABLE;
     tiled_copy_str(r->content_type, sizeof(r->content_type), "application/json");
     r->body = text;
     r->body_len = text ? strlen(text) : 0;
@@ -63,10 +63,12 @@ void tiled_reply_error(struct tiled_reply *r, int status, const char *fmt, ...)
 void tiled_reply_tile_error(struct tiled_reply *r, const struct tile_error *e)
 {
     static const int status_of[TILE_ERRCODE_COUNT] = {
-        [TILE_OK] = 500,          [TILE_EINVAL] = 400, [TILE_ETOOBIG] = 413,       [TILE_ENOMEM] = 503,
-        [TILE_EIO] = 500,         [TILE_EUNSUPPORTED] = 400, [TILE_ENOTACCEPT] = 406,
+        [TILE_OK] = TILED_INTERNAL_ERROR,  [TILE_EINVAL] = TILED_BAD_REQUEST,
+        [TILE_ETOOBIG] = TILED_TOO_LARGE,  [TILE_ENOMEM] = TILED_UNAVAILABLE,
+        [TILE_EIO] = TILED_INTERNAL_ERROR, [TILE_EUNSUPPORTED] = TILED_BAD_REQUEST,
+        [TILE_ENOTACCEPT] = TILED_NOT_ACCEPTABLE,
     };
-    int status = (unsigned)e->code < TILE_ERRCODE_COUNT ? status_of[e->code] : 500;
+    int status = (unsigned)e->code < TILE_ERRCODE_COUNT ? status_of[e->code] : TILED_INTERNAL_ERROR;
     tiled_reply_error(r, status, "%s", e->text[0] ? e->text : "internal error");
 }
 

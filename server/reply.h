@@ -17,6 +17,23 @@
 
 struct tiled_stream;
 
+/* The statuses a reply carries, by name: HTTP's codes, which other
+ * transports map to their own. */
+enum tiled_status {
+    TILED_OK = 200,
+    TILED_BAD_REQUEST = 400,
+    TILED_UNAUTHORIZED = 401,
+    TILED_NOT_FOUND = 404,
+    TILED_METHOD_NOT_ALLOWED = 405,
+    TILED_NOT_ACCEPTABLE = 406,
+    TILED_TOO_LARGE = 413,
+    TILED_UNSUPPORTED_MEDIA_TYPE = 415,
+    TILED_CLIENT_GONE = 499, /* the client closed the connection first (nginx's code) */
+    TILED_INTERNAL_ERROR = 500,
+    TILED_NOT_IMPLEMENTED = 501,
+    TILED_UNAVAILABLE = 503,
+};
+
 struct tiled_reply {
     int status;
     char content_type[64];

@@ -18,7 +18,7 @@
 #include "auth.h"
 #include "base.h"
 #include "bodycache.h"
-#include "http.h"
+#include "mhd/http.h"
 #include "jsontext.h"
 #include "log.h"
 #include "server.h"

@@ -1,12 +1,13 @@
 /* server.h - shared state of the tiled daemon: the server and a request.
  *
- * DESIGN. http.c turns libmicrohttpd's callbacks into a struct tiled_req
- * (method, path, headers, body) and a route's handler (handlers.h) fills a
- * struct tiled_reply (reply.h: status, headers, body bytes or a streamed
- * encoder). Handlers and work.c see no libmicrohttpd type; stream.c and
- * headwatch.c are the transport's other two files (a stream suspends and
- * resumes its connection, headwatch watches connections). Each module
- * declares its functions in its own header; this one holds only types.
+ * DESIGN. A transport (server/mhd/ for HTTP through libmicrohttpd) turns
+ * what it receives into a struct tiled_req (method, path, headers, body)
+ * and hands it to the service (service.h), whose route handler
+ * (handlers.h) fills a struct tiled_reply (reply.h: status, headers, body
+ * bytes or a streamed encoder) that the transport sends. No file outside
+ * server/mhd/ sees a libmicrohttpd type: the service reaches the
+ * connection only through struct tiled_conn_ops. Each module declares its
+ * functions in its own header; this one holds only types.
  */
 #ifndef TILED_SERVER_H
 #define TILED_SERVER_H
@@ -27,9 +28,14 @@
 
 #define TILED_VERSION "0.1.0"
 
-struct MHD_Daemon;
-struct MHD_Connection;
 struct tiled_shm;
+
+/* How the service parks a connection while a worker (or a stream's
+ * producer) prepares what it will send, and wakes it again. */
+struct tiled_conn_ops {
+    void (*suspend)(void *conn);
+    void (*resume)(void *conn);
+};
 
 /* Triton-style cumulative statistics of one model version. */
 struct tiled_v2_stats {
@@ -43,8 +49,8 @@ struct tiled_server {
     struct tile_limits lim;
     struct tile_pool *pool;
     struct tiled_bodycache *bodies; /* reused response bodies (bodycache.h) */
-    struct MHD_Daemon *daemon;
-    struct tiled_headwatch *headwatch; /* NULL when --header-timeout is 0 */
+    void *transport;          /* the transport's own state (server/mhd/) */
+    atomic_uint_fast64_t header_timeouts; /* connections cut for a late request head */
     uint16_t port;
     atomic_bool draining;
     atomic_bool stopping;     /* drain is over: streams still open are cut */
@@ -57,15 +63,17 @@ struct tiled_server {
     struct tiled_shm *shm;    /* NULL unless --shared-memory system */
 };
 
-/* Per-request state, owned by http.c; freed when the request completes. */
+/* Per-request state, made by tiled_req_new() and freed by
+ * tiled_service_end() (service.h). */
 struct tiled_req {
     struct tiled_server *srv;
-    struct MHD_Connection *conn;
+    void *conn;               /* the transport's connection */
+    const struct tiled_conn_ops *ops;
     const struct tiled_route *route;
     char method[16];
-    const char *path;         /* borrowed from libmicrohttpd, like the headers */
+    const char *path;         /* borrowed from the transport, like the headers */
     char request_id[80];
-    /* Request headers, borrowed from libmicrohttpd (valid until the request
+    /* Request headers, borrowed from the transport (valid until the request
      * completes, on any thread); "" when absent. */
     const char *content_type;
     const char *accept;
@@ -74,8 +82,6 @@ struct tiled_req {
     enum tiled_coding request_coding;
     char remote[64];
     bool want_trailers;
-    int early_status;         /* error found while receiving (0 = none) */
-    char early_error[240];
     char *body;
     uint64_t body_len, body_cap;
     uint64_t bytes_out;

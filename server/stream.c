@@ -1,15 +1,17 @@
-/* stream.c - streamed response bodies, produced on workers, sent by MHD.
+/* stream.c - streamed response bodies, produced on workers, read by the
+ * transport as it sends them.
  *
  * DESIGN. A streamed body is produced chunk by chunk by a pool
- * continuation into two buffers while MHD sends from the other, so memory
- * stays at two chunks whatever the output size and the HTTP thread only
- * copies ready bytes. When MHD asks for bytes that are not ready yet, the
- * content reader suspends the connection and the producer resumes it after
- * the next chunk; the stream lock orders suspend before resume. The stream
- * owns the encoder (taken from the request; the encoder owns the input and
- * plan it reads), because MHD may release the response after the request
- * state is gone; it is freed by whichever of MHD and the producer lets go
- * last. With
+ * continuation into two buffers while the transport sends from the other,
+ * so memory stays at two chunks whatever the output size and the
+ * transport's thread only copies ready bytes. When the transport asks for
+ * bytes that are not ready yet, the reader suspends the connection
+ * (through the request's struct tiled_conn_ops) and the producer resumes
+ * it after the next chunk; the stream lock orders suspend before resume.
+ * The stream owns the encoder (taken from the request; the encoder owns
+ * the input and plan it reads), because the transport may release the
+ * body after the request state is gone; it is freed by whichever of the
+ * transport and the producer lets go last. With
  * Content-Encoding the producer deflates as it goes; the length is then
  * unknown up front and the body is sent chunked.
  *
@@ -17,7 +19,6 @@
  * handed to MHD (the request is alive until then), so statistics and
  * metrics count the tiling and formatting done while the body was sent.
  */
-#include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,8 +35,9 @@
 struct tiled_stream {
     pthread_mutex_t lock;
     struct tile_pool *pool;
-    struct MHD_Connection *conn;
-    struct MHD_Response *response; /* for the trailer; set once queued */
+    void *conn;
+    const struct tiled_conn_ops *ops;
+    void *response; /* the transport's handle of the body being sent */
     struct tile_timings tm;
     bool tiles_directly;    /* producing is tiling (tile_us), not formatting (encode_us) */
     struct tiled_req *req;  /* until the body's end is handed to MHD, then NULL */
@@ -54,7 +56,7 @@ struct tiled_stream {
     struct tiled_stream *prev, *next; /* the server's list of live streams */
 };
 
-/* Live streams, so a shutdown can wake the suspended ones (MHD must not be
+/* Live streams, so a shutdown can wake the suspended ones (a transport must not be
  * stopped while a connection is suspended). */
 static pthread_mutex_t streams_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct tiled_stream *streams;
@@ -88,7 +90,7 @@ void tiled_streams_abort(void)
         pthread_mutex_lock(&s->lock);
         if (s->suspended) {
             s->suspended = false;
-            MHD_resume_connection(s->conn);
+            s->ops->resume(s->conn);
         }
         pthread_mutex_unlock(&s->lock);
     }
@@ -179,7 +181,7 @@ static void produce(void *arg)
         s->finished = last;
         if (s->suspended) {
             s->suspended = false;
-            MHD_resume_connection(s->conn);
+            s->ops->resume(s->conn);
         }
     }
     s->producing = false;
@@ -215,6 +217,7 @@ struct tiled_stream *tiled_stream_init(struct tiled_req *req, uint64_t chunk)
     s->pool = req->srv->pool;
     s->srv = req->srv;
     s->conn = req->conn;
+    s->ops = req->ops;
     s->chunk = chunk;
     s->chunked = req->want_trailers;
     s->t_start = req->t_start;
@@ -253,18 +256,22 @@ const char *tiled_stream_coding(const struct tiled_stream *s)
     return tiled_coding_name(s->coding);
 }
 
-void tiled_stream_set_response(struct tiled_stream *s, struct MHD_Response *resp)
+void tiled_stream_set_response(struct tiled_stream *s, void *response)
 {
-    s->response = resp;
+    s->response = response;
 }
 
-static long finish_chunked(struct tiled_stream *s)
+void *tiled_stream_response(const struct tiled_stream *s)
 {
-    char timing[64];
-    snprintf(timing, sizeof(timing), "total;dur=%.3f", (double)(tiled_now_us() - s->t_start) / 1e3);
-    if (s->response)
-        MHD_add_response_footer(s->response, "Server-Timing", timing);
-    return MHD_CONTENT_READER_END_OF_STREAM;
+    return s->response;
+}
+
+bool tiled_stream_trailer(const struct tiled_stream *s, char *timing, size_t cap)
+{
+    if (!s->chunked)
+        return false;
+    snprintf(timing, cap, "total;dur=%.3f", (double)(tiled_now_us() - s->t_start) / 1e3);
+    return true;
 }
 
 /* The whole body is produced and handed over: the request's timings become
@@ -287,11 +294,11 @@ long tiled_stream_read(void *cls, uint64_t pos, char *out, size_t max)
     if (s->finished && pos >= s->produced) {
         hand_back_timings(s);
         pthread_mutex_unlock(&s->lock);
-        return s->chunked ? finish_chunked(s) : MHD_CONTENT_READER_END_OF_STREAM;
+        return TILED_STREAM_END;
     }
     if (atomic_load(&s->srv->stopping)) { /* past the drain timeout */
         pthread_mutex_unlock(&s->lock);
-        return MHD_CONTENT_READER_END_WITH_ERROR;
+        return TILED_STREAM_ERROR;
     }
     for (int i = 0; i < NSLOTS; i++) {
         if (!s->ready[i] || pos < s->buf_pos[i] || pos >= s->buf_pos[i] + s->buf_len[i])
@@ -307,7 +314,7 @@ long tiled_stream_read(void *cls, uint64_t pos, char *out, size_t max)
         hand_back_timings(s); /* MHD asks no more once a known length is sent */
     if (n == 0) {
         s->suspended = true;
-        MHD_suspend_connection(s->conn);
+        s->ops->suspend(s->conn);
     }
     kick_producer(s);
     pthread_mutex_unlock(&s->lock);

@@ -16,9 +16,7 @@
 #include "server.h"
 #include "work.h"
 
-/* Picks the response format from Accept: the first listed supported type
- * with the highest q; wildcards and an absent header mean the request's. */
-static int negotiate(const char *accept, enum tile_format dflt, enum tile_format *out)
+int tiled_negotiate_format(const char *accept, enum tile_format dflt, enum tile_format *out)
 {
     if (!accept[0]) {
         *out = dflt;
@@ -120,26 +118,26 @@ static int v1_prepare(struct tiled_req *req, struct tile_error *e)
 void tiled_handle_tile(struct tiled_req *req)
 {
     if (!req->content_type[0]) {
-        tiled_reply_error(&req->reply, 415,
+        tiled_reply_error(&req->reply, TILED_UNSUPPORTED_MEDIA_TYPE,
                           "missing Content-Type (use application/json, application/octet-stream or application/x-npy)");
         return;
     }
     if (tile_format_from_media_type(req->content_type, strlen(req->content_type), &req->in_fmt) < 0) {
-        tiled_reply_error(&req->reply, 415,
+        tiled_reply_error(&req->reply, TILED_UNSUPPORTED_MEDIA_TYPE,
                           "unsupported Content-Type '%s' (use application/json, application/octet-stream or "
                           "application/x-npy)",
                           req->content_type);
         return;
     }
-    if (negotiate(req->accept, req->in_fmt, &req->out_fmt) < 0) {
-        tiled_reply_error(&req->reply, 406,
+    if (tiled_negotiate_format(req->accept, req->in_fmt, &req->out_fmt) < 0) {
+        tiled_reply_error(&req->reply, TILED_NOT_ACCEPTABLE,
                           "cannot produce any type in Accept '%s' (available: application/json, "
                           "application/octet-stream, application/x-npy)",
                           req->accept);
         return;
     }
     if (req->query_overflow) {
-        tiled_reply_error(&req->reply, 400, "too many or too long query parameters");
+        tiled_reply_error(&req->reply, TILED_BAD_REQUEST, "too many or too long query parameters");
         return;
     }
     req->prepare = v1_prepare;

@@ -21,7 +21,7 @@
 
 void tiled_handle_server_metadata(struct tiled_req *req)
 {
-    tiled_reply_doc(&req->reply, 200,
+    tiled_reply_doc(&req->reply, TILED_OK,
                     json_pack("{s:s, s:s, s:[s, s, s, s]}", "name", "tiled", "version", TILED_VERSION, "extensions",
                               "binary_tensor_data", "model_configuration", "statistics", "parameters"));
 }
@@ -133,7 +133,7 @@ static void handle_stats(struct tiled_req *req, int version)
             list = NULL;
         }
     }
-    tiled_reply_doc(&req->reply, 200, json_pack("{s:o}", "model_stats", list));
+    tiled_reply_doc(&req->reply, TILED_OK, json_pack("{s:o}", "model_stats", list));
 }
 
 /* ---- routing -------------------------------------------------------------------- */
@@ -142,7 +142,7 @@ static bool method_is(struct tiled_req *req, const char *want)
 {
     if (tiled_method_serves(req->method, want))
         return true;
-    tiled_reply_error(&req->reply, 405, "method %s is not allowed on %s (allowed: %s)", req->method, req->path, want);
+    tiled_reply_error(&req->reply, TILED_METHOD_NOT_ALLOWED, "method %s is not allowed on %s (allowed: %s)", req->method, req->path, want);
     tiled_reply_header(&req->reply, "Allow", want);
     return false;
 }
@@ -157,8 +157,7 @@ static const char *served_versions(char *text, size_t cap)
     return text;
 }
 
-/* Splits "tile[/versions/N][/action]"; returns false on a malformed path. */
-static bool split_model_path(const char *p, char *model, size_t cap, int *version, const char **action)
+bool tiled_split_model_path(const char *p, char *model, size_t cap, int *version, const char **action)
 {
     size_t n = strcspn(p, "/");
     if (n == 0 || n >= cap)
@@ -191,17 +190,17 @@ void tiled_handle_models(struct tiled_req *req)
             handle_stats(req, 0);
         return;
     }
-    if (!split_model_path(rest, model, sizeof(model), &version, &action)) {
-        tiled_reply_error(&req->reply, 404, "no such endpoint: %s %s", req->method, req->path);
+    if (!tiled_split_model_path(rest, model, sizeof(model), &version, &action)) {
+        tiled_reply_error(&req->reply, TILED_NOT_FOUND, "no such endpoint: %s %s", req->method, req->path);
         return;
     }
     if (strcmp(model, "tile") != 0) {
-        tiled_reply_error(&req->reply, 404, "unknown model '%s' (this server serves the model 'tile')", model);
+        tiled_reply_error(&req->reply, TILED_NOT_FOUND, "unknown model '%s' (this server serves the model 'tile')", model);
         return;
     }
     if (version && tile_v2_version_slot(version) < 0) {
         char versions[TILE_V2_NVERSIONS * 12];
-        tiled_reply_error(&req->reply, 404, "unknown version %d of model 'tile' (versions: %s)", version,
+        tiled_reply_error(&req->reply, TILED_NOT_FOUND, "unknown version %d of model 'tile' (versions: %s)", version,
                           served_versions(versions, sizeof(versions)));
         return;
     }
@@ -225,15 +224,15 @@ void tiled_handle_models(struct tiled_req *req)
         handle_stats(req, version); /* no version: all of them */
         return;
     } else {
-        tiled_reply_error(&req->reply, 404, "no such endpoint: %s %s", req->method, req->path);
+        tiled_reply_error(&req->reply, TILED_NOT_FOUND, "no such endpoint: %s %s", req->method, req->path);
         return;
     }
     if (!doc || !doc[0]) {
-        tiled_reply_error(&req->reply, doc ? 503 : 500, doc ? "model 'tile' is not ready: the server is draining"
+        tiled_reply_error(&req->reply, doc ? TILED_UNAVAILABLE : TILED_INTERNAL_ERROR, doc ? "model 'tile' is not ready: the server is draining"
                                                               : "out of memory");
         free(doc);
         return;
     }
-    tiled_reply_json(&req->reply, 200, doc);
+    tiled_reply_json(&req->reply, TILED_OK, doc);
     free(doc);
 }

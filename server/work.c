@@ -74,7 +74,7 @@ static int produce(struct tiled_req *req, struct tile_error *e)
                tiled_reply_compress(r, tiled_coding_negotiate(req->accept_encoding), e) < 0) {
         return -1;
     }
-    r->status = 200;
+    r->status = TILED_OK;
     return 0;
 }
 
@@ -93,7 +93,7 @@ static int prepare(struct tiled_req *req, struct tile_error *e)
     if (req->enc)
         return 0;
     if (tiled_coding_parse(req->content_encoding, &req->request_coding) < 0) {
-        tiled_reply_error(&req->reply, 415, "unsupported Content-Encoding '%.60s' (use gzip, deflate or identity)",
+        tiled_reply_error(&req->reply, TILED_UNSUPPORTED_MEDIA_TYPE, "unsupported Content-Encoding '%.60s' (use gzip, deflate or identity)",
                           req->content_encoding);
         tiled_reply_header(&req->reply, "Accept-Encoding", "gzip, deflate");
         return -2;

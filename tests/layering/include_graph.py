@@ -30,23 +30,23 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 def module_graph(root):
     graph = {}
     for layer, path in LAYERS.items():
-        d = os.path.join(root, layer)
-        if not os.path.isdir(d):
-            continue
-        for name in sorted(os.listdir(d)):
-            if not name.endswith((".c", ".h")):
-                continue
-            node = f"{layer}/{name[:-2]}"
-            deps = graph.setdefault(node, set())
-            with open(os.path.join(d, name), encoding="utf-8") as f:
-                text = f.read()
-            for inc in INCLUDE.findall(text):
-                for where in [layer] + path:
-                    if os.path.isfile(os.path.join(root, where, inc)):
-                        target = f"{where}/{inc[:-2]}"
-                        if target != node:
-                            deps.add(target)
-                        break
+        top = os.path.join(root, layer)
+        for d, _, names in sorted(os.walk(top)):
+            here = os.path.relpath(d, root)
+            for name in sorted(names):
+                if not name.endswith((".c", ".h")):
+                    continue
+                node = f"{here}/{name[:-2]}"
+                deps = graph.setdefault(node, set())
+                with open(os.path.join(d, name), encoding="utf-8") as f:
+                    text = f.read()
+                for inc in INCLUDE.findall(text):
+                    for where in [here] + path:
+                        if os.path.isfile(os.path.join(root, where, inc)):
+                            target = os.path.normpath(f"{where}/{inc[:-2]}")
+                            if target != node:
+                                deps.add(target)
+                            break
     return graph
 
 

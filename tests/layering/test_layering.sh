@@ -5,6 +5,7 @@
 #     the layering, not a broken probe);
 #   - the modules' include graph has no cycle (include_graph.py), and the
 #     checker finds a planted one;
+#   - only the transport (server/mhd/) includes microhttpd.h;
 #   - the CLI links without server/ (BUILD/tiled-cli) and says so for serve.
 #
 #   sh tests/layering/test_layering.sh [BUILD]     (run by make test-unit)
@@ -42,6 +43,10 @@ probe server cli.h fails       # nor the daemon on the CLI
 
 if python3 tests/layering/include_graph.py .; then ok; else bad "the include graph has a cycle"; fi
 if python3 tests/layering/include_graph.py --self-test; then ok; else bad "the cycle checker missed a planted cycle"; fi
+
+# One transport knows libmicrohttpd: server/mhd/.
+others=$(grep -rl 'microhttpd\.h' core api cli server | grep -v '^server/mhd/')
+if [ -z "$others" ] && grep -rlq 'microhttpd\.h' server/mhd; then ok; else bad "microhttpd.h outside server/mhd/: $others"; fi
 
 cli="$build/tiled-cli"
 if [ -x "$cli" ] && "$cli" tile --help | grep -q -- "--repeats"; then ok; else bad "$cli tile --help"; fi

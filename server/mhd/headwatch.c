@@ -54,7 +54,7 @@ struct tiled_headwatch {
     uint64_t timeout_us;      /* for the first head */
     uint64_t next_timeout_us; /* for later heads: idle gap plus head */
     struct head_watch *head; /* every open connection */
-    atomic_uint_fast64_t cut_total;
+    atomic_uint_fast64_t *cut_total; /* the owner's counter */
 };
 
 static void unlink_watch(struct tiled_headwatch *hw, struct head_watch *w)
@@ -75,7 +75,7 @@ static void sweep(struct tiled_headwatch *hw)
             continue;
         w->cut = true;
         shutdown(w->fd, SHUT_RDWR);
-        atomic_fetch_add(&hw->cut_total, 1);
+        atomic_fetch_add(hw->cut_total, 1);
     }
 }
 
@@ -96,7 +96,8 @@ static void *sweeper_main(void *arg)
     return NULL;
 }
 
-struct tiled_headwatch *tiled_headwatch_start(unsigned timeout_s, unsigned idle_timeout_s, struct tile_error *e)
+struct tiled_headwatch *tiled_headwatch_start(unsigned timeout_s, unsigned idle_timeout_s,
+                                              atomic_uint_fast64_t *cut_total, struct tile_error *e)
 {
     if (timeout_s == 0)
         return NULL; /* off: every hook below accepts NULL */
@@ -105,6 +106,7 @@ struct tiled_headwatch *tiled_headwatch_start(unsigned timeout_s, unsigned idle_
         tile_error_set(e, TILE_ENOMEM, "cannot allocate the header-timeout watcher");
         return NULL;
     }
+    hw->cut_total = cut_total;
     hw->timeout_us = (uint64_t)timeout_s * 1000000u;
     hw->next_timeout_us = hw->timeout_us + (uint64_t)idle_timeout_s * 1000000u;
     pthread_mutex_init(&hw->lock, NULL);
@@ -141,11 +143,6 @@ void tiled_headwatch_stop(struct tiled_headwatch *hw)
     pthread_cond_destroy(&hw->wake);
     pthread_mutex_destroy(&hw->lock);
     free(hw);
-}
-
-uint64_t tiled_headwatch_cut_total(const struct tiled_headwatch *hw)
-{
-    return hw ? atomic_load(&((struct tiled_headwatch *)hw)->cut_total) : 0;
 }
 
 void tiled_headwatch_notify(void *cls, struct MHD_Connection *c, void **socket_context,

@@ -11,6 +11,7 @@
 #ifndef TILED_HEADWATCH_H
 #define TILED_HEADWATCH_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -22,9 +23,11 @@
 struct tiled_headwatch;
 
 /* Starts the sweeper thread; NULL when timeout_s is 0 (off) or, with `e`
- * filled, on failure. idle_timeout_s is the daemon's idle timeout. Stop it
- * after the daemon is stopped. */
-struct tiled_headwatch *tiled_headwatch_start(unsigned timeout_s, unsigned idle_timeout_s, struct tile_error *e);
+ * filled, on failure. idle_timeout_s is the daemon's idle timeout; each
+ * connection cut adds one to *cut_total. Stop it after the daemon is
+ * stopped. */
+struct tiled_headwatch *tiled_headwatch_start(unsigned timeout_s, unsigned idle_timeout_s,
+                                              atomic_uint_fast64_t *cut_total, struct tile_error *e);
 void tiled_headwatch_stop(struct tiled_headwatch *hw);
 
 /* MHD_OPTION_NOTIFY_CONNECTION callback; `cls` is the watcher. */
@@ -35,8 +38,5 @@ void tiled_headwatch_notify(void *cls, struct MHD_Connection *c, void **socket_c
 bool tiled_headwatch_head_done(struct tiled_headwatch *hw, struct MHD_Connection *c);
 /* A request on c has ended. */
 void tiled_headwatch_request_done(struct tiled_headwatch *hw, struct MHD_Connection *c);
-
-/* Connections cut so far for a late head. */
-uint64_t tiled_headwatch_cut_total(const struct tiled_headwatch *hw);
 
 #endif

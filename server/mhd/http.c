@@ -1,0 +1,349 @@
+/* http.c - the libmicrohttpd transport: connections in, replies out.
+ *
+ * DESIGN. This folder (server/mhd/) is the only code that knows
+ * libmicrohttpd. MHD calls the access handler several times per request:
+ * first with only headers (the head is described to the service, which
+ * routes it), then per body piece (handed to the service, which bounds it
+ * by --max-body), then once more with nothing (dispatch). The service
+ * either has the reply at once or parks the request for a worker through
+ * the connection hooks below (suspend and resume); MHD then calls us again
+ * to queue the reply. HTTP's own rules stay here: the Host header, message
+ * framing, Connection: close while draining, trailers.
+ */
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "http.h"
+
+#include "base.h"
+#include "headwatch.h"
+#include "log.h"
+#include "server.h"
+#include "service.h"
+#include "stream.h"
+
+/* The transport's state (srv->transport). */
+struct mhd_transport {
+    struct MHD_Daemon *daemon;
+    struct tiled_headwatch *headwatch; /* NULL when --header-timeout is 0 */
+};
+
+static struct mhd_transport *transport_of(const struct tiled_server *srv)
+{
+    return srv->transport;
+}
+
+/* ---- the service's view of a connection ----------------------------------- */
+
+static void conn_suspend(void *conn)
+{
+    MHD_suspend_connection(conn);
+}
+
+static void conn_resume(void *conn)
+{
+    MHD_resume_connection(conn);
+}
+
+static const struct tiled_conn_ops mhd_conn_ops = {.suspend = conn_suspend, .resume = conn_resume};
+
+static const char *lookup_header(void *conn, const char *name)
+{
+    return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
+}
+
+static enum MHD_Result collect_query(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    (void)kind;
+    tiled_req_add_query(cls, key, value);
+    return MHD_YES;
+}
+
+static void remote_address(struct MHD_Connection *c, char *dst, size_t cap)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    dst[0] = '\0';
+    if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)(const void *)ci->client_addr;
+        const unsigned char *b = (const unsigned char *)&in->sin_addr;
+        snprintf(dst, cap, "%u.%u.%u.%u", b[0], b[1], b[2], b[3]);
+    }
+}
+
+/* ---- replies ---------------------------------------------------------------- */
+
+/* MHD's content reader over a stream: its end codes, and the trailer. */
+static ssize_t read_stream(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    long n = tiled_stream_read(cls, pos, buf, max);
+    if (n == TILED_STREAM_ERROR)
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    if (n != TILED_STREAM_END)
+        return n;
+    char timing[64];
+    if (tiled_stream_trailer(cls, timing, sizeof(timing)))
+        MHD_add_response_footer(tiled_stream_response(cls), "Server-Timing", timing);
+    return MHD_CONTENT_READER_END_OF_STREAM;
+}
+
+static struct MHD_Response *body_response(struct tiled_req *req)
+{
+    struct tiled_reply *r = &req->reply;
+    struct MHD_Response *resp;
+    if (r->stream) {
+        resp = MHD_create_response_from_callback(tiled_stream_size(r->stream), (size_t)req->srv->cfg.stream_chunk,
+                                                 read_stream, r->stream, tiled_stream_free);
+        if (!resp)
+            return NULL;
+        const char *coding = tiled_stream_coding(r->stream);
+        if (coding)
+            MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, coding);
+        tiled_stream_set_response(r->stream, resp);
+        r->stream = NULL; /* MHD owns it now */
+        if (req->want_trailers)
+            MHD_add_response_header(resp, "Trailer", "Server-Timing");
+        return resp;
+    }
+    resp = r->release_body ? MHD_create_response_from_buffer_with_free_callback((size_t)r->body_len, r->body,
+                                                                                r->release_body)
+                           : MHD_create_response_from_buffer((size_t)r->body_len, r->body, MHD_RESPMEM_MUST_FREE);
+    if (resp) {
+        r->body = NULL;
+        r->release_body = NULL;
+    }
+    return resp;
+}
+
+static enum MHD_Result queue_reply(struct tiled_req *req, struct MHD_Connection *c)
+{
+    char timing[256];
+    tiled_service_sending(req, timing, sizeof(timing));
+    struct MHD_Response *resp = body_response(req);
+    if (!resp)
+        return MHD_NO;
+    const struct tiled_reply *r = &req->reply;
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->content_type[0] ? r->content_type : "application/json");
+    MHD_add_response_header(resp, "X-Request-Id", req->request_id);
+    MHD_add_response_header(resp, "Server-Timing", timing);
+    for (int i = 0; i < r->nheaders; i++) {
+        if (r->headers[i][0] && r->headers[i][1])
+            MHD_add_response_header(resp, r->headers[i][0], r->headers[i][1]);
+    }
+    if (atomic_load(&req->srv->draining))
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    enum MHD_Result ret = MHD_queue_response(c, (unsigned)r->status, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+/* ---- requests ------------------------------------------------------------- */
+
+static enum MHD_Result count_content_length(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    (void)kind;
+    (void)value;
+    if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0)
+        (*(int *)cls)++;
+    return MHD_YES;
+}
+
+/* Refuses message framing that could be read two ways (RFC 9112 6.3):
+ * repeated Content-Length, or a Transfer-Encoding other than chunked. The
+ * reply closes the connection, so nothing after it is taken as a request. */
+static bool framing_error(struct tiled_req *req, struct MHD_Connection *c)
+{
+    int lengths = 0;
+    MHD_get_connection_values(c, MHD_HEADER_KIND, count_content_length, &lengths);
+    const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+    if (lengths > 1)
+        tiled_reply_error(&req->reply, TILED_BAD_REQUEST, "the request has %d Content-Length headers; send one",
+                          lengths);
+    else if (te && strcasecmp(te, "chunked") != 0)
+        tiled_reply_error(&req->reply, TILED_NOT_IMPLEMENTED,
+                          "unsupported Transfer-Encoding '%.60s' (only chunked is supported)", te);
+    else
+        return false;
+    tiled_reply_header(&req->reply, MHD_HTTP_HEADER_CONNECTION, "close");
+    return true;
+}
+
+static bool host_missing(struct tiled_req *req, struct MHD_Connection *c, const char *version)
+{
+    if (strcmp(version, MHD_HTTP_VERSION_1_1) != 0 || MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host"))
+        return false;
+    tiled_reply_error(&req->reply, TILED_BAD_REQUEST, "the Host header is missing (required since HTTP/1.1)");
+    return true;
+}
+
+static enum MHD_Result first_call(struct tiled_server *srv, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, void **req_cls)
+{
+    if (!tiled_headwatch_head_done(transport_of(srv)->headwatch, c))
+        return MHD_NO; /* cut at its deadline while the head completed */
+    const struct tiled_head head = {.method = method, .path = url, .header = lookup_header};
+    struct tiled_req *req = tiled_req_new(srv, &head, c, &mhd_conn_ops);
+    if (!req)
+        return MHD_NO;
+    *req_cls = req;
+    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_query, req);
+    /* An answer decided by the head alone goes out before any upload. */
+    if (host_missing(req, c, version) ||
+        tiled_service_route(req, MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION)) ||
+        framing_error(req, c) ||
+        tiled_service_expect_body(req, MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH)))
+        return queue_reply(req, c);
+    return MHD_YES;
+}
+
+static enum MHD_Result access_handler(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                      const char *version, const char *upload_data, size_t *upload_size,
+                                      void **req_cls)
+{
+    struct tiled_req *req = *req_cls;
+    if (!req)
+        return first_call(cls, c, url, method, version, req_cls);
+    if (*upload_size) {
+        tiled_service_body(req, upload_data, *upload_size);
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (req->done || tiled_service_dispatch(req)) /* resumed by a worker, or ready at once */
+        return queue_reply(req, c);
+    return MHD_YES;
+}
+
+static void request_completed(void *cls, struct MHD_Connection *c, void **req_cls,
+                              enum MHD_RequestTerminationCode toe)
+{
+    struct tiled_server *srv = cls;
+    struct tiled_req *req = *req_cls;
+    if (!req)
+        return;
+    int status = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? req->reply.status : TILED_CLIENT_GONE;
+    tiled_headwatch_request_done(transport_of(srv)->headwatch, c); /* the next head's deadline starts now */
+    if (tiled_log_enabled(TILED_LOG_INFO)) /* the address is for the access log only */
+        remote_address(c, req->remote, sizeof(req->remote));
+    tiled_service_end(req, status);
+    *req_cls = NULL;
+}
+
+/* ---- the daemon ------------------------------------------------------------- */
+
+/* Reads a whole (small) file into a NUL-terminated malloc'd string. */
+static char *read_file(const char *path, struct tile_error *e)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    size_t len = 0, cap = 0, n;
+    if (!f) {
+        tile_error_set(e, TILE_EIO, "cannot read %s", path);
+        return NULL;
+    }
+    do {
+        if (cap - len < 4096) {
+            char *nb = cap < (1u << 24) ? realloc(buf, cap + 65536) : NULL;
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                tile_error_set(e, TILE_EIO, "%s is too large", path);
+                return NULL;
+            }
+            buf = nb;
+            cap += 65536;
+        }
+        n = fread(buf + len, 1, cap - len - 1, f);
+        len += n;
+    } while (n > 0);
+    fclose(f);
+    buf[len] = '\0';
+    return buf;
+}
+
+static int load_tls(struct tiled_server *srv, struct tile_error *e)
+{
+    const struct tiled_config *c = &srv->cfg;
+    if (!c->tls_cert[0] && !c->tls_key[0])
+        return 0;
+    if (!c->tls_cert[0] || !c->tls_key[0])
+        return tile_error_set(e, TILE_EINVAL, "--tls-cert and --tls-key must be given together");
+    if (!MHD_is_feature_supported(MHD_FEATURE_TLS))
+        return tile_error_set(e, TILE_EUNSUPPORTED, "this libmicrohttpd has no TLS support");
+    srv->tls_cert_pem = read_file(c->tls_cert, e);
+    srv->tls_key_pem = srv->tls_cert_pem ? read_file(c->tls_key, e) : NULL;
+    return srv->tls_key_pem ? 0 : -1;
+}
+
+int tiled_http_start(struct tiled_server *srv, struct tile_error *e)
+{
+    struct sockaddr_in addr = {0};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons((uint16_t)srv->cfg.port);
+    if (inet_pton(AF_INET, srv->cfg.host, &addr.sin_addr) != 1)
+        return tile_error_set(e, TILE_EINVAL, "host '%s' is not an IPv4 address", srv->cfg.host);
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO;
+    if (load_tls(srv, e) < 0)
+        return -1;
+    /* The TLS options go first so that without TLS they are simply skipped
+     * by starting the list after them. */
+    struct MHD_OptionItem tls[] = {
+        {MHD_OPTION_HTTPS_MEM_CERT, 0, srv->tls_cert_pem},
+        {MHD_OPTION_HTTPS_MEM_KEY, 0, srv->tls_key_pem},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    if (srv->tls_cert_pem)
+        flags |= MHD_USE_TLS;
+    struct mhd_transport *t = calloc(1, sizeof(*t));
+    if (!t)
+        return tile_error_set(e, TILE_ENOMEM, "cannot allocate the HTTP transport");
+    t->headwatch = tiled_headwatch_start((unsigned)srv->cfg.header_timeout, (unsigned)srv->cfg.idle_timeout,
+                                         &srv->header_timeouts, e);
+    if (!t->headwatch && srv->cfg.header_timeout > 0) {
+        free(t);
+        return -1;
+    }
+    srv->transport = t;
+    t->daemon = MHD_start_daemon(
+        flags, 0, NULL, NULL, access_handler, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+        MHD_OPTION_NOTIFY_COMPLETED, request_completed, srv, MHD_OPTION_NOTIFY_CONNECTION, tiled_headwatch_notify,
+        t->headwatch, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)srv->cfg.max_connections, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)srv->cfg.idle_timeout,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024), MHD_OPTION_THREAD_POOL_SIZE,
+        (unsigned)(srv->cfg.http_threads > 1 ? srv->cfg.http_threads : 0), MHD_OPTION_LISTEN_BACKLOG_SIZE,
+        (unsigned)1024, MHD_OPTION_ARRAY, srv->tls_cert_pem ? tls : tls + 2, MHD_OPTION_END);
+    if (!t->daemon) {
+        tiled_headwatch_stop(t->headwatch);
+        free(t);
+        srv->transport = NULL;
+        return tile_error_set(e, TILE_EIO, "cannot listen on %s:%lld", srv->cfg.host, (long long)srv->cfg.port);
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(t->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    srv->port = di ? di->port : (uint16_t)srv->cfg.port;
+    return 0;
+}
+
+void tiled_http_quiesce(struct tiled_server *srv)
+{
+    /* Stop accepting, and make new connections fail at once instead of
+     * waiting in the kernel's backlog for an accept that never comes. The
+     * descriptor itself is closed by MHD_stop_daemon. */
+    MHD_socket fd = MHD_quiesce_daemon(transport_of(srv)->daemon);
+    if (fd != MHD_INVALID_SOCKET)
+        shutdown(fd, SHUT_RDWR);
+}
+
+void tiled_http_stop(struct tiled_server *srv)
+{
+    struct mhd_transport *t = transport_of(srv);
+    MHD_stop_daemon(t->daemon);
+    tiled_headwatch_stop(t->headwatch);
+    free(t);
+    srv->transport = NULL;
+    free(srv->tls_cert_pem);
+    free(srv->tls_key_pem);
+    srv->tls_cert_pem = srv->tls_key_pem = NULL;
+}

@@ -1,0 +1,472 @@
+/* test_service.c - the service and its handlers without a socket.
+ *
+ * A fake transport (struct fake_conn: a header list, and suspend/resume
+ * hooks that record what the service asked for) drives requests through
+ * service.h exactly as server/mhd/ does: routing, the API-key-free path,
+ * body sizing, the /v1 and /v2 handlers' answers and errors, hand-off to
+ * the worker pool, and the metrics the finished requests leave behind.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "bodycache.h"
+#include "handlers.h"
+#include "log.h"
+#include "metrics.h"
+#include "route.h"
+#include "server.h"
+#include "service.h"
+
+/* ---- the fake transport ------------------------------------------------- */
+
+struct fake_conn {
+    const char *headers[8][2];
+    int nheaders;
+    pthread_mutex_t lock;
+    pthread_cond_t woken;
+    int suspends, resumes;
+};
+
+static const char *fake_header(void *conn, const char *name)
+{
+    struct fake_conn *c = conn;
+    for (int i = 0; i < c->nheaders; i++) {
+        if (strcasecmp(c->headers[i][0], name) == 0)
+            return c->headers[i][1];
+    }
+    return NULL;
+}
+
+static void fake_suspend(void *conn)
+{
+    struct fake_conn *c = conn;
+    pthread_mutex_lock(&c->lock);
+    c->suspends++;
+    pthread_mutex_unlock(&c->lock);
+}
+
+static void fake_resume(void *conn)
+{
+    struct fake_conn *c = conn;
+    pthread_mutex_lock(&c->lock);
+    c->resumes++;
+    pthread_cond_signal(&c->woken);
+    pthread_mutex_unlock(&c->lock);
+}
+
+static const struct tiled_conn_ops fake_ops = {.suspend = fake_suspend, .resume = fake_resume};
+
+static void conn_init(struct fake_conn *c)
+{
+    memset(c, 0, sizeof(*c));
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_cond_init(&c->woken, NULL);
+}
+
+static void conn_header(struct fake_conn *c, const char *name, const char *value)
+{
+    c->headers[c->nheaders][0] = name;
+    c->headers[c->nheaders][1] = value;
+    c->nheaders++;
+}
+
+static struct tiled_server srv = {.submit_lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* Takes a request through the service as a transport does; returns it
+ * with its reply (a parked request is waited for). */
+static struct tiled_req *exchange(struct fake_conn *c, const char *method, const char *path, const char *body)
+{
+    const struct tiled_head head = {.method = method, .path = path, .header = fake_header};
+    struct tiled_req *req = tiled_req_new(&srv, &head, c, &fake_ops);
+    assert_non_null(req);
+    char length[24];
+    snprintf(length, sizeof(length), "%zu", body ? strlen(body) : 0);
+    if (tiled_service_route(req, fake_header(c, "Authorization")) ||
+        tiled_service_expect_body(req, body ? length : NULL))
+        return req;
+    if (body)
+        tiled_service_body(req, body, strlen(body));
+    if (!tiled_service_dispatch(req)) {
+        pthread_mutex_lock(&c->lock);
+        while (c->resumes == 0)
+            pthread_cond_wait(&c->woken, &c->lock);
+        pthread_mutex_unlock(&c->lock);
+        assert_true(req->done);
+    }
+    return req;
+}
+
+/* The reply body as JSON (asserting that it is JSON). */
+static json_t *reply_json(const struct tiled_req *req)
+{
+    json_error_t err;
+    json_t *doc = json_loadb(req->reply.body, (size_t)req->reply.body_len, 0, &err);
+    if (!doc)
+        fail_msg("reply is not JSON (%s): %.*s", err.text, (int)req->reply.body_len, req->reply.body);
+    return doc;
+}
+
+/* The error message of an error reply with `status`. */
+static void expect_error(struct tiled_req *req, int status, const char *contains)
+{
+    assert_int_equal(req->reply.status, status);
+    json_t *doc = reply_json(req);
+    const char *msg = json_string_value(json_object_get(doc, "error"));
+    assert_non_null(msg);
+    if (!strstr(msg, contains))
+        fail_msg("error '%s' does not mention '%s'", msg, contains);
+    json_decref(doc);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    struct tile_error e = {0};
+    char *argv[] = {"serve", "--workers", "2", "--log-level", "error", NULL};
+    if (tiled_config_load(&srv.cfg, 5, argv, stdout, &e) != 0)
+        return -1;
+    srv.lim = (struct tile_limits){.max_body = (uint64_t)srv.cfg.max_body,
+                                   .max_output = (uint64_t)srv.cfg.max_output,
+                                   .max_stream = (uint64_t)srv.cfg.max_stream,
+                                   .max_rank = (int)srv.cfg.max_rank,
+                                   .max_depth = (int)srv.cfg.max_json_depth};
+    tiled_log_init(&srv.cfg);
+    srv.pool = tile_pool_init(2, 16, &e);
+    srv.bodies = tiled_bodycache_new((uint64_t)srv.cfg.body_cache);
+    return srv.pool && srv.bodies ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    tile_pool_free(srv.pool);
+    tiled_bodycache_free(srv.bodies);
+    return 0;
+}
+
+/* ---- routing and parsing ---------------------------------------------------- */
+
+static void routes(void **state)
+{
+    (void)state;
+    char allow[64];
+    const struct tiled_route *r = tiled_route_find("POST", "/v1/tile", allow, sizeof(allow));
+    assert_non_null(r);
+    assert_ptr_equal(r->handler, tiled_handle_tile);
+    assert_int_equal(r->label, TILED_RL_V1_TILE);
+    assert_true(r->needs_body);
+    assert_null(tiled_route_find("GET", "/v1/tile", allow, sizeof(allow)));
+    assert_string_equal(allow, "POST");
+    assert_null(tiled_route_find("GET", "/nowhere", allow, sizeof(allow)));
+    assert_string_equal(allow, "");
+    r = tiled_route_find("HEAD", "/metrics", allow, sizeof(allow)); /* HEAD serves GET */
+    assert_non_null(r);
+    assert_ptr_equal(r->handler, tiled_handle_metrics);
+    r = tiled_route_find("GET", "/v2/health/ready", allow, sizeof(allow));
+    assert_true(r && r->open);
+    r = tiled_route_find("DELETE", "/v2/models/tile/versions/6/infer", allow, sizeof(allow));
+    assert_true(r && r->prefix && r->handler == tiled_handle_models); /* the handler checks the method */
+    assert_false(tiled_method_serves("HEAD", "POST"));
+    assert_string_equal(tiled_route_label_name(TILED_RL_HEALTH), "/v2/health");
+}
+
+static void negotiate(void **state)
+{
+    (void)state;
+    enum tile_format f;
+    assert_int_equal(tiled_negotiate_format("", TILE_FMT_NPY, &f), 0);
+    assert_int_equal(f, TILE_FMT_NPY);
+    assert_int_equal(tiled_negotiate_format("application/x-npy", TILE_FMT_JSON, &f), 0);
+    assert_int_equal(f, TILE_FMT_NPY);
+    assert_int_equal(tiled_negotiate_format("application/json;q=0.5, application/octet-stream", TILE_FMT_JSON, &f), 0);
+    assert_int_equal(f, TILE_FMT_RAW);
+    assert_int_equal(tiled_negotiate_format("text/html, */*;q=0.1", TILE_FMT_RAW, &f), 0);
+    assert_int_equal(f, TILE_FMT_RAW);
+    assert_int_equal(tiled_negotiate_format("text/html", TILE_FMT_JSON, &f), -1);
+}
+
+static void model_paths(void **state)
+{
+    (void)state;
+    char model[16];
+    int version;
+    const char *action;
+    assert_true(tiled_split_model_path("tile", model, sizeof(model), &version, &action));
+    assert_string_equal(model, "tile");
+    assert_int_equal(version, 0);
+    assert_string_equal(action, "");
+    assert_true(tiled_split_model_path("tile/versions/6/infer", model, sizeof(model), &version, &action));
+    assert_int_equal(version, 6);
+    assert_string_equal(action, "infer");
+    assert_true(tiled_split_model_path("other/ready", model, sizeof(model), &version, &action));
+    assert_string_equal(model, "other");
+    assert_string_equal(action, "ready");
+    assert_false(tiled_split_model_path("", model, sizeof(model), &version, &action));
+    assert_false(tiled_split_model_path("tile/versions/0", model, sizeof(model), &version, &action));
+    assert_false(tiled_split_model_path("tile/versions/x/infer", model, sizeof(model), &version, &action));
+    assert_false(tiled_split_model_path("a-model-name-too-long-for-the-buffer", model, sizeof(model), &version,
+                                        &action));
+}
+
+static void lengths(void **state)
+{
+    (void)state;
+    uint64_t n;
+    assert_int_equal(tiled_parse_length("123", &n), 0);
+    assert_int_equal(n, 123);
+    assert_int_equal(tiled_parse_length("18446744073709551615", &n), 0);
+    assert_true(n == UINT64_MAX);
+    assert_int_equal(tiled_parse_length("18446744073709551616", &n), -1);
+    assert_int_equal(tiled_parse_length("", &n), -1);
+    assert_int_equal(tiled_parse_length("-1", &n), -1);
+    assert_int_equal(tiled_parse_length("12 ", &n), -1);
+    assert_int_equal(tiled_parse_length("0x10", &n), -1);
+}
+
+/* ---- the head ------------------------------------------------------------- */
+
+static void unknown_endpoints(void **state)
+{
+    (void)state;
+    struct fake_conn c;
+    conn_init(&c);
+    struct tiled_req *req = exchange(&c, "GET", "/nowhere", NULL);
+    expect_error(req, TILED_NOT_FOUND, "no such endpoint: GET /nowhere");
+    tiled_service_end(req, req->reply.status);
+    req = exchange(&c, "PUT", "/v1/tile", NULL);
+    expect_error(req, TILED_METHOD_NOT_ALLOWED, "allowed: POST");
+    assert_string_equal(req->reply.headers[0][0], "Allow");
+    assert_string_equal(req->reply.headers[0][1], "POST");
+    tiled_service_end(req, req->reply.status);
+}
+
+static void body_limits(void **state)
+{
+    (void)state;
+    struct fake_conn c;
+    conn_init(&c);
+    const struct tiled_head head = {.method = "POST", .path = "/v1/tile", .header = fake_header};
+    struct tiled_req *req = tiled_req_new(&srv, &head, &c, &fake_ops);
+    assert_false(tiled_service_route(req, NULL));
+    assert_true(tiled_service_expect_body(req, "999999999999")); /* above --max-body: refused before the upload */
+    expect_error(req, TILED_TOO_LARGE, "exceeds the max-body limit");
+    tiled_service_end(req, req->reply.status);
+    req = tiled_req_new(&srv, &head, &c, &fake_ops);
+    assert_false(tiled_service_route(req, NULL));
+    assert_true(tiled_service_expect_body(req, "12abc"));
+    expect_error(req, TILED_BAD_REQUEST, "Content-Length '12abc'");
+    tiled_service_end(req, req->reply.status);
+}
+
+/* ---- /v1 ------------------------------------------------------------------ */
+
+static const char v1_body[] = "{\"input\": {\"dtype\": \"int32\", \"shape\": [2], \"data\": [7, 8]}, \"repeats\": [3]}";
+
+static void v1_tiles_json(void **state)
+{
+    (void)state;
+    struct fake_conn c;
+    conn_init(&c);
+    conn_header(&c, "Content-Type", "application/json");
+    struct tiled_req *req = exchange(&c, "POST", "/v1/tile", v1_body);
+    assert_int_equal(req->reply.status, TILED_OK);
+    assert_int_equal(c.suspends, 0); /* small: answered on the transport's thread */
+    json_t *doc = reply_json(req);
+    json_t *out = json_object_get(doc, "output");
+    assert_string_equal(json_string_value(json_object_get(out, "dtype")), "int32");
+    json_t *data = json_object_get(out, "data");
+    assert_int_equal(json_array_size(data), 6);
+    static const int want[] = {7, 8, 7, 8, 7, 8};
+    for (size_t i = 0; i < 6; i++)
+        assert_int_equal(json_integer_value(json_array_get(data, i)), want[i]);
+    assert_non_null(json_object_get(doc, "metrics"));
+    json_decref(doc);
+    tiled_service_end(req, req->reply.status);
+}
+
+static void v1_raw_output_headers(void **state)
+{
+    (void)state;
+    struct fake_conn c;
+    conn_init(&c);
+    conn_header(&c, "Content-Type", "application/json");
+    conn_header(&c, "Accept", "application/octet-stream");
+    struct tiled_req *req = exchange(&c, "POST", "/v1/tile", v1_body);
+    assert_int_equal(req->reply.status, TILED_OK);
+    assert_string_equal(req->reply.content_type, "application/octet-stream");
+    assert_int_equal(req->reply.body_len, 6 * 4);
+    int32_t got[6];
+    memcpy(got, req->reply.body, sizeof(got));
+    assert_int_equal(got[0], 7);
+    assert_int_equal(got[5], 8);
+    bool shape = false;
+    for (int i = 0; i < req->reply.nheaders; i++)
+        shape |= strcmp(req->reply.headers[i][0], "X-Tensor-Shape") == 0 && strcmp(req->reply.headers[i][1], "[6]") == 0;
+    assert_true(shape);
+    tiled_service_end(req, req->reply.status);
+}
+
+static void v1_errors(void **state)
+{
+    (void)state;
+    struct fake_conn c;
+    conn_init(&c);
+    struct tiled_req *req = exchange(&c, "POST", "/v1/tile", v1_body);
+    expect_error(req, TILED_UNSUPPORTED_MEDIA_TYPE, "missing Content-Type");
+    tiled_service_end(req, req->reply.status);
+    conn_header(&c, "Content-Type", "application/json");
+    req = exchange(&c, "POST", "/v1/tile", "{\"input\": ");
+    expect_error(req, TILED_BAD_REQUEST, "invalid JSON");
+    tiled_service_end(req, req->reply.status);
+    req = exchange(&c, "POST", "/v1/tile", "{\"input\": {\"dtype\": \"int32\", \"shape\": [2], \"data\": [1, 2]}}");
+    expect_error(req, TILED_BAD_REQUEST, "repeats");
+    tiled_service_end(req, req->reply.status);
+    conn_header(&c, "Accept", "text/html");
+    req = exchange(&c, "POST", "/v1/tile", v1_body);
+    expect_error(req, TILED_NOT_ACCEPTABLE, "cannot produce any type in Accept 'text/html'");
+    tiled_service_end(req, req->reply.status);
+}
+
+/* Work above --inline-max goes to the pool: the connection is suspended
+ * before the worker resumes it, and the reply is there when it does. */
+static void v1_on_a_worker(void **state)
+{
+    (void)state;
+    int64_t inline_max = srv.cfg.inline_max;
+    srv.cfg.inline_max = 0;
+    struct fake_conn c;
+    conn_init(&c);
+    conn_header(&c, "Content-Type", "application/json");
+    struct tiled_req *req = exchange(&c, "POST", "/v1/tile", v1_body);
+    srv.cfg.inline_max = inline_max;
+    assert_int_equal(c.suspends, 1);
+    assert_int_equal(c.resumes, 1);
+    assert_int_equal(req->reply.status, TILED_OK);
+    json_t *doc = reply_json(req);
+    assert_int_equal(json_array_size(json_object_get(json_object_get(doc, "output"), "data")), 6);
+    json_decref(doc);
+    tiled_service_end(req, req->reply.status);
+}
+
+/* ---- /v2 ------------------------------------------------------------------ */
+
+static void v2_metadata(void **state)
+{
+    (void)state;
+    struct fake_conn c;
+    conn_init(&c);
+    struct tiled_req *req = exchange(&c, "GET", "/v2/models/tile", NULL);
+    assert_int_equal(req->reply.status, TILED_OK);
+    json_t *doc = reply_json(req);
+    json_t *versions = json_object_get(doc, "versions");
+    assert_int_equal(json_array_size(versions), TILE_V2_NVERSIONS);
+    assert_string_equal(json_string_value(json_array_get(versions, 0)), "1");
+    json_t *in = json_array_get(json_object_get(doc, "inputs"), 1);
+    assert_string_equal(json_string_value(json_object_get(in, "name")), "repeats");
+    assert_string_equal(json_string_value(json_object_get(in, "datatype")), "INT64");
+    json_decref(doc);
+    tiled_service_end(req, req->reply.status);
+
+    req = exchange(&c, "GET", "/v2/models/tile/versions/1/config", NULL);
+    assert_int_equal(req->reply.status, TILED_OK);
+    doc = reply_json(req);
+    in = json_array_get(json_object_get(doc, "input"), 1);
+    assert_string_equal(json_string_value(json_object_get(in, "name")), "tiles");
+    assert_string_equal(json_string_value(json_object_get(in, "data_type")), "TYPE_INT64");
+    json_decref(doc);
+    tiled_service_end(req, req->reply.status);
+}
+
+static void v2_infer(void **state)
+{
+    (void)state;
+    struct fake_conn c;
+    conn_init(&c);
+    struct tiled_req *req = exchange(&c, "POST", "/v2/models/tile/versions/6/infer",
+                                     "{\"id\": \"r1\", \"inputs\": ["
+                                     "{\"name\": \"input\", \"shape\": [2], \"datatype\": \"INT32\", \"data\": [7, 8]},"
+                                     "{\"name\": \"repeats\", \"shape\": [1], \"datatype\": \"INT64\", \"data\": [2]}]}");
+    assert_int_equal(req->reply.status, TILED_OK);
+    json_t *doc = reply_json(req);
+    assert_string_equal(json_string_value(json_object_get(doc, "id")), "r1");
+    assert_string_equal(json_string_value(json_object_get(doc, "model_version")), "6");
+    json_t *out = json_array_get(json_object_get(doc, "outputs"), 0);
+    assert_string_equal(json_string_value(json_object_get(out, "datatype")), "INT32");
+    json_t *data = json_object_get(out, "data");
+    assert_int_equal(json_array_size(data), 4);
+    assert_int_equal(json_integer_value(json_array_get(data, 3)), 8);
+    json_decref(doc);
+    tiled_service_end(req, req->reply.status);
+}
+
+static void v2_errors(void **state)
+{
+    (void)state;
+    struct fake_conn c;
+    conn_init(&c);
+    struct tiled_req *req = exchange(&c, "GET", "/v2/models/tile/versions/7", NULL);
+    expect_error(req, TILED_NOT_FOUND, "unknown version 7 of model 'tile' (versions: 13, 6, 1)");
+    tiled_service_end(req, req->reply.status);
+    req = exchange(&c, "GET", "/v2/models/other", NULL);
+    expect_error(req, TILED_NOT_FOUND, "unknown model 'other'");
+    tiled_service_end(req, req->reply.status);
+    req = exchange(&c, "POST", "/v2/models/tile/ready", "{}");
+    expect_error(req, TILED_METHOD_NOT_ALLOWED, "allowed: GET");
+    tiled_service_end(req, req->reply.status);
+    req = exchange(&c, "POST", "/v2/models/tile/infer", "{\"inputs\": []}");
+    expect_error(req, TILED_BAD_REQUEST, "input");
+    tiled_service_end(req, req->reply.status);
+}
+
+/* ---- what finished requests leave behind ------------------------------------ */
+
+static void metrics_count_requests(void **state)
+{
+    (void)state;
+    struct fake_conn c;
+    conn_init(&c);
+    conn_header(&c, "Content-Type", "application/json");
+    for (int i = 0; i < 3; i++) {
+        struct tiled_req *req = exchange(&c, "POST", "/v1/tile", v1_body);
+        tiled_service_end(req, req->reply.status);
+    }
+    struct tiled_req *req = exchange(&c, "GET", "/metrics", NULL);
+    assert_int_equal(req->reply.status, TILED_OK);
+    assert_string_equal(req->reply.content_type, "text/plain; version=0.0.4; charset=utf-8");
+    char *text = strndup(req->reply.body, (size_t)req->reply.body_len);
+    /* Earlier tests finished more /v1 requests: at least these three. */
+    const char *line = strstr(text, "tiled_requests_total{route=\"/v1/tile\",format=\"json\",code=\"200\"} ");
+    assert_non_null(line);
+    assert_true(strtoull(line + strlen("tiled_requests_total{route=\"/v1/tile\",format=\"json\",code=\"200\"} "),
+                         NULL, 10) >= 3);
+    assert_non_null(strstr(text, "tiled_requests_total{route=\"other\",format=\"none\",code=\"404\"} "));
+    assert_non_null(strstr(text, "# TYPE tiled_request_duration_seconds histogram"));
+    assert_non_null(strstr(text, "tiled_inflight_requests 1\n")); /* the scrape itself */
+    free(text);
+    tiled_service_end(req, req->reply.status);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(routes),          cmocka_unit_test(negotiate),
+        cmocka_unit_test(model_paths),     cmocka_unit_test(lengths),
+        cmocka_unit_test(unknown_endpoints), cmocka_unit_test(body_limits),
+        cmocka_unit_test(v1_tiles_json),   cmocka_unit_test(v1_raw_output_headers),
+        cmocka_unit_test(v1_errors),       cmocka_unit_test(v1_on_a_worker),
+        cmocka_unit_test(v2_metadata),     cmocka_unit_test(v2_infer),
+        cmocka_unit_test(v2_errors),       cmocka_unit_test(metrics_count_requests),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
