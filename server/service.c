@@ -261,8 +261,10 @@ bool tiled_service_dispatch(struct tiled_req *req)
     if (req->reply.status) /* the body was refused while it arrived */
         return true;
     req->route->handler(req);
-    if (req->reply.status || offload(req))
-        return req->reply.status != 0;
+    if (req->reply.status) /* finished on this thread */
+        return true;
+    if (offload(req)) /* from here on the worker owns the reply: do not read it */
+        return false;
     tiled_reply_error(&req->reply, TILED_UNAVAILABLE,
                       "server overloaded: %lld requests are already queued; retry later", (long long)req->srv->cfg.queue);
     tiled_reply_header(&req->reply, "Retry-After", "1");

@@ -97,9 +97,12 @@ static struct tiled_req *exchange(struct fake_conn *c, const char *method, const
         return req;
     if (body)
         tiled_service_body(req, body, strlen(body));
+    pthread_mutex_lock(&c->lock);
+    int resumed_before = c->resumes;
+    pthread_mutex_unlock(&c->lock);
     if (!tiled_service_dispatch(req)) {
         pthread_mutex_lock(&c->lock);
-        while (c->resumes == 0)
+        while (c->resumes == resumed_before)
             pthread_cond_wait(&c->woken, &c->lock);
         pthread_mutex_unlock(&c->lock);
         assert_true(req->done);
