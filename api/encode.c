@@ -30,6 +30,7 @@ struct tile_encoder {
     enum tile_format fmt;
     struct tile_timings metrics; /* what the JSON tail reports */
     uint64_t size, pos;
+    uint64_t out_elems;       /* of the plan: all the encoder keeps of it besides the copies below */
     /* Sections: head text (below), data, tail text (JSON metrics). */
     uint64_t head_len, data_len;
     /* Data from per-input-element pieces (JSON text, string wire form). */
@@ -47,11 +48,10 @@ struct tile_encoder {
     /* Data as fixed-width elements (raw numbers, .npy strings). */
     const void *fixed_in;
     void *fixed_owned;        /* converted .npy strings */
-    struct tile_request req;  /* owned: the input and its .npy string kind */
     /* The large members come last: tile_encoder_new zeroes only what
      * precedes them (they are always written before use), which keeps
      * small requests from clearing kilobytes they never read. */
-    struct tile_plan plan;       /* owned copy of the caller's plan */
+    struct tile_request req;     /* owned: the input and its .npy string kind */
     struct tile_plan index_plan; /* the plan applied to element indices */
     struct tile_plan fixed_plan;
     char head[4096 + TILE_MAX_RANK * 24];
@@ -163,10 +163,9 @@ static void fill_iota(void *dst, uint64_t n, uint64_t width)
     }
 }
 
-static int init_pieces(struct tile_encoder *enc, struct tile_error *e)
+static int init_pieces(struct tile_encoder *enc, const struct tile_plan *p, struct tile_error *e)
 {
     const struct tile_tensor *in = &enc->req.input;
-    const struct tile_plan *p = &enc->plan;
     struct piece_builder b = {0};
     uint64_t n = p->in_elems;
     enc->piece_off = malloc((n + 1) * sizeof(uint64_t));
@@ -198,10 +197,9 @@ static int init_pieces(struct tile_encoder *enc, struct tile_error *e)
 }
 
 /* .npy strings become fixed-width elements, tiled like numbers. */
-static int init_npy_strings(struct tile_encoder *enc, uint64_t *width, enum tile_npy_strkind *kind,
-                            struct tile_error *e)
+static int init_npy_strings(struct tile_encoder *enc, const struct tile_plan *p, uint64_t *width,
+                            enum tile_npy_strkind *kind, struct tile_error *e)
 {
-    const struct tile_plan *p = &enc->plan;
     const struct tile_str *s = enc->req.input.data;
     *kind = enc->req.npy_strkind;
     for (int attempt = 0; attempt < 2; attempt++) {
@@ -225,9 +223,8 @@ static int init_npy_strings(struct tile_encoder *enc, uint64_t *width, enum tile
     return -1;
 }
 
-static int init_head(struct tile_encoder *enc, struct tile_error *e)
+static int init_head(struct tile_encoder *enc, const struct tile_plan *p, struct tile_error *e)
 {
-    const struct tile_plan *p = &enc->plan;
     if (enc->fmt == TILE_FMT_JSON) {
         char shape[TILE_MAX_RANK * 24];
         tile_format_shape(p->out_shape, p->out_rank, true, shape, sizeof(shape));
@@ -239,7 +236,7 @@ static int init_head(struct tile_encoder *enc, struct tile_error *e)
     if (enc->fmt == TILE_FMT_NPY) {
         uint64_t width = 0;
         enum tile_npy_strkind kind = TILE_NPY_STR_UNICODE;
-        if (p->dtype == TILE_STRING && init_npy_strings(enc, &width, &kind, e) < 0)
+        if (p->dtype == TILE_STRING && init_npy_strings(enc, p, &width, &kind, e) < 0)
             return -1;
         long n = tile_npy_write_header(enc->head, sizeof(enc->head), p->dtype, p->out_rank, p->out_shape, kind,
                                        width, e);
@@ -284,19 +281,17 @@ struct tile_encoder *tile_encoder_new(enum tile_format fmt, const struct tile_pl
     struct tile_encoder *enc = malloc(sizeof(*enc));
     if (!enc) {
         tile_request_free(req);
-        tile_request_init(req);
         tile_error_set(e, TILE_ENOMEM, "cannot allocate the response encoder");
         return NULL;
     }
-    memset(enc, 0, offsetof(struct tile_encoder, plan));
+    memset(enc, 0, offsetof(struct tile_encoder, req));
     enc->fmt = fmt;
-    enc->plan = *plan;
-    enc->req = *req;
-    tile_request_init(req);
-    if (frame ? apply_frame(enc, frame, e) < 0 : init_head(enc, e) < 0)
+    tile_request_move(&enc->req, req);
+    enc->out_elems = plan->out_elems;
+    if (frame ? apply_frame(enc, frame, e) < 0 : init_head(enc, plan, e) < 0)
         goto fail;
     if (fmt == TILE_FMT_JSON || (fmt == TILE_FMT_RAW && plan->dtype == TILE_STRING)) {
-        if (init_pieces(enc, e) < 0)
+        if (init_pieces(enc, plan, e) < 0)
             goto fail;
     } else if (!enc->fixed_in) {
         enc->fixed_in = enc->req.input.data;
@@ -325,7 +320,7 @@ void tile_encoder_free(struct tile_encoder *enc)
     free(enc->index_in);
     free(enc->index_buf);
     free(enc->fixed_owned);
-    tile_request_free(&enc->req);
+    tile_tensor_free(&enc->req.input);
     free(enc);
 }
 
@@ -354,7 +349,7 @@ void tile_encoder_set_timings(struct tile_encoder *enc, const struct tile_timing
 static uint64_t source_index(struct tile_encoder *enc, uint64_t k)
 {
     if (k < enc->index_first || k >= enc->index_first + enc->index_count) {
-        uint64_t n = enc->plan.out_elems - k < TILE_INDEX_BATCH ? enc->plan.out_elems - k : TILE_INDEX_BATCH;
+        uint64_t n = enc->out_elems - k < TILE_INDEX_BATCH ? enc->out_elems - k : TILE_INDEX_BATCH;
         tile_read(&enc->index_plan, enc->index_in, k * enc->index_width, n * enc->index_width, enc->index_buf);
         enc->index_first = k;
         enc->index_count = n;
@@ -367,7 +362,7 @@ static uint64_t source_index(struct tile_encoder *enc, uint64_t k)
 static size_t read_pieces(struct tile_encoder *enc, char *buf, size_t cap)
 {
     size_t n = 0;
-    uint64_t total = enc->plan.out_elems;
+    uint64_t total = enc->out_elems;
     while (n < cap && enc->elem < total) {
         uint64_t src = source_index(enc, enc->elem);
         uint64_t plen = enc->piece_off[src + 1] - enc->piece_off[src];

@@ -15,7 +15,8 @@
  *   TILE_FMT_NPY   a .npy file (strings keep the input's .npy kind, default 'U').
  *
  * Ownership: an encoder owns everything it reads. It takes over the
- * decoded request (its input tensor and .npy string kind), copies the plan
+ * decoded request (its input tensor and .npy string kind), copies what it
+ * needs of the plan (the plans it reads data and element indices with)
  * and the caller's frame, and keeps its own copy of the timings its JSON
  * tail reports (tile_encoder_set_timings), so it can outlive the request
  * state that made it (a streamed body does). Its layout is private to
@@ -58,8 +59,9 @@ struct tile_encode_frame {
     bool complex_flat; /* JSON complex elements as two flat numbers */
 };
 
-/* Prepares the body of `plan` applied to req->input. Takes over *req
- * (left empty and freeable, whether or not it succeeds); `frame` is NULL
+/* Prepares the body of `plan` applied to req->input. Takes over the
+ * request's input (req is left without it, still freeable, whether or not
+ * this succeeds: tile_request_move); `frame` is NULL
  * for the format's own head and metrics tail. Returns NULL with `e` set:
  * TILE_ENOTACCEPT when the format cannot carry the tensor (bfloat16 as
  * .npy, non-UTF-8 strings as JSON), TILE_ETOOBIG when the body would exceed

@@ -32,6 +32,15 @@ void tile_request_init(struct tile_request *r)
     r->npy_strkind = TILE_NPY_STR_UNICODE;
 }
 
+void tile_request_move(struct tile_request *dst, struct tile_request *src)
+{
+    *dst = *src;
+    src->input.data = NULL;
+    src->input.owns_data = false;
+    src->input.blob = NULL;
+    src->input.blob_len = 0;
+}
+
 void tile_request_free(struct tile_request *r)
 {
     if (!r)

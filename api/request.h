@@ -41,6 +41,10 @@ struct tile_request {
 /* Zeroes a request (semantics onnx, no input). */
 void tile_request_init(struct tile_request *r);
 void tile_request_free(struct tile_request *r);
+/* Moves *src into *dst: src keeps its other fields but no longer holds the
+ * input's buffers (freeing it frees nothing of them). Cheaper than a copy
+ * and a re-initialisation, on the path of every request. */
+void tile_request_move(struct tile_request *dst, struct tile_request *src);
 
 /* Builds the spec for tile_plan_init(): checks that the fields the
  * semantics needs are present (repeats, or tiles and axis for onnx1) and
