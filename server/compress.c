@@ -122,9 +122,15 @@ enum tiled_coding tiled_coding_negotiate(const char *accept_encoding)
     return gz >= df ? TILED_CODING_GZIP : TILED_CODING_DEFLATE;
 }
 
+/* Bodies below this many bytes are sent as they are: they fit one TCP
+ * segment (~1460 bytes) either way, so compressing saves no round trip,
+ * and gzip's 18-byte frame plus deflate's block overhead can make a small
+ * body larger, for the CPU time of setting up a deflate stream. */
+#define COMPRESS_MIN_BYTES 1024
+
 int tiled_reply_compress(struct tiled_reply *r, enum tiled_coding c, struct tile_error *e)
 {
-    if (c == TILED_CODING_IDENTITY || !r->body)
+    if (c == TILED_CODING_IDENTITY || !r->body || r->body_len < COMPRESS_MIN_BYTES)
         return 0;
     z_stream z = {0};
     if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, tiled_coding_window_bits(c), 8, Z_DEFAULT_STRATEGY) != Z_OK)

@@ -45,6 +45,7 @@ struct tiled_config {
     int64_t shm_max_regions;
     int64_t shm_max_bytes;    /* bytes mapped at once */
     char shm_key_prefix[256]; /* "" = any valid key */
+    char cors_origins[256];   /* "" = no CORS; "*" or comma-separated origins */
 };
 
 /* Fills defaults, then TILED_* variables from `environ`, then argv flags

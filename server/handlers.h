@@ -26,6 +26,9 @@ int tiled_negotiate_format(const char *accept, enum tile_format dflt, enum tile_
  * model[cap], the version (0 when absent), the action ("" when absent).
  * False when the path is malformed. */
 bool tiled_split_model_path(const char *p, char *model, size_t cap, int *version, const char **action);
+/* Head checks (route.h): v1's media types and query; v2's path and method. */
+void tiled_check_tile_head(struct tiled_req *req);
+void tiled_check_models_head(struct tiled_req *req);
 /* Adds a finished v2 infer request to its version's statistics. */
 void tiled_v2_record(struct tiled_server *srv, const struct tiled_req *req, bool ok);
 

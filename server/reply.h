@@ -21,8 +21,10 @@ struct tiled_stream;
  * transports map to their own. */
 enum tiled_status {
     TILED_OK = 200,
+    TILED_NO_CONTENT = 204,
     TILED_BAD_REQUEST = 400,
     TILED_UNAUTHORIZED = 401,
+    TILED_FORBIDDEN = 403,
     TILED_NOT_FOUND = 404,
     TILED_METHOD_NOT_ALLOWED = 405,
     TILED_NOT_ACCEPTABLE = 406,

@@ -8,7 +8,7 @@
 
 static const struct tiled_route tiled_routes[] = {
     {.method = "POST", .path = "/v1/tile", .handler = tiled_handle_tile, .label = TILED_RL_V1_TILE,
-     .needs_body = true},
+     .needs_body = true, .check_head = tiled_check_tile_head},
     {.method = "GET", .path = "/v2", .handler = tiled_handle_server_metadata, .label = TILED_RL_V2},
     {.method = "GET", .path = "/v2/", .handler = tiled_handle_server_metadata, .label = TILED_RL_V2},
     {.method = "GET", .path = "/v2/health/live", .handler = tiled_handle_live, .label = TILED_RL_HEALTH,
@@ -16,7 +16,7 @@ static const struct tiled_route tiled_routes[] = {
     {.method = "GET", .path = "/v2/health/ready", .handler = tiled_handle_ready, .label = TILED_RL_HEALTH,
      .open = true},
     {.method = "*", .path = "/v2/models/", .handler = tiled_handle_models, .label = TILED_RL_V2,
-     .needs_body = true, .prefix = true},
+     .needs_body = true, .prefix = true, .check_head = tiled_check_models_head},
     {.method = "GET", .path = "/metrics", .handler = tiled_handle_metrics, .label = TILED_RL_METRICS},
     {.method = "GET", .path = "/openapi.json", .handler = tiled_handle_openapi, .label = TILED_RL_OTHER},
 };
@@ -32,6 +32,11 @@ _Static_assert(sizeof(label_names) / sizeof(label_names[0]) == TILED_RL_COUNT, "
 const char *tiled_route_label_name(enum tiled_route_label label)
 {
     return (unsigned)label < TILED_RL_COUNT ? label_names[label] : label_names[TILED_RL_OTHER];
+}
+
+const char *tiled_allow_value(const char *method)
+{
+    return strcmp(method, "GET") == 0 ? "GET, HEAD" : method;
 }
 
 bool tiled_method_serves(const char *method, const char *want)
@@ -51,7 +56,7 @@ const struct tiled_route *tiled_route_find(const char *method, const char *path,
         if (tiled_method_serves(method, r->method))
             return r;
         size_t used = strlen(allow);
-        snprintf(allow + used, cap - used, "%s%s", used ? ", " : "", r->method);
+        snprintf(allow + used, cap - used, "%s%s", used ? ", " : "", tiled_allow_value(r->method));
     }
     return NULL;
 }

@@ -29,11 +29,18 @@ struct tiled_route {
     bool needs_body;
     bool prefix; /* path is a prefix; the handler routes the rest */
     bool open;   /* served without an API key (health checks) */
+    /* What the request head alone already refuses: sets an error reply, so
+     * it is sent before the body is read (and before 100 Continue). */
+    tiled_handler_fn check_head;
 };
 
 /* The route for a request; NULL when there is none. Then `allow` gets the
  * methods the path does take ("" when the path is unknown: 404, not 405). */
 const struct tiled_route *tiled_route_find(const char *method, const char *path, char *allow, size_t cap);
+
+/* The Allow header's value for a route of method `method`: a GET route
+ * serves HEAD too, so it lists both. */
+const char *tiled_allow_value(const char *method);
 
 /* True when a request's method serves a route of method `want`: HEAD is
  * GET without the body (RFC 9110 9.3.2). */

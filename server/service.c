@@ -138,6 +138,13 @@ bool tiled_service_route(struct tiled_req *req, const char *authorization)
     return true;
 }
 
+bool tiled_service_check_head(struct tiled_req *req)
+{
+    if (req->route->check_head)
+        req->route->check_head(req);
+    return req->reply.status != 0;
+}
+
 /* ---- body --------------------------------------------------------------- */
 
 /* Makes the reply an error about the body and drops what was read. */

@@ -48,6 +48,10 @@ bool tiled_service_route(struct tiled_req *req, const char *authorization);
  * when the reply is decided (400 for a length that is not a number, 413
  * above --max-body, 503 out of memory). */
 bool tiled_service_expect_body(struct tiled_req *req, const char *content_length);
+/* Runs the route's head check (route.h). True when the head alone decides
+ * the reply (415, 406, a malformed query, an unknown model...): it can go
+ * out before the body is read, and before "100 Continue". */
+bool tiled_service_check_head(struct tiled_req *req);
 /* Parses a Content-Length value: decimal digits only; -1 otherwise. */
 int tiled_parse_length(const char *s, uint64_t *out);
 /* Appends body bytes (a size error becomes the reply, sent at dispatch). */

@@ -58,25 +58,38 @@ int tiled_negotiate_format(const char *accept, enum tile_format dflt, enum tile_
     return 0;
 }
 
+/* Reads the query into `into` (tensor fields too for raw bodies). A JSON
+ * body carries every field; the query describes raw and .npy bodies, so
+ * for JSON it is only checked to be well-formed, as api/openapi.json says. */
+static int read_query(struct tiled_req *req, struct tile_request *into, struct tile_query_tensor *qt,
+                      struct tile_error *e)
+{
+    struct tile_limits lim = req->srv->lim;
+    bool tensor_in_query = req->in_fmt != TILE_FMT_NPY;
+    for (int i = 0; i < req->nquery; i++) {
+        if (tile_request_query_param(into, qt, tensor_in_query, req->query[i].key, req->query[i].value, &lim, e) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* The query alone, before the body arrives (into a request then dropped). */
+static int check_query(struct tiled_req *req, struct tile_error *e)
+{
+    struct tile_request scratch;
+    struct tile_query_tensor qt = {0};
+    tile_request_init(&scratch);
+    int rc = read_query(req, &scratch, &qt, e);
+    tile_request_free(&scratch);
+    return rc;
+}
+
 static int decode(struct tiled_req *req, struct tile_error *e)
 {
     struct tile_limits lim = req->srv->lim;
-    bool tensor_in_query = req->in_fmt == TILE_FMT_RAW;
     struct tile_query_tensor qt = {0};
-    /* A JSON body carries every field; the query describes raw and .npy
-     * bodies, so for JSON it is only checked to be well-formed (as
-     * api/openapi.json says), into a request that is then dropped. */
-    struct tile_request unused;
-    tile_request_init(&unused);
-    struct tile_request *into = req->in_fmt == TILE_FMT_JSON ? &unused : &req->treq;
-    for (int i = 0; i < req->nquery; i++) {
-        if (tile_request_query_param(into, &qt, tensor_in_query || req->in_fmt == TILE_FMT_JSON, req->query[i].key,
-                                     req->query[i].value, &lim, e) < 0) {
-            tile_request_free(&unused);
-            return -1;
-        }
-    }
-    tile_request_free(&unused);
+    if (req->in_fmt != TILE_FMT_JSON && read_query(req, &req->treq, &qt, e) < 0)
+        return -1;
     switch (req->in_fmt) {
     case TILE_FMT_JSON:
         return tile_v1_json_decode(req->body ? req->body : "", req->body_len, &lim, &req->treq, e);
@@ -115,7 +128,7 @@ static int v1_prepare(struct tiled_req *req, struct tile_error *e)
     return 0;
 }
 
-void tiled_handle_tile(struct tiled_req *req)
+void tiled_check_tile_head(struct tiled_req *req)
 {
     if (!req->content_type[0]) {
         tiled_reply_error(&req->reply, TILED_UNSUPPORTED_MEDIA_TYPE,
@@ -140,6 +153,16 @@ void tiled_handle_tile(struct tiled_req *req)
         tiled_reply_error(&req->reply, TILED_BAD_REQUEST, "too many or too long query parameters");
         return;
     }
+    struct tile_error e = {0};
+    if (check_query(req, &e) < 0)
+        tiled_reply_tile_error(&req->reply, &e);
+}
+
+void tiled_handle_tile(struct tiled_req *req)
+{
+    tiled_check_tile_head(req);
+    if (req->reply.status)
+        return;
     req->prepare = v1_prepare;
     tiled_work_start(req);
 }

@@ -142,8 +142,9 @@ static bool method_is(struct tiled_req *req, const char *want)
 {
     if (tiled_method_serves(req->method, want))
         return true;
-    tiled_reply_error(&req->reply, TILED_METHOD_NOT_ALLOWED, "method %s is not allowed on %s (allowed: %s)", req->method, req->path, want);
-    tiled_reply_header(&req->reply, "Allow", want);
+    tiled_reply_error(&req->reply, TILED_METHOD_NOT_ALLOWED, "method %s is not allowed on %s (allowed: %s)", req->method, req->path,
+                      tiled_allow_value(want));
+    tiled_reply_header(&req->reply, "Allow", tiled_allow_value(want));
     return false;
 }
 
@@ -177,6 +178,27 @@ bool tiled_split_model_path(const char *p, char *model, size_t cap, int *version
     }
     *action = *p == '/' ? p + 1 : p;
     return true;
+}
+
+/* An infer request whose path, method and Inference-Header-Content-Length
+ * are right needs its body; anything else on this route is answered from
+ * the path alone, so it is answered now. */
+void tiled_check_models_head(struct tiled_req *req)
+{
+    char model[128];
+    int version;
+    const char *action;
+    const char *hl = req->infer_header_len;
+    const char *rest = req->path + strlen("/v2/models/");
+    bool infer = tiled_split_model_path(rest, model, sizeof(model), &version, &action) && strcmp(model, "tile") == 0 &&
+                 (!version || tile_v2_version_slot(version) >= 0) && strcmp(action, "infer") == 0 &&
+                 strcmp(req->method, "POST") == 0;
+    if (!infer) {
+        tiled_handle_models(req);
+        return;
+    }
+    if (hl && hl[0] && strspn(hl, "0123456789") != strlen(hl))
+        tiled_reply_error(&req->reply, TILED_BAD_REQUEST, "Inference-Header-Content-Length '%.30s' is not a byte count", hl);
 }
 
 void tiled_handle_models(struct tiled_req *req)

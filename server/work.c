@@ -74,6 +74,9 @@ static int produce(struct tiled_req *req, struct tile_error *e)
                tiled_reply_compress(r, tiled_coding_negotiate(req->accept_encoding), e) < 0) {
         return -1;
     }
+    /* The body depends on Accept-Encoding, compressed or not: caches must
+     * key on it. */
+    tiled_reply_header(r, "Vary", "Accept-Encoding");
     r->status = TILED_OK;
     return 0;
 }

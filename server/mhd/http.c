@@ -20,7 +20,9 @@
 
 #include "http.h"
 
+#include "auth.h"
 #include "base.h"
+#include "cors.h"
 #include "headwatch.h"
 #include "log.h"
 #include "server.h"
@@ -119,6 +121,15 @@ static struct MHD_Response *body_response(struct tiled_req *req)
     return resp;
 }
 
+/* CORS headers for an answer to an allowed Origin (cors.h). */
+static void add_cors_headers(struct MHD_Response *resp, const struct tiled_server *srv, struct MHD_Connection *c)
+{
+    const char *const *h =
+        tiled_cors_answer_headers(srv->cfg.cors_origins, MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin"));
+    for (; h && h[0]; h += 2)
+        MHD_add_response_header(resp, h[0], h[1]);
+}
+
 static enum MHD_Result queue_reply(struct tiled_req *req, struct MHD_Connection *c)
 {
     char timing[256];
@@ -134,6 +145,7 @@ static enum MHD_Result queue_reply(struct tiled_req *req, struct MHD_Connection 
         if (r->headers[i][0] && r->headers[i][1])
             MHD_add_response_header(resp, r->headers[i][0], r->headers[i][1]);
     }
+    add_cors_headers(resp, req->srv, c);
     if (atomic_load(&req->srv->draining))
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result ret = MHD_queue_response(c, (unsigned)r->status, resp);
@@ -180,6 +192,43 @@ static bool host_missing(struct tiled_req *req, struct MHD_Connection *c, const 
     return true;
 }
 
+/* Content-Length above 0, or a chunked body. */
+static bool announces_body(struct MHD_Connection *c)
+{
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    return MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING) ||
+           (cl && strspn(cl, "0") != strlen(cl));
+}
+
+/* The one rule for Connection: close. A request refused from its head
+ * alone is answered at once, body unread, when it announced a body: the
+ * connection then closes (MHD cannot find where the next request would
+ * start), and with Expect: 100-continue the client gets the refusal
+ * instead of "100 Continue" and never sends the body. A request without a
+ * body is answered at MHD's last call for it, like every other (dispatch
+ * sends a reply already decided), and its connection stays open, as it
+ * does after every error found in a body. */
+static enum MHD_Result answer_from_head(struct tiled_req *req, struct MHD_Connection *c)
+{
+    if (!announces_body(c))
+        return MHD_YES;
+    tiled_reply_header(&req->reply, MHD_HTTP_HEADER_CONNECTION, "close");
+    return queue_reply(req, c);
+}
+
+/* A browser's CORS preflight, when --cors-origins is set: answered before
+ * the route and the key check, since browsers send no key with it. */
+static bool cors_preflight(struct tiled_req *req, struct MHD_Connection *c, const char *method)
+{
+    const char *origins = req->srv->cfg.cors_origins;
+    if (!origins[0] ||
+        !tiled_cors_is_preflight(method, MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Access-Control-Request-Method")))
+        return false;
+    tiled_cors_preflight(&req->reply, origins, MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin"),
+                         tiled_auth_enabled());
+    return true;
+}
+
 static enum MHD_Result first_call(struct tiled_server *srv, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, void **req_cls)
 {
@@ -191,12 +240,14 @@ static enum MHD_Result first_call(struct tiled_server *srv, struct MHD_Connectio
         return MHD_NO;
     *req_cls = req;
     MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_query, req);
-    /* An answer decided by the head alone goes out before any upload. */
-    if (host_missing(req, c, version) ||
-        tiled_service_route(req, MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION)) ||
-        framing_error(req, c) ||
-        tiled_service_expect_body(req, MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH)))
+    if (framing_error(req, c)) /* always closes: the framing itself is in doubt */
         return queue_reply(req, c);
+    /* An answer decided by the head alone goes out before any upload. */
+    if (host_missing(req, c, version) || cors_preflight(req, c, method) ||
+        tiled_service_route(req, MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION)) ||
+        tiled_service_expect_body(req, MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH)) ||
+        tiled_service_check_head(req))
+        return answer_from_head(req, c);
     return MHD_YES;
 }
 

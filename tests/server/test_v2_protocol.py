@@ -1064,14 +1064,14 @@ class Compression(V2Case):
 
     def test_compressed_responses(self):
         a, body, headers = self.small_request()
-        want = np.tile(a, (2, 2))
+        want = np.tile(a, (20, 20))  # 19200 bytes: above the 1 KiB below which nothing is compressed
         for accept, encoding in (("gzip", "gzip"), ("deflate", "deflate"), ("gzip, deflate", None),
                                  ("identity", "identity"), ("deflate;q=0.2, gzip;q=0.9", "gzip"),
                                  ("gzip;q=0.1, deflate;q=0.8", "deflate"), ("gzip;q=0", "identity"),
                                  ("deflate;q=0, gzip", "gzip"), ("identity;q=0, deflate", "deflate")):
             for binary_out in (False, True):
                 with self.subTest(accept=accept, binary_output=binary_out):
-                    b, h = infer_body(tile_inputs(a, "INT32", [2, 2]), request_id="z",
+                    b, h = infer_body(tile_inputs(a, "INT32", [20, 20]), request_id="z",
                                       parameters={"binary_data_output": binary_out})
                     resp, out = self.post(infer_path(), b, dict(h, **{"Accept-Encoding": accept}))
                     self.assertEqual(resp.status, 200, out)
@@ -1083,6 +1083,7 @@ class Compression(V2Case):
                     else:
                         self.assertEqual(got, encoding)
                     self.assertEqual(int(resp.getheader("Content-Length")), len(out))
+                    self.assertEqual(resp.getheader("Vary"), "Accept-Encoding")
                     doc, t = parse_infer_response(resp, out)  # splits after decompressing
                     self.assert_output(doc, t, want, "INT32")
                     if binary_out:
@@ -1092,8 +1093,31 @@ class Compression(V2Case):
                                          "Inference-Header-Content-Length counts uncompressed JSON")
                         json.loads(plain[:n])
 
+    def test_small_bodies_are_not_compressed_and_every_answer_varies(self):
+        """Below 1 KiB a body fits one TCP segment either way: it is sent as it is. Compressed or
+        not, an answer that depends on Accept-Encoding says so to caches."""
+        a = np.arange(4, dtype=np.int8)
+        for repeats, compressed in (([2], False), ([300], True)):
+            for accept in ("gzip", "identity", None):
+                with self.subTest(repeats=repeats, accept=accept):
+                    b, h = infer_body(tile_inputs(a, "INT8", repeats))
+                    if accept:
+                        h["Accept-Encoding"] = accept
+                    resp, out = self.post(infer_path(), b, h)
+                    self.assertEqual(resp.status, 200, out)
+                    self.assertEqual(resp.getheader("Vary"), "Accept-Encoding")
+                    got = resp.getheader("Content-Encoding")
+                    self.assertEqual(got, "gzip" if compressed and accept == "gzip" else None, len(out))
+                    if got is None and accept == "gzip":
+                        self.assertLess(len(out), 1024)
+                    self.assert_output(*parse_infer_response(resp, out), np.tile(a, repeats), "INT8")
+        resp, out = self.post("/v1/tile", json.dumps({"input": {"dtype": "int8", "data": [1]}, "repeats": [3]}).encode(),
+                              {"Content-Type": "application/json", "Accept-Encoding": "gzip"})
+        self.assertEqual((resp.status, resp.getheader("Content-Encoding"), resp.getheader("Vary")),
+                         (200, None, "Accept-Encoding"))
+
     def test_v1_tile_compression(self):
-        doc = {"input": {"dtype": "float32", "shape": [2, 2], "data": [1, 2, 3, 4]}, "repeats": [1, 2]}
+        doc = {"input": {"dtype": "float32", "shape": [2, 2], "data": [1, 2, 3, 4]}, "repeats": [1, 100]}
         body = json.dumps(doc).encode()
         for encoding, pack, unpack in (("gzip", gzip.compress, gzip.decompress),
                                        ("deflate", zlib.compress, zlib.decompress)):
@@ -1104,8 +1128,8 @@ class Compression(V2Case):
                 self.assertEqual(resp.status, 200, out)
                 self.assertEqual(resp.getheader("Content-Encoding"), encoding)
                 got = json.loads(unpack(out))
-                self.assertEqual(got["output"]["shape"], [2, 4])
-                self.assertEqual(got["output"]["data"], [1, 2, 1, 2, 3, 4, 3, 4])
+                self.assertEqual(got["output"]["shape"], [2, 200])
+                self.assertEqual(got["output"]["data"], [1, 2] * 100 + [3, 4] * 100)
         resp, out = self.post("/v1/tile", body, {"Content-Type": "application/json", "Content-Encoding": "br"})
         self.assert_error(resp, out, 415, "/v1/tile br")
         self.assertIn("gzip", (resp.getheader("Accept-Encoding") or "").lower())
