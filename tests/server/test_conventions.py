@@ -22,7 +22,7 @@ import socket
 import tempfile
 import unittest
 
-from test_http import Daemon
+from test_http import Daemon, DaemonCase
 
 ORIGIN = "https://app.example"
 TILE = json.dumps({"input": {"dtype": "int8", "data": [1, 2]}, "repeats": [2]}).encode()
@@ -37,14 +37,8 @@ def listed(value):
     return {v.strip().lower() for v in (value or "").split(",") if v.strip()}
 
 
-class Cors(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.d = Daemon("--cors-origins", f"{ORIGIN}, http://localhost:3000")
-
-    @classmethod
-    def tearDownClass(cls):
-        assert cls.d.stop() == 0
+class Cors(DaemonCase):
+    daemon_args = ("--cors-origins", f"{ORIGIN}, http://localhost:3000")
 
     def test_browser_preflight_then_request(self):
         resp, body = preflight(self.d, "/v1/tile")
@@ -101,14 +95,7 @@ class CorsWithApiKeys(unittest.TestCase):
             os.unlink(f.name)
 
 
-class Conventions(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.d = Daemon()
-
-    @classmethod
-    def tearDownClass(cls):
-        assert cls.d.stop() == 0
+class Conventions(DaemonCase):
 
     def test_cors_is_off_by_default(self):
         resp, _ = preflight(self.d, "/v1/tile")

@@ -132,6 +132,37 @@ def same(a, b):
     return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
 
 
+def readme_python_output(marker, port):
+    """Runs the one README ```python example containing `marker` against a daemon on `port`;
+    returns (what it printed, the ```output block shown after it)."""
+    import contextlib
+    import io
+    readme = open(os.path.join(os.path.dirname(__file__), "..", "..", "README.md"), encoding="utf-8").read()
+    blocks = re.findall(r"```python\n(.*?)```\n```output\n(.*?)```", readme, re.S)
+    snippets = [(code, out) for code, out in blocks if marker in code]
+    if len(snippets) != 1:
+        raise AssertionError(f"{len(snippets)} README python examples contain {marker!r}")
+    code, expected = snippets[0]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(code.replace("127.0.0.1:8080", f"127.0.0.1:{port}"), {})
+    return out.getvalue().strip(), expected.strip()
+
+
+class DaemonCase(unittest.TestCase):
+    """A daemon (started with `daemon_args`) shared by a test class."""
+
+    daemon_args = ()
+
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon(*cls.daemon_args)
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.d.stop() == 0, "daemon exit status"
+
+
 def read_until_close(s, limit=1 << 20):
     """Everything the server sends on socket `s` until it closes (or the
     socket times out): (bytes, whether it closed)."""

@@ -20,7 +20,7 @@ from kserve.protocol.infer_type import RequestedOutput
 from kserve.protocol.rest.v2_datamodels import ModelMetadataResponse, ServerMetadataResponse
 
 sys.path.insert(0, os.path.dirname(__file__))
-from test_http import Daemon  # noqa: E402
+from test_http import Daemon, readme_python_output  # noqa: E402
 
 # What InferInput.set_data_from_numpy accepts, with the v2 name it sends.
 DATATYPES = {"BOOL": np.bool_, "INT8": np.int8, "INT16": np.int16, "INT32": np.int32, "INT64": np.int64,
@@ -120,18 +120,7 @@ class KServeSDK(unittest.TestCase):
 
     def test_readme_snippet(self):
         """The README's KServe example runs and prints what it shows."""
-        import contextlib
-        import io
-        import re
-        readme = open(os.path.join(os.path.dirname(__file__), "..", "..", "README.md"), encoding="utf-8").read()
-        blocks = re.findall(r"```python\n(.*?)```\n```output\n(.*?)```", readme, re.S)
-        snippets = [(code, out) for code, out in blocks if "from kserve import" in code]
-        self.assertEqual(len(snippets), 1)
-        code, expected = snippets[0]
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            exec(code.replace("127.0.0.1:8080", f"127.0.0.1:{self.d.port}"), {})
-        self.assertEqual(out.getvalue().strip(), expected.strip())
+        self.assertEqual(*readme_python_output("from kserve import", self.d.port))
 
 
 if __name__ == "__main__":

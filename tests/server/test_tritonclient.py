@@ -12,7 +12,7 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException, np_to_triton_dtype
 
 sys.path.insert(0, os.path.dirname(__file__))
-from test_http import Daemon  # noqa: E402
+from test_http import Daemon, readme_python_output  # noqa: E402
 
 NUMERIC = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
            np.float16, np.float32, np.float64]
@@ -137,18 +137,7 @@ class TritonClient(unittest.TestCase):
 
     def test_readme_snippet(self):
         """The README's tritonclient example runs and prints what it shows."""
-        import contextlib
-        import io
-        import re
-        readme = open(os.path.join(os.path.dirname(__file__), "..", "..", "README.md"), encoding="utf-8").read()
-        blocks = re.findall(r"```python\n(.*?)```\n```output\n(.*?)```", readme, re.S)
-        snippets = [(code, out) for code, out in blocks if "tritonclient" in code]
-        self.assertEqual(len(snippets), 1)
-        code, expected = snippets[0]
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            exec(code.replace("127.0.0.1:8080", f"127.0.0.1:{self.d.port}"), {})
-        self.assertEqual(out.getvalue().strip(), expected.strip())
+        self.assertEqual(*readme_python_output("tritonclient", self.d.port))
 
 
 if __name__ == "__main__":
