@@ -198,7 +198,7 @@ test:
 	@MAKE="$(MAKE)" ONLY="$(ONLY)" sh scripts/run-tests.sh $(TEST_SUITES)
 
 # The README's two commands on a new Debian 12 root (debootstrap); needs root
-# and the network, takes the better part of an hour. Not part of `make test`.
+# and the network, takes about 10 minutes. Not part of `make test`.
 fresh-test:
 	sh tests/fresh/run.sh
 
