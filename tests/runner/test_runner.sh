@@ -4,7 +4,8 @@
 # that cannot start (command not found, a suite it needs failed, PyPI out of
 # reach) fails by name, the verdict is the exit status and not what a suite
 # prints, every suite is counted (names with digits too), and `make test`
-# exits as the runner does. Also `make test-unit` runs every binary.
+# exits as the runner does. Also `make test-unit` runs every binary, and every
+# test script and module is run by some suite or make target.
 #
 #   sh tests/runner/test_runner.sh
 set -u
@@ -111,6 +112,21 @@ rc=$?
 expect "test-unit fails when a binary failed" unit [ "$rc" -ne 0 ]
 expect "test-unit runs the binaries after a failed one" unit [ -e "$tmp/unit-ran" ]
 expect "test-unit names the failed binary" unit grep -qx "failed unit tests: $tmp/unit-fails" "$tmp/unit.out"
+
+# Every test script and module is run by a suite or a make target: none is
+# left out of the runs without anyone seeing it.
+# The modules of tests/server are named as unittest modules, the rest by path.
+for f in tests/*/test_*.py tests/*/test_*.sh tests/test_*.sh; do
+  case "$f" in
+    tests/server/*) name=$(basename "$f" .py) ;;
+    *) name=$f ;;
+  esac
+  if grep -qw -- "$name" tests/suites Makefile ./*/*.mk ./*/*/*.mk 2>/dev/null; then
+    ok "$f is run"
+  else
+    bad "$f is named by no suite of tests/suites and no make target"
+  fi
+done
 
 echo "runner: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
