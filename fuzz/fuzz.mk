@@ -17,7 +17,7 @@
 FUZZ_CC      ?= clang
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_TIME    ?= 60
-FUZZ_TARGETS ?= v1_json raw npy v2 lists
+FUZZ_TARGETS ?= v1_json raw npy v2 lists grpc
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS  := -std=c11 -O1 -g -pthread $(WARN) -fno-strict-aliasing $(FUZZ_SAN)
 

@@ -8,7 +8,7 @@ rebuilds them (it needs numpy for the .npy files). Each seed is a small,
 valid request that reaches a different part of a decoder: every dtype
 family, every semantics, the optional fields, and the unusual but legal
 forms (data before dtype, big-endian and Fortran-order .npy, version 2.0
-and 3.0 headers, binary v2 inputs).
+and 3.0 headers, binary v2 inputs, raw and typed gRPC contents).
 """
 import io
 import json
@@ -168,6 +168,54 @@ V2 = {
                                  "parameters": {"binary_data_output": True}}),
 }
 
+# ---- grpc: ModelInferRequest protobuf messages ------------------------------------
+
+
+def pb_varint(v):
+    v &= (1 << 64) - 1
+    out = b""
+    while v >= 0x80:
+        out += bytes([(v & 0x7F) | 0x80])
+        v >>= 7
+    return out + bytes([v])
+
+
+def pb_len(field, data):
+    data = data.encode() if isinstance(data, str) else data
+    return pb_varint(field << 3 | 2) + pb_varint(len(data)) + data
+
+
+def pb_packed(field, values):
+    return pb_len(field, b"".join(pb_varint(v) for v in values))
+
+
+def ginp(name, datatype, shape, contents=None):
+    m = pb_len(1, name) + pb_len(2, datatype) + (pb_packed(3, shape) if shape else b"")
+    return pb_len(5, m + (pb_len(5, contents) if contents is not None else b""))
+
+
+def gparam(key, string):
+    return pb_len(4, pb_len(1, key) + pb_len(2, pb_len(3, string)))
+
+
+GRPC = {
+    "raw_fp32": pb_len(1, "tile") + pb_len(2, "13") + ginp("input", "FP32", [2, 2]) + ginp("repeats", "INT64", [2])
+    + pb_len(6, pb_len(1, "output")) + pb_len(7, struct.pack("<4f", 1, 2, 3, 4)) + pb_len(7, struct.pack("<2q", 2, 3)),
+    "typed_int": pb_len(1, "tile") + pb_len(3, "id-1") + ginp("input", "INT32", [3], pb_packed(2, [1, -2, 3]))
+    + ginp("repeats", "INT64", [1], pb_packed(3, [2])),
+    "typed_unpacked_bool": ginp("input", "BOOL", [2], pb_varint(1 << 3) + b"\x01" + pb_varint(1 << 3) + b"\x00")
+    + ginp("repeats", "UINT8", [1], pb_packed(4, [3])),
+    "typed_fp": ginp("input", "FP64", [1], pb_len(7, struct.pack("<d", 0.5)))
+    + ginp("repeats", "INT64", [1], pb_packed(3, [2])) + ginp("x", "FP32", [2], pb_len(6, struct.pack("<2f", 1, -1))),
+    "typed_bytes": ginp("input", "BYTES", [2], pb_len(8, "a") + pb_len(8, "\u00e9\n"))
+    + ginp("repeats", "INT64", [1], pb_packed(3, [2])) + gparam("semantics", "numpy"),
+    "raw_bytes": ginp("input", "BYTES", [2]) + pb_len(7, struct.pack("<I", 1) + b"a" + struct.pack("<I", 0)),
+    "raw_fp16": ginp("input", "FP16", [2]) + pb_len(7, struct.pack("<2H", 0x3C00, 0x7E00)),
+    "raw_complex": ginp("input", "COMPLEX64", [1, 1]) + pb_len(7, struct.pack("<2f", 1, 2)),
+    "scalar_bf16": ginp("input", "BF16", []) + pb_len(7, b"\x80\x3f"),
+}
+
+
 # ---- lists: max item count byte, then text -----------------------------------------
 
 LISTS = {
@@ -188,7 +236,7 @@ LISTS = {
 
 
 def main():
-    for t in ("v1_json", "raw", "npy", "v2", "lists"):
+    for t in ("v1_json", "raw", "npy", "v2", "lists", "grpc"):
         shutil.rmtree(os.path.join(ROOT, t), ignore_errors=True)
     for name, body in V1_JSON.items():
         json.loads(body)  # the seeds themselves must be valid JSON
@@ -201,6 +249,8 @@ def main():
         write("v2", name, data)
     for name, data in LISTS.items():
         write("lists", name, data)
+    for name, data in GRPC.items():
+        write("grpc", name, data)
     return 0
 
 

@@ -1,0 +1,495 @@
+/* grpc_infer.c - ModelInferRequest / ModelInferResponse (see grpc_infer.h).
+ *
+ * DESIGN. The request is walked in place with the wire reader: strings and
+ * raw contents stay views into the message. Each input's data is brought
+ * to the raw layout (raw contents as they are, typed contents converted in
+ * two passes: count, then fill) and handed to tile_v1_raw_decode(), so size
+ * checks and messages are those of HTTP binary data.
+ *
+ * Which typed field carries a datatype depends only on its class and
+ * element width (INT8..INT32 share int_contents, narrowed to their low
+ * bytes), so the table below is keyed like the codecs, not per dtype.
+ */
+#include "grpc_infer.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "pbwire.h"
+
+/* Field numbers of grpc_service.proto. */
+enum {
+    REQ_MODEL_NAME = 1,
+    REQ_MODEL_VERSION = 2,
+    REQ_ID = 3,
+    REQ_PARAMETERS = 4,
+    REQ_INPUTS = 5,
+    REQ_OUTPUTS = 6,
+    REQ_RAW_INPUT = 7,
+    IN_NAME = 1,
+    IN_DATATYPE = 2,
+    IN_SHAPE = 3,
+    IN_CONTENTS = 5,
+    OUT_NAME = 1,
+    MAP_KEY = 1,
+    MAP_VALUE = 2,
+    PARAM_STRING = 3,
+    RESP_MODEL_NAME = 1,
+    RESP_MODEL_VERSION = 2,
+    RESP_ID = 3,
+    RESP_OUTPUTS = 5,
+    RESP_RAW_OUTPUT = 6,
+    CONTENTS_FIELDS = 8,
+};
+
+/* InferTensorContents: field number -> the wire type of its scalars and the
+ * datatype name Triton reports for it. */
+static const struct contents_field {
+    enum tile_pb_wire wire;
+    const char *kserve;
+} contents_fields[CONTENTS_FIELDS + 1] = {
+    [1] = {TILE_PB_VARINT, "BOOL"},  [2] = {TILE_PB_VARINT, "INT32"}, [3] = {TILE_PB_VARINT, "INT64"},
+    [4] = {TILE_PB_VARINT, "UINT32"}, [5] = {TILE_PB_VARINT, "UINT64"}, [6] = {TILE_PB_I32, "FP32"},
+    [7] = {TILE_PB_I64, "FP64"},     [8] = {TILE_PB_LEN, "BYTES"},
+};
+
+/* The contents field for a datatype, or 0 when it travels raw only. */
+static uint32_t contents_field_of(enum tile_dtype dtype)
+{
+    const struct tile_dtype_traits *t = tile_dtype_traits(dtype);
+    switch (t->cls) {
+    case TILE_CLASS_BOOL:
+        return 1;
+    case TILE_CLASS_INT:
+        return t->size == 8 ? 3 : 2;
+    case TILE_CLASS_UINT:
+        return t->size == 8 ? 5 : 4;
+    case TILE_CLASS_FLOAT:
+        return t->size == 4 ? 6 : t->size == 8 ? 7 : 0;
+    case TILE_CLASS_STRING:
+        return 8;
+    default:
+        return 0;
+    }
+}
+
+/* What decoding one input needs beyond the request. */
+struct input_view {
+    struct tile_grpc_str name, datatype;
+    int rank;
+    int64_t shape[TILE_MAX_RANK];
+    const uint8_t *contents; /* InferTensorContents, NULL when absent */
+    size_t contents_len;
+};
+
+struct infer_ctx {
+    struct tile_grpc_infer_request *r;
+    const struct tile_limits *lim;
+    struct tile_error *e;
+    int nraw;
+    struct tile_grpc_str raw[TILE_GRPC_MAX_INPUTS];
+    bool too_many_raw;
+};
+
+static int max_rank_of(const struct tile_limits *lim)
+{
+    return lim->max_rank > 0 && lim->max_rank < TILE_MAX_RANK ? lim->max_rank : TILE_MAX_RANK;
+}
+
+static int want_wire(const struct tile_pb_field *f, enum tile_pb_wire wire, const char *what, struct tile_error *e)
+{
+    if (f->wire != wire)
+        return tile_error_set(e, TILE_EINVAL, "%s: field %u has wire type %d, expected %d", what, f->number,
+                              (int)f->wire, (int)wire);
+    return 0;
+}
+
+static struct tile_grpc_str str_of(const struct tile_pb_field *f)
+{
+    return (struct tile_grpc_str){(const char *)f->data, f->len};
+}
+
+static bool str_is(struct tile_grpc_str s, const char *lit)
+{
+    return s.len == strlen(lit) && memcmp(s.ptr, lit, s.len) == 0;
+}
+
+/* ---- parameters ---------------------------------------------------------- */
+
+/* One map<string, InferParameter> entry of the request; only `semantics`
+ * is read (a string), other keys are skipped as HTTP skips them. */
+static int read_parameter(struct infer_ctx *c, const struct tile_pb_field *entry)
+{
+    struct tile_pb_reader rd;
+    struct tile_pb_field f;
+    struct tile_grpc_str key = {"", 0};
+    const struct tile_pb_field *value = NULL;
+    struct tile_pb_field value_f;
+    int rc;
+    tile_pb_reader_init(&rd, entry->data, entry->len);
+    while ((rc = tile_pb_next(&rd, &f, "a request parameter", c->e)) > 0) {
+        if (f.number == MAP_KEY && f.wire == TILE_PB_LEN)
+            key = str_of(&f);
+        else if (f.number == MAP_VALUE && f.wire == TILE_PB_LEN)
+            value_f = f, value = &value_f;
+    }
+    if (rc < 0 || !str_is(key, "semantics"))
+        return rc;
+    bool found = false;
+    if (value) {
+        tile_pb_reader_init(&rd, value->data, value->len);
+        while ((rc = tile_pb_next(&rd, &f, "parameter 'semantics'", c->e)) > 0) {
+            if (f.number == PARAM_STRING && f.wire == TILE_PB_LEN) {
+                c->r->semantics = str_of(&f);
+                found = true;
+            } else {
+                found = false; /* a later member of the oneof wins */
+            }
+        }
+        if (rc < 0)
+            return -1;
+    }
+    if (!found)
+        return tile_error_set(c->e, TILE_EINVAL, "parameter 'semantics' must be a string_param");
+    c->r->has_semantics = true;
+    return 0;
+}
+
+/* ---- one input's description ------------------------------------------- */
+
+static int shape_dim(void *p, uint64_t v, struct tile_error *e)
+{
+    struct input_view *in = p;
+    if (in->rank == TILE_MAX_RANK)
+        return tile_error_set(e, TILE_EINVAL, "input '%.*s' has more than %d dimensions", (int)in->name.len,
+                              in->name.ptr, TILE_MAX_RANK);
+    in->shape[in->rank++] = (int64_t)v;
+    return 0;
+}
+
+static int read_input_view(struct infer_ctx *c, const struct tile_pb_field *msg, struct input_view *in)
+{
+    struct tile_pb_reader rd;
+    struct tile_pb_field f;
+    int rc;
+    memset(in, 0, sizeof(*in));
+    tile_pb_reader_init(&rd, msg->data, msg->len);
+    while ((rc = tile_pb_next(&rd, &f, "an input tensor", c->e)) > 0) {
+        if (f.number == IN_NAME) {
+            if (want_wire(&f, TILE_PB_LEN, "input name", c->e) < 0)
+                return -1;
+            in->name = str_of(&f);
+        } else if (f.number == IN_DATATYPE) {
+            if (want_wire(&f, TILE_PB_LEN, "input datatype", c->e) < 0)
+                return -1;
+            in->datatype = str_of(&f);
+        } else if (f.number == IN_SHAPE) {
+            if (tile_pb_scalars(&f, TILE_PB_VARINT, shape_dim, in, "input shape", c->e) < 0)
+                return -1;
+        } else if (f.number == IN_CONTENTS) {
+            if (want_wire(&f, TILE_PB_LEN, "input contents", c->e) < 0)
+                return -1;
+            in->contents = f.data;
+            in->contents_len = f.len;
+        }
+    }
+    return rc;
+}
+
+static int check_input_view(struct infer_ctx *c, const struct input_view *in, enum tile_dtype *dtype)
+{
+    *dtype = tile_dtype_parse_kserve(in->datatype.ptr, in->datatype.len);
+    if (*dtype == TILE_DTYPE_INVALID)
+        return tile_error_set(c->e, TILE_EINVAL,
+                              "unknown datatype '%.*s' (expected BOOL, UINT8..UINT64, INT8..INT64, FP16, BF16, FP32, "
+                              "FP64, BYTES, COMPLEX64 or COMPLEX128)",
+                              (int)in->datatype.len, in->datatype.ptr);
+    if (in->rank > max_rank_of(c->lim))
+        return tile_error_set(c->e, TILE_EINVAL, "input '%.*s' has rank %d, above the maximum rank of %d",
+                              (int)in->name.len, in->name.ptr, in->rank, max_rank_of(c->lim));
+    for (int i = 0; i < in->rank; i++) {
+        if (in->shape[i] < 0)
+            return tile_error_set(c->e, TILE_EINVAL, "shape[%d] is %lld; dimensions must be >= 0", i,
+                                  (long long)in->shape[i]);
+    }
+    return 0;
+}
+
+/* ---- typed contents -> raw layout ---------------------------------------- */
+
+struct typed_fill {
+    uint8_t *out;   /* NULL while counting */
+    uint64_t count; /* scalars seen */
+    size_t size;    /* bytes per element */
+};
+
+static int typed_scalar(void *p, uint64_t v, struct tile_error *e)
+{
+    (void)e;
+    struct typed_fill *t = p;
+    if (t->out) {
+        for (size_t i = 0; i < t->size; i++) /* little-endian low bytes: INT8/INT16 narrowed */
+            t->out[t->count * t->size + i] = (uint8_t)(v >> (8 * i));
+    }
+    t->count++;
+    return 0;
+}
+
+/* Walks the contents: checks that only the field for `dtype` is used and,
+ * with t->out set, writes its values in the raw layout. For BYTES,
+ * t->count counts strings and *bytes_len receives the raw length. */
+static int walk_contents(struct infer_ctx *c, const struct input_view *in, enum tile_dtype dtype, uint32_t want,
+                         struct typed_fill *t, uint64_t *bytes_len)
+{
+    struct tile_pb_reader rd;
+    struct tile_pb_field f;
+    int rc;
+    uint64_t raw = 0;
+    tile_pb_reader_init(&rd, in->contents, in->contents_len);
+    while ((rc = tile_pb_next(&rd, &f, "input contents", c->e)) > 0) {
+        if (f.number < 1 || f.number > CONTENTS_FIELDS)
+            continue;
+        if (f.number != want)
+            return tile_error_set(c->e, TILE_EINVAL,
+                                  "unexpected explicit tensor data for input tensor '%.*s' for model '%.*s' of type "
+                                  "'%s', expected datatype '%s'",
+                                  (int)in->name.len, in->name.ptr, (int)c->r->model_name.len, c->r->model_name.ptr,
+                                  contents_fields[f.number].kserve, tile_dtype_traits(dtype)->kserve);
+        if (want != 8) { /* 8: bytes_contents, one string per field */
+            if (tile_pb_scalars(&f, contents_fields[want].wire, typed_scalar, t, "input contents", c->e) < 0)
+                return -1;
+            continue;
+        }
+        if (want_wire(&f, TILE_PB_LEN, "bytes_contents", c->e) < 0)
+            return -1;
+        if (f.len > UINT32_MAX)
+            return tile_error_set(c->e, TILE_ETOOBIG, "input '%.*s' has a string of %zu bytes, above 4 GiB",
+                                  (int)in->name.len, in->name.ptr, f.len);
+        if (t->out) {
+            typed_scalar(&(struct typed_fill){t->out + raw, 0, 4}, f.len, c->e);
+            memcpy(t->out + raw + 4, f.data, f.len);
+        }
+        raw += 4 + (uint64_t)f.len;
+        t->count++;
+    }
+    *bytes_len = raw;
+    return rc;
+}
+
+/* Converts typed contents to a malloc'd raw buffer (*raw, *raw_len). */
+static int typed_to_raw(struct infer_ctx *c, const struct input_view *in, enum tile_dtype dtype, uint8_t **raw,
+                        uint64_t *raw_len)
+{
+    const struct tile_dtype_traits *tr = tile_dtype_traits(dtype);
+    uint32_t want = contents_field_of(dtype); /* 0: raw only, so any typed field is refused */
+    struct typed_fill t = {.size = tr->wire_size};
+    uint64_t bytes_len, nelem;
+    if (walk_contents(c, in, dtype, want, &t, &bytes_len) < 0 || tile_shape_elems(in->shape, in->rank, &nelem, c->e) < 0)
+        return -1;
+    if (t.count != nelem)
+        return tile_error_set(c->e, TILE_EINVAL, "input '%.*s' has %llu values in contents but its shape needs %llu%s",
+                              (int)in->name.len, in->name.ptr, (unsigned long long)t.count,
+                              (unsigned long long)nelem, want ? "" : " (its datatype travels in raw_input_contents only)");
+    /* count scalars each took at least one byte of the message: no overflow */
+    *raw_len = want == 8 ? bytes_len : t.count * t.size;
+    *raw = malloc(*raw_len ? *raw_len : 1);
+    if (!*raw)
+        return tile_error_set(c->e, TILE_ENOMEM, "cannot allocate %llu bytes for input '%.*s'",
+                              (unsigned long long)*raw_len, (int)in->name.len, in->name.ptr);
+    t.out = *raw;
+    t.count = 0;
+    if (walk_contents(c, in, dtype, want, &t, &bytes_len) < 0) {
+        free(*raw);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- inputs -------------------------------------------------------------- */
+
+static int decode_raw(struct infer_ctx *c, const struct input_view *in, enum tile_dtype dtype, const void *raw,
+                      uint64_t len, struct tile_tensor *out)
+{
+    struct tile_query_tensor qt = {.has_dtype = true, .has_shape = true, .dtype = dtype, .rank = in->rank};
+    memcpy(qt.shape, in->shape, sizeof(in->shape[0]) * (size_t)in->rank);
+    struct tile_request tmp;
+    tile_request_init(&tmp);
+    if (tile_v1_raw_decode(raw, (size_t)len, &qt, c->lim, &tmp, c->e) < 0) {
+        tile_request_free(&tmp);
+        if (!c->e)
+            return -1;
+        struct tile_error why = *c->e; /* the raw decoder speaks of a body: say which input */
+        tile_error_clear(c->e);
+        return tile_error_set(c->e, why.code, "input '%.*s': %s", (int)in->name.len, in->name.ptr, why.text);
+    }
+    *out = tmp.input; /* take the tensor */
+    return 0;
+}
+
+static int read_input(struct infer_ctx *c, const struct tile_pb_field *msg, int *raw_next)
+{
+    struct input_view in;
+    enum tile_dtype dtype;
+    if (read_input_view(c, msg, &in) < 0 || check_input_view(c, &in, &dtype) < 0)
+        return -1;
+    struct tile_grpc_input *gi = &c->r->inputs[c->r->ninputs];
+    gi->name = in.name;
+    struct tile_grpc_str mn = c->r->model_name;
+    if (in.contents && c->nraw > 0)
+        return tile_error_set(c->e, TILE_EINVAL,
+                              "contents field must not be specified when using raw_input_contents for '%.*s' for "
+                              "model '%.*s'",
+                              (int)in.name.len, in.name.ptr, (int)mn.len, mn.ptr);
+    if (!in.contents && *raw_next >= c->nraw)
+        return tile_error_set(c->e, TILE_EINVAL, "unable to find data for input tensor '%.*s' for model '%.*s' in request.",
+                              (int)in.name.len, in.name.ptr, (int)mn.len, mn.ptr);
+    int rc;
+    if (in.contents) {
+        uint8_t *raw = NULL;
+        uint64_t len = 0;
+        if (typed_to_raw(c, &in, dtype, &raw, &len) < 0)
+            return -1;
+        rc = decode_raw(c, &in, dtype, raw, len, &gi->t);
+        free(raw);
+        gi->typed = true;
+    } else {
+        struct tile_grpc_str raw = c->raw[(*raw_next)++];
+        rc = decode_raw(c, &in, dtype, raw.ptr, raw.len, &gi->t);
+    }
+    if (rc == 0)
+        c->r->ninputs++;
+    return rc;
+}
+
+static int read_output(struct infer_ctx *c, const struct tile_pb_field *msg)
+{
+    struct tile_pb_reader rd;
+    struct tile_pb_field f;
+    int rc;
+    if (c->r->noutputs == TILE_GRPC_MAX_OUTPUTS)
+        return tile_error_set(c->e, TILE_EINVAL, "the request asks for more than %d outputs", TILE_GRPC_MAX_OUTPUTS);
+    struct tile_grpc_str *name = &c->r->outputs[c->r->noutputs++];
+    *name = (struct tile_grpc_str){"", 0};
+    tile_pb_reader_init(&rd, msg->data, msg->len);
+    while ((rc = tile_pb_next(&rd, &f, "a requested output", c->e)) > 0) {
+        if (f.number == OUT_NAME && want_wire(&f, TILE_PB_LEN, "output name", c->e) < 0)
+            return -1;
+        if (f.number == OUT_NAME)
+            *name = str_of(&f);
+    }
+    return rc;
+}
+
+/* ---- the request --------------------------------------------------------- */
+
+/* First pass: scalars, parameters, outputs and the raw contents (inputs
+ * need to know whether raw contents are used before they are read). */
+static int read_top(struct infer_ctx *c, const void *msg, size_t len, int *ninputs)
+{
+    struct tile_pb_reader rd;
+    struct tile_pb_field f;
+    int rc;
+    tile_pb_reader_init(&rd, msg, len);
+    while ((rc = tile_pb_next(&rd, &f, "ModelInferRequest", c->e)) > 0) {
+        if (f.number > REQ_RAW_INPUT)
+            continue; /* fields of later protocol versions */
+        if (want_wire(&f, TILE_PB_LEN, "ModelInferRequest", c->e) < 0)
+            return -1;
+        if (f.number == REQ_MODEL_NAME)
+            c->r->model_name = str_of(&f);
+        else if (f.number == REQ_MODEL_VERSION)
+            c->r->model_version = str_of(&f);
+        else if (f.number == REQ_ID)
+            c->r->id = str_of(&f);
+        else if (f.number == REQ_PARAMETERS && read_parameter(c, &f) < 0)
+            return -1;
+        else if (f.number == REQ_INPUTS && ++*ninputs > TILE_GRPC_MAX_INPUTS)
+            return tile_error_set(c->e, TILE_EINVAL, "the request has more than %d inputs", TILE_GRPC_MAX_INPUTS);
+        else if (f.number == REQ_OUTPUTS && read_output(c, &f) < 0)
+            return -1;
+        else if (f.number == REQ_RAW_INPUT && c->nraw == TILE_GRPC_MAX_INPUTS)
+            return tile_error_set(c->e, TILE_EINVAL, "the request has more than %d raw_input_contents",
+                                  TILE_GRPC_MAX_INPUTS);
+        else if (f.number == REQ_RAW_INPUT)
+            c->raw[c->nraw++] = str_of(&f);
+    }
+    return rc;
+}
+
+static int read_inputs(struct infer_ctx *c, const void *msg, size_t len)
+{
+    struct tile_pb_reader rd;
+    struct tile_pb_field f;
+    int rc, raw_next = 0;
+    tile_pb_reader_init(&rd, msg, len);
+    while ((rc = tile_pb_next(&rd, &f, "ModelInferRequest", c->e)) > 0) {
+        if (f.number == REQ_INPUTS && read_input(c, &f, &raw_next) < 0)
+            return -1;
+    }
+    if (rc == 0 && raw_next != c->nraw)
+        return tile_error_set(c->e, TILE_EINVAL, "the request has %d raw_input_contents but %d inputs use them",
+                              c->nraw, raw_next);
+    return rc;
+}
+
+int tile_grpc_infer_decode(const void *msg, size_t len, const struct tile_limits *lim,
+                           struct tile_grpc_infer_request *r, struct tile_error *e)
+{
+    memset(r, 0, sizeof(*r));
+    struct infer_ctx c = {.r = r, .lim = lim, .e = e};
+    int ninputs = 0;
+    if (read_top(&c, msg, len, &ninputs) < 0 || read_inputs(&c, msg, len) < 0)
+        return -1;
+    if (r->ninputs == 0)
+        return tile_error_set(e, TILE_EINVAL, "the request has no 'inputs'");
+    return 0;
+}
+
+void tile_grpc_infer_request_free(struct tile_grpc_infer_request *r)
+{
+    for (int i = 0; i < r->ninputs; i++)
+        tile_tensor_free(&r->inputs[i].t);
+    r->ninputs = 0;
+}
+
+/* ---- the reply ------------------------------------------------------------ */
+
+static size_t output_tensor_size(const struct tile_grpc_infer_reply *r, size_t *shape_len)
+{
+    *shape_len = 0;
+    for (int i = 0; i < r->rank; i++)
+        *shape_len += tile_pb_varint_size((uint64_t)r->shape[i]);
+    const char *dt = tile_dtype_traits(r->dtype)->kserve;
+    return tile_pb_bytes_size(1, r->output_name.len) + tile_pb_bytes_size(2, strlen(dt)) +
+           (r->rank ? tile_pb_bytes_size(3, *shape_len) : 0);
+}
+
+size_t tile_grpc_infer_reply_head_size(const struct tile_grpc_infer_reply *r)
+{
+    size_t shape_len;
+    size_t out = output_tensor_size(r, &shape_len);
+    return tile_pb_bytes_size(RESP_MODEL_NAME, r->model_name.len) +
+           tile_pb_bytes_size(RESP_MODEL_VERSION, r->model_version.len) +
+           (r->id.len ? tile_pb_bytes_size(RESP_ID, r->id.len) : 0) + tile_pb_bytes_size(RESP_OUTPUTS, out) +
+           tile_pb_len_head_size(RESP_RAW_OUTPUT, r->raw_len);
+}
+
+void tile_grpc_infer_reply_head(const struct tile_grpc_infer_reply *r, uint8_t *p)
+{
+    size_t shape_len;
+    size_t out = output_tensor_size(r, &shape_len);
+    const char *dt = tile_dtype_traits(r->dtype)->kserve;
+    p = tile_pb_put_bytes(p, RESP_MODEL_NAME, r->model_name.ptr, r->model_name.len);
+    p = tile_pb_put_bytes(p, RESP_MODEL_VERSION, r->model_version.ptr, r->model_version.len);
+    if (r->id.len)
+        p = tile_pb_put_bytes(p, RESP_ID, r->id.ptr, r->id.len);
+    p = tile_pb_put_len_head(p, RESP_OUTPUTS, out);
+    p = tile_pb_put_bytes(p, 1, r->output_name.ptr, r->output_name.len);
+    p = tile_pb_put_bytes(p, 2, dt, strlen(dt));
+    if (r->rank) {
+        p = tile_pb_put_len_head(p, 3, shape_len);
+        for (int i = 0; i < r->rank; i++)
+            p = tile_pb_put_varint(p, (uint64_t)r->shape[i]);
+    }
+    tile_pb_put_len_head(p, RESP_RAW_OUTPUT, r->raw_len);
+}

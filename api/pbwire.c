@@ -1,0 +1,159 @@
+/* pbwire.c - Protocol Buffers wire format (see pbwire.h).
+ *
+ * Every length is checked against the bytes that remain before it is used,
+ * so a reader never looks past `end` whatever a peer sends: a varint may
+ * not run past the buffer or beyond ten bytes, a length may not exceed what
+ * follows it.
+ */
+#include "pbwire.h"
+
+#include <string.h>
+
+void tile_pb_reader_init(struct tile_pb_reader *r, const void *buf, size_t len)
+{
+    r->p = buf;
+    r->end = r->p + len;
+}
+
+/* Returns 0, or -1 when the varint is truncated or longer than 64 bits. */
+static int read_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
+{
+    uint64_t v = 0;
+    const uint8_t *p = *pp;
+    for (unsigned shift = 0; shift < 64; shift += 7) {
+        if (p == end)
+            return -1;
+        uint8_t b = *p++;
+        if (shift == 63 && b > 1)
+            return -1;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *pp = p;
+            *out = v;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static uint64_t read_le(const uint8_t *p, size_t n)
+{
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+/* Reads one scalar of wire type `wire` (not TILE_PB_LEN). */
+static int read_scalar(const uint8_t **pp, const uint8_t *end, enum tile_pb_wire wire, uint64_t *out)
+{
+    if (wire == TILE_PB_VARINT)
+        return read_varint(pp, end, out);
+    size_t n = wire == TILE_PB_I64 ? 8 : 4;
+    if ((size_t)(end - *pp) < n)
+        return -1;
+    *out = read_le(*pp, n);
+    *pp += n;
+    return 0;
+}
+
+int tile_pb_next(struct tile_pb_reader *r, struct tile_pb_field *f, const char *what, struct tile_error *e)
+{
+    if (r->p == r->end)
+        return 0;
+    uint64_t key;
+    if (read_varint(&r->p, r->end, &key) < 0)
+        return tile_error_set(e, TILE_EINVAL, "%s is not a valid protobuf message (truncated field key)", what);
+    memset(f, 0, sizeof(*f));
+    f->wire = (enum tile_pb_wire)(key & 7);
+    if (key >> 3 == 0 || key >> 3 > 0x1fffffff)
+        return tile_error_set(e, TILE_EINVAL, "%s is not a valid protobuf message (field number %llu)", what,
+                              (unsigned long long)(key >> 3));
+    f->number = (uint32_t)(key >> 3);
+    if (f->wire == TILE_PB_LEN) {
+        uint64_t len;
+        if (read_varint(&r->p, r->end, &len) < 0 || len > (uint64_t)(r->end - r->p))
+            return tile_error_set(e, TILE_EINVAL, "%s is not a valid protobuf message (field %u runs past its end)",
+                                  what, f->number);
+        f->data = r->p;
+        f->len = (size_t)len;
+        r->p += len;
+        return 1;
+    }
+    if (f->wire != TILE_PB_VARINT && f->wire != TILE_PB_I64 && f->wire != TILE_PB_I32)
+        return tile_error_set(e, TILE_EINVAL, "%s is not a valid protobuf message (field %u has wire type %d)", what,
+                              f->number, (int)f->wire);
+    if (read_scalar(&r->p, r->end, f->wire, &f->value) < 0)
+        return tile_error_set(e, TILE_EINVAL, "%s is not a valid protobuf message (field %u is truncated)", what,
+                              f->number);
+    return 1;
+}
+
+int tile_pb_scalars(const struct tile_pb_field *f, enum tile_pb_wire elem, tile_pb_scalar_fn fn, void *ctx,
+                    const char *what, struct tile_error *e)
+{
+    if (f->wire == elem)
+        return fn(ctx, f->value, e);
+    if (f->wire != TILE_PB_LEN)
+        return tile_error_set(e, TILE_EINVAL, "%s: field %u has wire type %d, expected %d or packed", what, f->number,
+                              (int)f->wire, (int)elem);
+    const uint8_t *p = f->data, *end = f->data + f->len;
+    while (p < end) {
+        uint64_t v;
+        if (read_scalar(&p, end, elem, &v) < 0)
+            return tile_error_set(e, TILE_EINVAL, "%s: packed field %u is truncated", what, f->number);
+        if (fn(ctx, v, e) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- writer -------------------------------------------------------------- */
+
+size_t tile_pb_varint_size(uint64_t v)
+{
+    size_t n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+uint8_t *tile_pb_put_varint(uint8_t *p, uint64_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (uint8_t)v;
+    return p;
+}
+
+uint8_t *tile_pb_put_tag(uint8_t *p, uint32_t number, enum tile_pb_wire wire)
+{
+    return tile_pb_put_varint(p, (uint64_t)number << 3 | (uint64_t)wire);
+}
+
+size_t tile_pb_len_head_size(uint32_t number, uint64_t len)
+{
+    return tile_pb_varint_size((uint64_t)number << 3) + tile_pb_varint_size(len);
+}
+
+uint8_t *tile_pb_put_len_head(uint8_t *p, uint32_t number, uint64_t len)
+{
+    return tile_pb_put_varint(tile_pb_put_tag(p, number, TILE_PB_LEN), len);
+}
+
+size_t tile_pb_bytes_size(uint32_t number, size_t len)
+{
+    return tile_pb_len_head_size(number, len) + len;
+}
+
+uint8_t *tile_pb_put_bytes(uint8_t *p, uint32_t number, const void *data, size_t len)
+{
+    p = tile_pb_put_len_head(p, number, len);
+    if (len)
+        memcpy(p, data, len);
+    return p + len;
+}

@@ -1,0 +1,68 @@
+/* pbwire.h - the Protocol Buffers wire format, as much as the Open Inference
+ * Protocol's gRPC messages need: a reader that walks the fields of one
+ * message in place (length-delimited fields point into the buffer, nothing
+ * is copied) and a writer of tags, varints and length-delimited fields.
+ *
+ * Repeated scalars arrive packed (one length-delimited field) or unpacked
+ * (one field per value); proto3 writers pack by default and parsers must
+ * accept both, so tile_pb_scalars() walks either form.
+ */
+#ifndef TILE_PBWIRE_H
+#define TILE_PBWIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+enum tile_pb_wire {
+    TILE_PB_VARINT = 0,
+    TILE_PB_I64 = 1,
+    TILE_PB_LEN = 2,
+    TILE_PB_I32 = 5,
+};
+
+/* One field: its number and wire type, and either the scalar `value`
+ * (varint, or the little-endian fixed32/fixed64 bits) or, for TILE_PB_LEN,
+ * the bytes data[0, len) inside the message. */
+struct tile_pb_field {
+    uint32_t number;
+    enum tile_pb_wire wire;
+    uint64_t value;
+    const uint8_t *data;
+    size_t len;
+};
+
+struct tile_pb_reader {
+    const uint8_t *p, *end;
+};
+
+void tile_pb_reader_init(struct tile_pb_reader *r, const void *buf, size_t len);
+
+/* Reads the next field. Returns 1 with `f` filled, 0 at the end of the
+ * message, -1 when the bytes are not a well-formed message (`e` names
+ * `what`, the message being read). Groups and field number 0 are refused. */
+int tile_pb_next(struct tile_pb_reader *r, struct tile_pb_field *f, const char *what, struct tile_error *e);
+
+/* Calls fn(ctx, value) for each scalar of a repeated field in either form:
+ * one unpacked field of wire type `elem`, or a packed TILE_PB_LEN field of
+ * such scalars. Returns -1 when `f` has another wire type, a packed run is
+ * malformed, or fn returns -1. */
+typedef int (*tile_pb_scalar_fn)(void *ctx, uint64_t value, struct tile_error *e);
+int tile_pb_scalars(const struct tile_pb_field *f, enum tile_pb_wire elem, tile_pb_scalar_fn fn, void *ctx,
+                    const char *what, struct tile_error *e);
+
+/* Writer. Each put writes at `p` and returns the position after what it
+ * wrote; the caller sizes the buffer with the matching *_size(). */
+size_t tile_pb_varint_size(uint64_t v);
+uint8_t *tile_pb_put_varint(uint8_t *p, uint64_t v);
+uint8_t *tile_pb_put_tag(uint8_t *p, uint32_t number, enum tile_pb_wire wire);
+/* Tag and length of a length-delimited field whose `len` bytes follow. */
+size_t tile_pb_len_head_size(uint32_t number, uint64_t len);
+uint8_t *tile_pb_put_len_head(uint8_t *p, uint32_t number, uint64_t len);
+/* A whole length-delimited field (tag, length, bytes). */
+size_t tile_pb_bytes_size(uint32_t number, size_t len);
+uint8_t *tile_pb_put_bytes(uint8_t *p, uint32_t number, const void *data, size_t len);
+
+#endif

@@ -1,0 +1,110 @@
+/* fuzz_grpc.c - the gRPC ModelInferRequest decoder (tile_grpc_infer_decode),
+ * then what the server would do with each accepted input: plan and encode
+ * it in every format (fuzz_common.h), and write a ModelInferResponse head
+ * for it that must read back as what was put in.
+ *
+ * Input layout: the protobuf message itself. */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuzz_common.h"
+#include "grpc_infer.h"
+#include "pbwire.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check_inside(struct tile_grpc_str s, const uint8_t *msg, size_t size, const char *what)
+{
+    FUZZ_CHECK(s.len == 0 || ((const uint8_t *)s.ptr >= msg && s.len <= size &&
+                              (const uint8_t *)s.ptr - msg <= (ptrdiff_t)(size - s.len)),
+               "%s points outside the message", what);
+}
+
+static bool same(const struct tile_pb_field *f, struct tile_grpc_str s)
+{
+    return f->len == s.len && (s.len == 0 || memcmp(f->data, s.ptr, s.len) == 0);
+}
+
+/* The reply head for `in`, read back field by field. */
+static void check_reply(const struct tile_grpc_infer_request *r, const struct tile_tensor *t)
+{
+    struct tile_grpc_infer_reply rep = {
+        .model_name = r->model_name,
+        .model_version = r->model_version,
+        .id = r->id,
+        .output_name = {"output", 6},
+        .dtype = t->dtype,
+        .rank = t->rank,
+        .shape = t->shape,
+        .raw_len = 3,
+    };
+    size_t head = tile_grpc_infer_reply_head_size(&rep);
+    uint8_t *buf = malloc(head + 3);
+    if (!buf)
+        return;
+    tile_grpc_infer_reply_head(&rep, buf);
+    memcpy(buf + head, "xyz", 3);
+    struct tile_pb_reader rd;
+    struct tile_pb_field f;
+    struct tile_error e = {0};
+    int rc, n = 0;
+    tile_pb_reader_init(&rd, buf, head + 3);
+    while ((rc = tile_pb_next(&rd, &f, "the reply", &e)) > 0) {
+        n++;
+        if (f.number == 1)
+            FUZZ_CHECK(same(&f, rep.model_name), "model_name");
+        if (f.number == 3)
+            FUZZ_CHECK(same(&f, rep.id), "id");
+        if (f.number == 2)
+            FUZZ_CHECK(same(&f, rep.model_version), "model_version");
+        if (f.number == 6)
+            FUZZ_CHECK(same(&f, (struct tile_grpc_str){"xyz", 3}), "raw_output_contents");
+    }
+    FUZZ_CHECK(rc == 0, "the reply does not read back: %s", e.text);
+    FUZZ_CHECK(n == 4 + (rep.id.len > 0), "the reply has %d fields", n);
+    free(buf);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    /* An exact-size copy, so reads past the message are caught. */
+    uint8_t *msg = malloc(size ? size : 1);
+    if (!msg)
+        return 0;
+    if (size)
+        memcpy(msg, data, size);
+    struct tile_grpc_infer_request r;
+    struct tile_error e = {0};
+    int rc = tile_grpc_infer_decode(msg, size, &fuzz_limits, &r, &e);
+    fuzz_check_result(rc, &e, "tile_grpc_infer_decode");
+    if (rc == 0) {
+        check_inside(r.model_name, msg, size, "model_name");
+        check_inside(r.model_version, msg, size, "model_version");
+        check_inside(r.id, msg, size, "id");
+        check_inside(r.semantics, msg, size, "semantics");
+        for (int i = 0; i < r.noutputs; i++)
+            check_inside(r.outputs[i], msg, size, "an output name");
+        FUZZ_CHECK(r.ninputs > 0 && r.ninputs <= TILE_GRPC_MAX_INPUTS, "%d inputs", r.ninputs);
+        for (int i = 0; i < r.ninputs; i++) {
+            const struct tile_tensor *t = &r.inputs[i].t;
+            check_inside(r.inputs[i].name, msg, size, "an input name");
+            fuzz_check_tensor(t, fuzz_limits.max_rank);
+            check_reply(&r, t);
+            /* Tile it once along every axis, as the server would. */
+            struct tile_request tr;
+            tile_request_init(&tr);
+            tr.input = *t;
+            tr.has_repeats = true;
+            tr.nrepeats = t->rank;
+            for (int k = 0; k < t->rank; k++)
+                tr.repeats[k] = k == 0 ? 2 : 1;
+            fuzz_encode_request(&tr); /* borrows the tensor; r frees it */
+        }
+    }
+    tile_grpc_infer_request_free(&r);
+    free(msg);
+    return 0;
+}

@@ -1,0 +1,587 @@
+/* test_grpc_infer.c - the Protocol Buffers wire reader and writer
+ * (api/pbwire.c) against the encoding guide's examples, and ModelInfer
+ * request decoding and reply heads (api/grpc_infer.c): raw and typed
+ * contents for every datatype, packed and unpacked, and Triton's rules
+ * and messages for mixed or missing data. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "grpc_infer.h"
+#include "pbwire.h"
+
+static void assert_error_has(const struct tile_error *e, enum tile_errcode code, const char *substr)
+{
+    if (!strstr(e->text, substr))
+        fail_msg("error \"%s\" does not contain \"%s\"", e->text, substr);
+    assert_int_equal(e->code, code);
+}
+
+/* ---- a message builder for the tests ------------------------------------ */
+
+struct msg {
+    uint8_t buf[8192];
+    size_t len;
+};
+
+static void put_varint_field(struct msg *m, uint32_t number, uint64_t v)
+{
+    uint8_t *p = tile_pb_put_tag(m->buf + m->len, number, TILE_PB_VARINT);
+    m->len = (size_t)(tile_pb_put_varint(p, v) - m->buf);
+}
+
+static void put_raw(struct msg *m, uint32_t number, const void *data, size_t len)
+{
+    m->len = (size_t)(tile_pb_put_bytes(m->buf + m->len, number, data, len) - m->buf);
+}
+
+static void put_str(struct msg *m, uint32_t number, const char *s)
+{
+    put_raw(m, number, s, strlen(s));
+}
+
+static void put_sub(struct msg *m, uint32_t number, const struct msg *sub)
+{
+    put_raw(m, number, sub->buf, sub->len);
+}
+
+static void put_packed_varints(struct msg *m, uint32_t number, const int64_t *v, int n)
+{
+    struct msg packed = {.len = 0};
+    for (int i = 0; i < n; i++)
+        packed.len = (size_t)(tile_pb_put_varint(packed.buf + packed.len, (uint64_t)v[i]) - packed.buf);
+    put_sub(m, number, &packed);
+}
+
+/* InferInputTensor with name, datatype, shape and optional contents. */
+static void put_input(struct msg *req, const char *name, const char *datatype, const int64_t *shape, int rank,
+                      const struct msg *contents)
+{
+    struct msg in = {.len = 0};
+    put_str(&in, 1, name);
+    put_str(&in, 2, datatype);
+    if (rank)
+        put_packed_varints(&in, 3, shape, rank);
+    if (contents)
+        put_sub(&in, 5, contents);
+    put_sub(req, 5, &in);
+}
+
+static void put_repeats_raw(struct msg *req, const int64_t *repeats, int n)
+{
+    int64_t shape[1] = {n};
+    put_input(req, "repeats", "INT64", shape, 1, NULL);
+    (void)repeats;
+}
+
+static const struct tile_limits limits = {.max_rank = 8};
+
+static int decode(const struct msg *m, struct tile_grpc_infer_request *r, struct tile_error *e)
+{
+    return tile_grpc_infer_decode(m->buf, m->len, &limits, r, e);
+}
+
+static void decode_bad(const struct msg *m, const char *substr)
+{
+    struct tile_grpc_infer_request r;
+    struct tile_error e = {0};
+    assert_int_equal(decode(m, &r, &e), -1);
+    assert_error_has(&e, TILE_EINVAL, substr);
+    tile_grpc_infer_request_free(&r);
+}
+
+/* ---- wire format --------------------------------------------------------- */
+
+static void test_varints(void **state)
+{
+    (void)state;
+    static const struct {
+        uint64_t v;
+        uint8_t bytes[10];
+        size_t n;
+    } cases[] = {
+        {1, {0x01}, 1},
+        {150, {0x96, 0x01}, 2},
+        {300, {0xac, 0x02}, 2},
+        {UINT64_MAX, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, 10},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        uint8_t buf[16];
+        assert_int_equal(tile_pb_varint_size(cases[i].v), cases[i].n);
+        assert_int_equal(tile_pb_put_varint(buf, cases[i].v) - buf, cases[i].n);
+        assert_memory_equal(buf, cases[i].bytes, cases[i].n);
+        /* read back as field 1 */
+        uint8_t field[16] = {0x08};
+        memcpy(field + 1, buf, cases[i].n);
+        struct tile_pb_reader rd;
+        struct tile_pb_field f;
+        struct tile_error e = {0};
+        tile_pb_reader_init(&rd, field, cases[i].n + 1);
+        assert_int_equal(tile_pb_next(&rd, &f, "m", &e), 1);
+        assert_int_equal(f.number, 1);
+        assert_int_equal(f.wire, TILE_PB_VARINT);
+        assert_true(f.value == cases[i].v);
+        assert_int_equal(tile_pb_next(&rd, &f, "m", &e), 0);
+    }
+}
+
+static void next_bad(const uint8_t *bytes, size_t n, const char *substr)
+{
+    struct tile_pb_reader rd;
+    struct tile_pb_field f;
+    struct tile_error e = {0};
+    tile_pb_reader_init(&rd, bytes, n);
+    int rc;
+    while ((rc = tile_pb_next(&rd, &f, "the message", &e)) > 0)
+        ;
+    assert_int_equal(rc, -1);
+    assert_error_has(&e, TILE_EINVAL, substr);
+}
+
+static void test_fields(void **state)
+{
+    (void)state;
+    /* The encoding guide's examples: field 2 "testing", field 1 = 150. */
+    static const uint8_t msg[] = {0x12, 0x07, 't', 'e', 's', 't', 'i', 'n', 'g', 0x08, 0x96, 0x01,
+                                  0x1d, 0x01, 0x02, 0x03, 0x04, 0x21, 1, 2, 3, 4, 5, 6, 7, 8};
+    struct tile_pb_reader rd;
+    struct tile_pb_field f;
+    struct tile_error e = {0};
+    tile_pb_reader_init(&rd, msg, sizeof(msg));
+    assert_int_equal(tile_pb_next(&rd, &f, "m", &e), 1);
+    assert_int_equal(f.number, 2);
+    assert_int_equal(f.wire, TILE_PB_LEN);
+    assert_int_equal(f.len, 7);
+    assert_memory_equal(f.data, "testing", 7);
+    assert_int_equal(tile_pb_next(&rd, &f, "m", &e), 1);
+    assert_true(f.number == 1 && f.value == 150);
+    assert_int_equal(tile_pb_next(&rd, &f, "m", &e), 1);
+    assert_true(f.number == 3 && f.wire == TILE_PB_I32 && f.value == 0x04030201u);
+    assert_int_equal(tile_pb_next(&rd, &f, "m", &e), 1);
+    assert_true(f.number == 4 && f.wire == TILE_PB_I64 && f.value == UINT64_C(0x0807060504030201));
+    assert_int_equal(tile_pb_next(&rd, &f, "m", &e), 0);
+
+    next_bad((const uint8_t[]){0x12, 0x08, 't'}, 3, "runs past its end");
+    next_bad((const uint8_t[]){0x08, 0x96}, 2, "field 1 is truncated");
+    next_bad((const uint8_t[]){0x1d, 1, 2, 3}, 4, "field 3 is truncated");
+    next_bad((const uint8_t[]){0x0b}, 1, "wire type 3"); /* groups */
+    next_bad((const uint8_t[]){0x00, 0x01}, 2, "field number 0");
+    next_bad((const uint8_t[]){0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02}, 11, "truncated");
+    next_bad((const uint8_t[]){0x88}, 1, "truncated field key");
+}
+
+static int collect(void *p, uint64_t v, struct tile_error *e)
+{
+    (void)e;
+    uint64_t *out = p;
+    out[++out[0]] = v;
+    return 0;
+}
+
+static void test_packed_and_unpacked(void **state)
+{
+    (void)state;
+    /* The guide's packed example: field 4 = [3, 270, 86942]; then unpacked. */
+    static const uint8_t packed[] = {0x22, 0x06, 0x03, 0x8e, 0x02, 0x9e, 0xa7, 0x05};
+    static const uint8_t unpacked[] = {0x20, 0x03, 0x20, 0x8e, 0x02, 0x20, 0x9e, 0xa7, 0x05};
+    const uint8_t *forms[] = {packed, unpacked};
+    size_t lens[] = {sizeof(packed), sizeof(unpacked)};
+    for (int k = 0; k < 2; k++) {
+        uint64_t got[8] = {0};
+        struct tile_pb_reader rd;
+        struct tile_pb_field f;
+        struct tile_error e = {0};
+        tile_pb_reader_init(&rd, forms[k], lens[k]);
+        while (tile_pb_next(&rd, &f, "m", &e) > 0)
+            assert_int_equal(tile_pb_scalars(&f, TILE_PB_VARINT, collect, got, "m", &e), 0);
+        assert_int_equal(got[0], 3);
+        assert_true(got[1] == 3 && got[2] == 270 && got[3] == 86942);
+    }
+    struct tile_pb_field f = {.number = 4, .wire = TILE_PB_LEN, .data = (const uint8_t[]){1, 2, 3}, .len = 3};
+    uint64_t got[8] = {0};
+    struct tile_error e = {0};
+    assert_int_equal(tile_pb_scalars(&f, TILE_PB_I32, collect, got, "m", &e), -1);
+    assert_error_has(&e, TILE_EINVAL, "packed field 4 is truncated");
+    f.wire = TILE_PB_I64;
+    tile_error_clear(&e);
+    assert_int_equal(tile_pb_scalars(&f, TILE_PB_VARINT, collect, got, "m", &e), -1);
+    assert_error_has(&e, TILE_EINVAL, "wire type 1");
+}
+
+/* ---- ModelInferRequest --------------------------------------------------- */
+
+static void test_raw_request(void **state)
+{
+    (void)state;
+    struct msg req = {.len = 0};
+    float data[4] = {1, 2, 3, 4};
+    int64_t repeats[2] = {2, 3};
+    int64_t shape[2] = {2, 2};
+    put_str(&req, 1, "tile");
+    put_str(&req, 2, "13");
+    put_str(&req, 3, "req-7");
+    put_varint_field(&req, 99, 5); /* a field of a later protocol version */
+    put_input(&req, "input", "FP32", shape, 2, NULL);
+    put_repeats_raw(&req, repeats, 2);
+    struct msg out = {.len = 0};
+    put_str(&out, 1, "output");
+    put_sub(&req, 6, &out);
+    put_raw(&req, 7, data, sizeof(data));
+    put_raw(&req, 7, repeats, sizeof(repeats));
+
+    struct tile_grpc_infer_request r;
+    struct tile_error e = {0};
+    if (decode(&req, &r, &e) < 0)
+        fail_msg("%s", e.text);
+    assert_int_equal(r.model_name.len, 4);
+    assert_memory_equal(r.model_name.ptr, "tile", 4);
+    assert_memory_equal(r.model_version.ptr, "13", 2);
+    assert_memory_equal(r.id.ptr, "req-7", 5);
+    assert_false(r.has_semantics);
+    assert_int_equal(r.ninputs, 2);
+    assert_int_equal(r.noutputs, 1);
+    assert_memory_equal(r.outputs[0].ptr, "output", 6);
+    assert_false(r.inputs[0].typed);
+    assert_int_equal(r.inputs[0].t.dtype, TILE_FLOAT32);
+    assert_int_equal(r.inputs[0].t.rank, 2);
+    assert_int_equal(r.inputs[0].t.nelem, 4);
+    assert_memory_equal(r.inputs[0].t.data, data, sizeof(data));
+    assert_memory_equal(r.inputs[1].name.ptr, "repeats", 7);
+    assert_int_equal(r.inputs[1].t.dtype, TILE_INT64);
+    assert_memory_equal(r.inputs[1].t.data, repeats, sizeof(repeats));
+    tile_grpc_infer_request_free(&r);
+}
+
+/* One typed case: a datatype, its contents field, the values as varints or
+ * fixed bits, and the element bytes they must become. */
+struct typed_case {
+    const char *datatype;
+    uint32_t field;
+    enum tile_pb_wire wire;
+    int n;
+    uint64_t values[3];
+    uint8_t want[24];
+    size_t want_len;
+};
+
+static void put_contents(struct msg *c, const struct typed_case *tc, bool packed)
+{
+    if (packed && tc->wire != TILE_PB_LEN) {
+        struct msg p = {.len = 0};
+        for (int i = 0; i < tc->n; i++) {
+            uint8_t *at = p.buf + p.len;
+            if (tc->wire == TILE_PB_VARINT)
+                p.len = (size_t)(tile_pb_put_varint(at, tc->values[i]) - p.buf);
+            else
+                for (size_t b = 0; b < (tc->wire == TILE_PB_I32 ? 4u : 8u); b++)
+                    p.buf[p.len++] = (uint8_t)(tc->values[i] >> (8 * b));
+        }
+        put_sub(c, tc->field, &p);
+        return;
+    }
+    for (int i = 0; i < tc->n; i++) {
+        uint8_t *at = tile_pb_put_tag(c->buf + c->len, tc->field, tc->wire);
+        if (tc->wire == TILE_PB_VARINT) {
+            c->len = (size_t)(tile_pb_put_varint(at, tc->values[i]) - c->buf);
+        } else if (tc->wire == TILE_PB_LEN) {
+            const char *s = (const char *)(uintptr_t)tc->values[i];
+            c->len = (size_t)(tile_pb_put_bytes(c->buf + c->len, tc->field, s, strlen(s)) - c->buf);
+        } else {
+            c->len = (size_t)(at - c->buf);
+            for (size_t b = 0; b < (tc->wire == TILE_PB_I32 ? 4u : 8u); b++)
+                c->buf[c->len++] = (uint8_t)(tc->values[i] >> (8 * b));
+        }
+    }
+}
+
+static void check_typed(const struct typed_case *tc, bool packed)
+{
+    struct msg req = {.len = 0}, contents = {.len = 0};
+    int64_t shape[1] = {tc->n};
+    put_str(&req, 1, "tile");
+    put_contents(&contents, tc, packed);
+    put_input(&req, "input", tc->datatype, shape, 1, &contents);
+    struct tile_grpc_infer_request r;
+    struct tile_error e = {0};
+    if (decode(&req, &r, &e) < 0)
+        fail_msg("%s (%s): %s", tc->datatype, packed ? "packed" : "unpacked", e.text);
+    assert_int_equal(r.ninputs, 1);
+    assert_true(r.inputs[0].typed);
+    assert_int_equal(r.inputs[0].t.nelem, (uint64_t)tc->n);
+    assert_string_equal(tile_dtype_traits(r.inputs[0].t.dtype)->kserve, tc->datatype);
+    if (tc->wire == TILE_PB_LEN) {
+        const struct tile_str *s = r.inputs[0].t.data;
+        for (int i = 0; i < tc->n; i++) {
+            const char *want = (const char *)(uintptr_t)tc->values[i];
+            assert_int_equal(s[i].len, strlen(want));
+            assert_memory_equal(s[i].ptr, want, s[i].len);
+        }
+    } else {
+        assert_memory_equal(r.inputs[0].t.data, tc->want, tc->want_len);
+    }
+    tile_grpc_infer_request_free(&r);
+}
+
+static void test_typed_every_datatype(void **state)
+{
+    (void)state;
+    static const char *strings[] = {"", "ab", "\0x\xff"};
+    const struct typed_case cases[] = {
+        {"BOOL", 1, TILE_PB_VARINT, 3, {1, 0, 1}, {1, 0, 1}, 3},
+        {"INT8", 2, TILE_PB_VARINT, 2, {(uint64_t)-1, 0x17f}, {0xff, 0x7f}, 2}, /* narrowed to the low byte */
+        {"INT16", 2, TILE_PB_VARINT, 2, {(uint64_t)-2, 0x1234}, {0xfe, 0xff, 0x34, 0x12}, 4},
+        {"INT32", 2, TILE_PB_VARINT, 1, {(uint64_t)-3}, {0xfd, 0xff, 0xff, 0xff}, 4},
+        {"INT64", 3, TILE_PB_VARINT, 1, {(uint64_t)-4}, {0xfc, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, 8},
+        {"UINT8", 4, TILE_PB_VARINT, 2, {200, 7}, {200, 7}, 2},
+        {"UINT16", 4, TILE_PB_VARINT, 1, {0xbeef}, {0xef, 0xbe}, 2},
+        {"UINT32", 4, TILE_PB_VARINT, 1, {0xdeadbeef}, {0xef, 0xbe, 0xad, 0xde}, 4},
+        {"UINT64", 5, TILE_PB_VARINT, 1, {UINT64_MAX}, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, 8},
+        {"FP32", 6, TILE_PB_I32, 2, {0x3f800000, 0xc0000000}, {0, 0, 0x80, 0x3f, 0, 0, 0, 0xc0}, 8},
+        {"FP64", 7, TILE_PB_I64, 1, {UINT64_C(0x3ff0000000000000)}, {0, 0, 0, 0, 0, 0, 0xf0, 0x3f}, 8},
+        {"BYTES", 8, TILE_PB_LEN, 3, {(uintptr_t)strings[0], (uintptr_t)strings[1], (uintptr_t)"x"}, {0}, 0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        check_typed(&cases[i], false);
+        check_typed(&cases[i], true);
+    }
+}
+
+static void test_typed_rules(void **state)
+{
+    (void)state;
+    int64_t shape[1] = {2};
+    struct msg contents = {.len = 0};
+    put_varint_field(&contents, 3, 1); /* int64_contents */
+    struct msg req = {.len = 0};
+    put_str(&req, 1, "tile");
+    put_input(&req, "input", "FP32", shape, 1, &contents);
+    decode_bad(&req, "unexpected explicit tensor data for input tensor 'input' for model 'tile' of type 'INT64', "
+                     "expected datatype 'FP32'");
+
+    /* FP16 has no typed field: any one is refused with Triton's message. */
+    struct msg fp32 = {.len = 0};
+    put_raw(&fp32, 6, (const uint8_t[]){0, 0, 0x80, 0x3f}, 4);
+    req.len = 0;
+    put_str(&req, 1, "tile");
+    put_input(&req, "input", "FP16", shape, 1, &fp32);
+    decode_bad(&req, "of type 'FP32', expected datatype 'FP16'");
+
+    /* Empty contents for a raw-only type with elements. */
+    struct msg empty = {.len = 0};
+    req.len = 0;
+    put_input(&req, "input", "BF16", shape, 1, &empty);
+    decode_bad(&req, "has 0 values in contents but its shape needs 2 (its datatype travels in raw_input_contents only)");
+
+    /* Too few values. */
+    struct msg one = {.len = 0};
+    put_varint_field(&one, 3, 1);
+    req.len = 0;
+    put_input(&req, "repeats", "INT64", shape, 1, &one);
+    decode_bad(&req, "input 'repeats' has 1 values in contents but its shape needs 2");
+}
+
+static void test_styles(void **state)
+{
+    (void)state;
+    int64_t shape[1] = {1};
+    struct msg contents = {.len = 0};
+    put_varint_field(&contents, 3, 5);
+    int64_t one = 1;
+
+    /* typed + raw in one request: refused for the typed input */
+    struct msg req = {.len = 0};
+    put_str(&req, 1, "tile");
+    put_input(&req, "input", "INT64", shape, 1, NULL);
+    put_input(&req, "repeats", "INT64", shape, 1, &contents);
+    put_raw(&req, 7, &one, 8);
+    decode_bad(&req, "contents field must not be specified when using raw_input_contents for 'repeats' for model "
+                     "'tile'");
+
+    /* no data at all */
+    req.len = 0;
+    put_str(&req, 1, "tile");
+    put_input(&req, "input", "INT64", shape, 1, NULL);
+    decode_bad(&req, "unable to find data for input tensor 'input' for model 'tile' in request.");
+
+    /* more raw entries than raw inputs */
+    req.len = 0;
+    put_input(&req, "input", "INT64", shape, 1, NULL);
+    put_raw(&req, 7, &one, 8);
+    put_raw(&req, 7, &one, 8);
+    decode_bad(&req, "the request has 2 raw_input_contents but 1 inputs use them");
+
+    /* raw size that does not match the shape: named input */
+    req.len = 0;
+    put_input(&req, "input", "INT64", shape, 1, NULL);
+    put_raw(&req, 7, &one, 4);
+    decode_bad(&req, "input 'input': body has 4 bytes but dtype int64 and shape [1] need 8");
+
+    /* all typed: fine, raw-only inputs are absent */
+    req.len = 0;
+    put_input(&req, "input", "INT64", shape, 1, &contents);
+    put_input(&req, "repeats", "INT64", shape, 1, &contents);
+    struct tile_grpc_infer_request r;
+    struct tile_error e = {0};
+    assert_int_equal(decode(&req, &r, &e), 0);
+    assert_int_equal(r.ninputs, 2);
+    assert_int_equal(((int64_t *)r.inputs[1].t.data)[0], 5);
+    tile_grpc_infer_request_free(&r);
+}
+
+static void put_parameter(struct msg *req, const char *key, uint32_t choice, const char *s, uint64_t v)
+{
+    struct msg value = {.len = 0}, entry = {.len = 0};
+    if (s)
+        put_str(&value, choice, s);
+    else
+        put_varint_field(&value, choice, v);
+    put_str(&entry, 1, key);
+    put_sub(&entry, 2, &value);
+    put_sub(req, 4, &entry);
+}
+
+static void test_parameters_and_limits(void **state)
+{
+    (void)state;
+    int64_t shape[1] = {1};
+    struct msg contents = {.len = 0};
+    put_varint_field(&contents, 3, 5);
+    struct msg req = {.len = 0};
+    put_parameter(&req, "priority", 5, NULL, 3); /* skipped, as over HTTP */
+    put_parameter(&req, "semantics", 3, "numpy", 0);
+    put_input(&req, "input", "INT64", shape, 1, &contents);
+    struct tile_grpc_infer_request r;
+    struct tile_error e = {0};
+    assert_int_equal(decode(&req, &r, &e), 0);
+    assert_true(r.has_semantics);
+    assert_int_equal(r.semantics.len, 5);
+    assert_memory_equal(r.semantics.ptr, "numpy", 5);
+    tile_grpc_infer_request_free(&r);
+
+    req.len = 0;
+    put_parameter(&req, "semantics", 2, NULL, 1);
+    put_input(&req, "input", "INT64", shape, 1, &contents);
+    decode_bad(&req, "parameter 'semantics' must be a string_param");
+
+    req.len = 0;
+    put_input(&req, "input", "FP8", shape, 1, &contents);
+    decode_bad(&req, "unknown datatype 'FP8'");
+
+    int64_t deep[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+    req.len = 0;
+    put_input(&req, "input", "INT64", deep, 9, &contents);
+    decode_bad(&req, "input 'input' has rank 9, above the maximum rank of 8");
+
+    int64_t neg[1] = {-1};
+    req.len = 0;
+    put_input(&req, "input", "INT64", neg, 1, &contents);
+    decode_bad(&req, "shape[0] is -1; dimensions must be >= 0");
+
+    req.len = 0;
+    put_str(&req, 1, "tile");
+    decode_bad(&req, "the request has no 'inputs'");
+
+    req.len = 0;
+    for (int i = 0; i < 5; i++)
+        put_input(&req, "input", "INT64", shape, 1, &contents);
+    decode_bad(&req, "more than 4 inputs");
+
+    req.len = 0;
+    put_varint_field(&req, 5, 1); /* inputs must be a message */
+    decode_bad(&req, "field 5 has wire type 0, expected 2");
+
+    req.len = 0;
+    put_input(&req, "input", "INT64", shape, 1, &contents);
+    req.len -= 1; /* truncated */
+    decode_bad(&req, "ModelInferRequest is not a valid protobuf message");
+}
+
+/* ---- ModelInferResponse head --------------------------------------------- */
+
+static void test_reply_head(void **state)
+{
+    (void)state;
+    int64_t shape[3] = {2, 0, 300};
+    struct tile_grpc_infer_reply rep = {
+        .model_name = {"tile", 4},
+        .model_version = {"13", 2},
+        .id = {"abc", 3},
+        .output_name = {"output", 6},
+        .dtype = TILE_BFLOAT16,
+        .rank = 3,
+        .shape = shape,
+        .raw_len = 5,
+    };
+    size_t head = tile_grpc_infer_reply_head_size(&rep);
+    uint8_t buf[256];
+    memset(buf, 0xaa, sizeof(buf));
+    tile_grpc_infer_reply_head(&rep, buf);
+    assert_int_equal(buf[head], 0xaa); /* wrote exactly the size it announced */
+    memcpy(buf + head, "\1\2\3\4\5", 5);
+
+    struct tile_pb_reader rd, sub;
+    struct tile_pb_field f, g;
+    struct tile_error e = {0};
+    int seen = 0;
+    tile_pb_reader_init(&rd, buf, head + 5);
+    while (tile_pb_next(&rd, &f, "reply", &e) > 0) {
+        assert_int_equal(f.wire, TILE_PB_LEN);
+        seen |= 1 << f.number;
+        if (f.number == 1)
+            assert_memory_equal(f.data, "tile", 4);
+        if (f.number == 2)
+            assert_memory_equal(f.data, "13", 2);
+        if (f.number == 3)
+            assert_memory_equal(f.data, "abc", 3);
+        if (f.number == 6) {
+            assert_int_equal(f.len, 5);
+            assert_memory_equal(f.data, "\1\2\3\4\5", 5);
+        }
+        if (f.number != 5)
+            continue;
+        uint64_t dims[8] = {0};
+        tile_pb_reader_init(&sub, f.data, f.len);
+        while (tile_pb_next(&sub, &g, "output", &e) > 0) {
+            if (g.number == 1)
+                assert_memory_equal(g.data, "output", 6);
+            if (g.number == 2)
+                assert_memory_equal(g.data, "BF16", 4);
+            if (g.number == 3)
+                assert_int_equal(tile_pb_scalars(&g, TILE_PB_VARINT, collect, dims, "shape", &e), 0);
+        }
+        assert_true(dims[0] == 3 && dims[1] == 2 && dims[2] == 0 && dims[3] == 300);
+    }
+    assert_int_equal(seen, (1 << 1) | (1 << 2) | (1 << 3) | (1 << 5) | (1 << 6));
+
+    /* no id, a scalar */
+    rep.id.len = 0;
+    rep.rank = 0;
+    head = tile_grpc_infer_reply_head_size(&rep);
+    memset(buf, 0xaa, sizeof(buf));
+    tile_grpc_infer_reply_head(&rep, buf);
+    assert_int_equal(buf[head], 0xaa);
+    assert_int_equal(buf[head - 2], 0x32); /* raw_output_contents tag, then length 5 */
+    assert_int_equal(buf[head - 1], 5);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_varints),
+        cmocka_unit_test(test_fields),
+        cmocka_unit_test(test_packed_and_unpacked),
+        cmocka_unit_test(test_raw_request),
+        cmocka_unit_test(test_typed_every_datatype),
+        cmocka_unit_test(test_typed_rules),
+        cmocka_unit_test(test_styles),
+        cmocka_unit_test(test_parameters_and_limits),
+        cmocka_unit_test(test_reply_head),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
