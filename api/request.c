@@ -257,6 +257,68 @@ int tile_request_query_param(struct tile_request *r, struct tile_query_tensor *q
                           QUOTE(strlen(key)), key);
 }
 
+/* ---- a query beside a JSON body ----------------------------------------- */
+
+static int conflict(struct tile_error *e, const char *field)
+{
+    return tile_error_set(e, TILE_EINVAL,
+                          "'%s' is given in the query and in the JSON body with different values (give it once, "
+                          "or the same in both)",
+                          field);
+}
+
+static bool same_ints(const int64_t *a, int na, const int64_t *b, int nb)
+{
+    return na == nb && (na == 0 || memcmp(a, b, (size_t)na * sizeof(*a)) == 0);
+}
+
+/* One scalar field: taken from the query when the body lacks it. */
+static int merge_int64(int64_t *v, bool *has, int64_t qv, bool qhas, const char *field, struct tile_error *e)
+{
+    if (!qhas)
+        return 0;
+    if (*has && *v != qv)
+        return conflict(e, field);
+    *v = qv;
+    *has = true;
+    return 0;
+}
+
+static int merge_tensor(const struct tile_tensor *t, const struct tile_query_tensor *qt, struct tile_error *e)
+{
+    if (qt->has_dtype && qt->dtype != t->dtype)
+        return tile_error_set(e, TILE_EINVAL, "query dtype '%s' does not match the JSON body's dtype '%s'",
+                              tile_dtype_name(qt->dtype), tile_dtype_name(t->dtype));
+    if (!qt->has_shape || same_ints(qt->shape, qt->rank, t->shape, t->rank))
+        return 0;
+    char want[TILE_MAX_RANK * 24], got[TILE_MAX_RANK * 24];
+    tile_format_shape(qt->shape, qt->rank, true, want, sizeof(want));
+    tile_format_shape(t->shape, t->rank, true, got, sizeof(got));
+    return tile_error_set(e, TILE_EINVAL, "query shape %s does not match the JSON body's input shape %s", want, got);
+}
+
+int tile_request_merge_query(struct tile_request *r, const struct tile_request *q, const struct tile_query_tensor *qt,
+                             struct tile_error *e)
+{
+    if (q->has_semantics) {
+        if (r->has_semantics && r->semantics != q->semantics)
+            return conflict(e, "semantics");
+        r->semantics = q->semantics;
+        r->has_semantics = true;
+    }
+    if (q->has_repeats) {
+        if (r->has_repeats && !same_ints(r->repeats, r->nrepeats, q->repeats, q->nrepeats))
+            return conflict(e, "repeats");
+        memcpy(r->repeats, q->repeats, (size_t)q->nrepeats * sizeof(q->repeats[0]));
+        r->nrepeats = q->nrepeats;
+        r->has_repeats = true;
+    }
+    if (merge_int64(&r->tiles, &r->has_tiles, q->tiles, q->has_tiles, "tiles", e) < 0 ||
+        merge_int64(&r->axis, &r->has_axis, q->axis, q->has_axis, "axis", e) < 0)
+        return -1;
+    return merge_tensor(&r->input, qt, e);
+}
+
 /* ---- bodies ------------------------------------------------------------ */
 
 /* Walks `n` length-prefixed strings filling buf[0, len) exactly. With blob

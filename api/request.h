@@ -66,6 +66,15 @@ int tile_request_query_param(struct tile_request *r, struct tile_query_tensor *q
                              const char *key, const char *value, const struct tile_limits *lim,
                              struct tile_error *e);
 
+/* Brings the query's fields into a request decoded from a JSON body, where
+ * the body is the primary source: a field only the query gives is taken, a
+ * field both give must agree (an error naming it otherwise), so a client that
+ * puts `semantics` in the URL of a JSON request is neither ignored nor
+ * refused. `dtype` and `shape` in the query must describe the body's tensor.
+ * `q` is the request the query was read into; its input is not used. */
+int tile_request_merge_query(struct tile_request *r, const struct tile_request *q, const struct tile_query_tensor *qt,
+                             struct tile_error *e);
+
 /* Parses "2,3,4" (empty string = zero values) into at most `max` int64s.
  * Rejects signs on nothing, non-digits, overflow, empty items. */
 int tile_parse_int_list(const char *s, int64_t *out, int max, int *count, const char *what, struct tile_error *e);

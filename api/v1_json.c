@@ -70,6 +70,7 @@ static int key_semantics(void *ctx)
     size_t len;
     if (tile_jr_string(&c->jr, "semantics", name, sizeof(name), &len) < 0)
         return -1;
+    c->r->has_semantics = true;
     return tile_semantics_parse(name, len, &c->r->semantics, c->jr.e);
 }
 

@@ -58,9 +58,8 @@ int tiled_negotiate_format(const char *accept, enum tile_format dflt, enum tile_
     return 0;
 }
 
-/* Reads the query into `into` (tensor fields too for raw bodies). A JSON
- * body carries every field; the query describes raw and .npy bodies, so
- * for JSON it is only checked to be well-formed, as api/openapi.json says. */
+/* Reads the query into `into` (and the tensor's dtype and shape into `qt`,
+ * except for .npy bodies, which describe their own tensor). */
 static int read_query(struct tiled_req *req, struct tile_request *into, struct tile_query_tensor *qt,
                       struct tile_error *e)
 {
@@ -84,15 +83,31 @@ static int check_query(struct tiled_req *req, struct tile_error *e)
     return rc;
 }
 
+/* A JSON body is decoded first; the query's fields then join it, and a
+ * field given in both places must agree (tile_request_merge_query). */
+static int decode_json(struct tiled_req *req, const struct tile_limits *lim, struct tile_error *e)
+{
+    struct tile_request q;
+    struct tile_query_tensor qt = {0};
+    tile_request_init(&q);
+    int rc = read_query(req, &q, &qt, e);
+    if (rc == 0)
+        rc = tile_v1_json_decode(req->body ? req->body : "", req->body_len, lim, &req->treq, e);
+    if (rc == 0)
+        rc = tile_request_merge_query(&req->treq, &q, &qt, e);
+    tile_request_free(&q);
+    return rc;
+}
+
 static int decode(struct tiled_req *req, struct tile_error *e)
 {
     struct tile_limits lim = req->srv->lim;
     struct tile_query_tensor qt = {0};
-    if (req->in_fmt != TILE_FMT_JSON && read_query(req, &req->treq, &qt, e) < 0)
+    if (req->in_fmt == TILE_FMT_JSON)
+        return decode_json(req, &lim, e);
+    if (read_query(req, &req->treq, &qt, e) < 0)
         return -1;
     switch (req->in_fmt) {
-    case TILE_FMT_JSON:
-        return tile_v1_json_decode(req->body ? req->body : "", req->body_len, &lim, &req->treq, e);
     case TILE_FMT_RAW:
         return tile_v1_raw_decode(req->body, req->body_len, &qt, &lim, &req->treq, e);
     case TILE_FMT_NPY:

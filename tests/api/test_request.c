@@ -557,6 +557,62 @@ static void test_npy_decode(void **state)
     assert_int_equal(r.input.dtype, TILE_DTYPE_INVALID);
 }
 
+/* ---- a query beside a JSON body ----------------------------------------- */
+
+static void test_merge_query(void **state)
+{
+    (void)state;
+    struct tile_limits lim = {.max_body = 1 << 20, .max_rank = 4};
+    struct tile_error e = {0};
+    struct tile_request body, query;
+    struct tile_query_tensor qt = {0};
+    const char *doc = "{\"input\": {\"dtype\": \"int8\", \"shape\": [2], \"data\": [1, 2]}, \"tiles\": 3}";
+    tile_request_init(&body);
+    tile_request_init(&query);
+    assert_int_equal(tile_v1_json_decode(doc, strlen(doc), &lim, &body, &e), 0);
+
+    /* Fields only the query gives are taken; one both give alike is kept. */
+    assert_int_equal(tile_request_query_param(&query, &qt, true, "repeats", "4", &lim, &e), 0);
+    assert_int_equal(tile_request_query_param(&query, &qt, true, "semantics", "numpy", &lim, &e), 0);
+    assert_int_equal(tile_request_query_param(&query, &qt, true, "tiles", "3", &lim, &e), 0);
+    assert_int_equal(tile_request_query_param(&query, &qt, true, "dtype", "int8", &lim, &e), 0);
+    assert_int_equal(tile_request_query_param(&query, &qt, true, "shape", "2", &lim, &e), 0);
+    assert_int_equal(tile_request_merge_query(&body, &query, &qt, &e), 0);
+    assert_true(body.has_repeats && body.has_semantics && body.has_tiles);
+    assert_int_equal(body.nrepeats, 1);
+    assert_int_equal(body.repeats[0], 4);
+    assert_int_equal(body.semantics, TILE_SEM_NUMPY);
+    assert_int_equal(body.tiles, 3);
+    assert_false(body.has_axis);
+
+    /* A field both give differently names itself; so do dtype and shape. */
+    query.repeats[0] = 5;
+    assert_int_equal(tile_request_merge_query(&body, &query, &qt, &e), -1);
+    assert_error_has(&e, TILE_EINVAL, "'repeats' is given in the query and in the JSON body");
+    query.repeats[0] = 4;
+    tile_error_clear(&e);
+    query.tiles = 2;
+    assert_int_equal(tile_request_merge_query(&body, &query, &qt, &e), -1);
+    assert_error_has(&e, TILE_EINVAL, "'tiles' is given");
+    query.tiles = 3;
+    tile_error_clear(&e);
+    query.semantics = TILE_SEM_OPENVINO;
+    assert_int_equal(tile_request_merge_query(&body, &query, &qt, &e), -1);
+    assert_error_has(&e, TILE_EINVAL, "'semantics' is given");
+    query.semantics = TILE_SEM_NUMPY;
+    tile_error_clear(&e);
+    qt.dtype = TILE_UINT8;
+    assert_int_equal(tile_request_merge_query(&body, &query, &qt, &e), -1);
+    assert_error_has(&e, TILE_EINVAL, "query dtype 'uint8' does not match the JSON body's dtype 'int8'");
+    qt.dtype = TILE_INT8;
+    tile_error_clear(&e);
+    qt.shape[0] = 3;
+    assert_int_equal(tile_request_merge_query(&body, &query, &qt, &e), -1);
+    assert_error_has(&e, TILE_EINVAL, "query shape [3] does not match the JSON body's input shape [2]");
+    tile_request_free(&query);
+    tile_request_free(&body);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -571,6 +627,7 @@ int main(void)
         cmocka_unit_test(test_raw_strings),
         cmocka_unit_test(test_strings_from_wire),
         cmocka_unit_test(test_npy_decode),
+        cmocka_unit_test(test_merge_query),
     };
     return cmocka_run_group_tests_name("request", tests, NULL, NULL);
 }

@@ -271,6 +271,36 @@ class TileHTTP(unittest.TestCase):
             got = np.array(out["output"]["data"], dtype=np.float32).reshape(out["output"]["shape"])
             self.assertTrue(same(got, want), extra)
 
+    def test_json_body_with_query_fields(self):
+        """A JSON request's query joins its body: honoured, and checked where both speak."""
+        a = np.arange(6, dtype=np.float32).reshape(2, 3)
+        tensor = {"dtype": "float32", "shape": [2, 3], "data": a.flatten().tolist()}
+
+        def post(doc, query):
+            return self.d.request("POST", "/v1/tile?" + query, json.dumps(doc), {"Content-Type": "application/json"})
+
+        ok = [({"input": tensor, "repeats": [2, 2, 2]}, "semantics=numpy", np.tile(a, (2, 2, 2))),
+              ({"input": tensor}, "repeats=1,2", np.tile(a, (1, 2))),
+              ({"input": tensor, "semantics": "onnx1"}, "tiles=2&axis=0", np.concatenate([a, a], axis=0)),
+              ({"input": tensor, "repeats": [2, 1], "semantics": "numpy"},
+               "repeats=2,1&semantics=numpy&dtype=float32&shape=2,3", np.tile(a, (2, 1)))]
+        for doc, query, want in ok:
+            with self.subTest(query=query):
+                resp, body = post(doc, query)
+                self.assertEqual(resp.status, 200, body)
+                out = json.loads(body)["output"]
+                got = np.array(out["data"], dtype=np.float32).reshape(out["shape"])
+                self.assertTrue(same(got, want), query)
+        bad = [({"input": tensor, "repeats": [2, 2]}, "repeats=2,3", "'repeats' is given in the query and in the JSON"),
+               ({"input": tensor, "repeats": [2, 2], "semantics": "onnx"}, "semantics=numpy", "'semantics' is given"),
+               ({"input": tensor, "repeats": [2, 2]}, "dtype=int8", "query dtype 'int8' does not match"),
+               ({"input": tensor, "repeats": [2, 2]}, "shape=3,2", "query shape [3,2] does not match"),
+               ({"input": tensor, "repeats": [2, 2]}, "colour=red", "unknown query parameter 'colour'")]
+        for doc, query, fragment in bad:
+            with self.subTest(query=query):
+                resp, body = post(doc, query)
+                self.assert_error(resp, body, 400, fragment)
+
     # ---- raw and npy ------------------------------------------------------
     def test_raw_every_dtype(self):
         for dtype in DTYPES:

@@ -293,7 +293,7 @@ class OpenAPILive(LiveDaemon, unittest.TestCase):
     def test_v1_errors(self):
         self.tile(400, body={"input": {"dtype": "int8", "data": [1]}, "repeats": [1], "extra": 1},
                   media_type="application/json")
-        # A JSON request's query is checked to be well-formed, though not read.
+        # A JSON request's query joins its body, so a malformed one is refused.
         self.tile(400, body={"input": {"dtype": "int8", "data": [1]}, "repeats": [1]}, media_type="application/json",
                   params={"repeats": "x"})
         self.tile(400, body={"input": {"dtype": "float32", "data": [1]}, "repeats": [-1]},
@@ -466,14 +466,14 @@ class KnownServerBugs(LiveDaemon, unittest.TestCase):
         self.tile(body={"input": {"dtype": "int8", "data": [1]}, "repeats": [2]}, media_type="application/json",
                   headers={"Accept": "text/html, " * 30 + "application/json"})
 
-    def test_query_parameters_on_a_json_request_are_not_read(self):
-        """The body carries every field; the query describes raw and .npy bodies only."""
+    def test_query_parameters_on_a_json_request_join_the_body(self):
+        """A JSON request's query is read with its body: what both give must agree."""
         body = {"input": {"dtype": "float32", "shape": [2, 2], "data": [1, 2, 3, 4]}, "repeats": [1, 2]}
-        r = self.tile(body=body, media_type="application/json",
+        r = self.tile(400, body=body, media_type="application/json",
                       params={"shape": "0", "repeats": "-9", "dtype": "bool", "semantics": "onnx", "tiles": "3"})
-        out = r.json()["output"]
-        self.assertEqual((out["dtype"], out["shape"]), ("float32", [2, 4]))
-        self.assertEqual(out["data"], [1.0, 2.0, 1.0, 2.0, 3.0, 4.0, 3.0, 4.0])
+        self.assertIn("'repeats' is given in the query and in the JSON body", r.json()["error"])
+        r = self.tile(body=body, media_type="application/json", params={"repeats": "1,2", "semantics": "onnx"})
+        self.assertEqual(r.json()["output"]["data"], [1.0, 2.0, 1.0, 2.0, 3.0, 4.0, 3.0, 4.0])
 
     def test_inference_header_length_minus_one(self):
         """-1, the internal 'absent' value, and an empty value are taken as no header instead of 400."""
