@@ -14,7 +14,14 @@
  * "model_name"). What a known key says is checked strictly: "model_name" and
  * "model_version" must name the model and version the URL addresses, and a
  * tensor carries exactly one of non-null "data" and "binary_data_size"
- * (KServe writes "data": null beside the binary case).
+ * (KServe writes "data": null beside the binary case) or
+ * "shared_memory_region".
+ *
+ * SHARED MEMORY. The per-tensor parameters of Triton's system shared-memory
+ * extension are read here; the bytes of an input in a region come from the
+ * caller's resolver (struct tile_v2_shm_source), so this file knows nothing
+ * of regions and mappings. Offsets and byte sizes are unsigned and checked
+ * against the region by the resolver, and against the tensor here.
  */
 #include "v2.h"
 
@@ -37,6 +44,7 @@ struct v2_input {
     enum tile_dtype dtype;
     int rank;
     uint64_t binary_size;
+    struct tile_v2_shm_ref shm;
     struct tile_tensor *t_owned; /* &t once t is initialised (NULL: nothing to free) */
     /* Written before they are read, so not cleared per input: */
     int64_t shape[TILE_MAX_RANK];
@@ -50,6 +58,9 @@ struct v2_ctx {
     struct tile_v2_request *r;
     int nin;
     struct v2_input *cur;
+    const struct tile_v2_shm_source *shm;
+    struct tile_v2_shm_ref *ref; /* the tensor whose parameters are being read */
+    bool has_shm_offset;
     bool has_outputs, has_semantics, binary_all, binary_output_set, binary_output;
     struct v2_input in[V2_MAX_INPUTS]; /* only in[0..nin) are initialised */
 };
@@ -126,11 +137,77 @@ static int in_binary_size(void *p)
     return 0;
 }
 
+/* ---- shared-memory parameters (inputs and outputs) ---------------------- */
+
+static int shm_region(void *p)
+{
+    struct v2_ctx *c = p;
+    size_t len;
+    char *name = c->ref->region;
+    if (tile_jr_string(&c->jr, "shared_memory_region", name, TILE_V2_REGION_MAX - 1, &len) < 0)
+        return -1;
+    name[len] = '\0';
+    if (len == 0 || strlen(name) != len)
+        return tile_error_set(c->jr.e, TILE_EINVAL, "shared_memory_region must be a non-empty name");
+    c->ref->used = true;
+    return 0;
+}
+
+static int shm_uint(struct v2_ctx *c, const char *what, uint64_t *out)
+{
+    int64_t n;
+    if (tile_jr_int(&c->jr, what, &n) < 0)
+        return -1;
+    if (n < 0)
+        return tile_error_set(c->jr.e, TILE_EINVAL, "%s is %lld; it must be >= 0", what, (long long)n);
+    *out = (uint64_t)n;
+    return 0;
+}
+
+static int shm_offset(void *p)
+{
+    struct v2_ctx *c = p;
+    c->has_shm_offset = true;
+    return shm_uint(c, "shared_memory_offset", &c->ref->offset);
+}
+
+static int shm_byte_size(void *p)
+{
+    struct v2_ctx *c = p;
+    c->ref->has_byte_size = true;
+    return shm_uint(c, "shared_memory_byte_size", &c->ref->byte_size);
+}
+
+/* The parameter object of a tensor, with the shared-memory keys besides
+ * `first` (binary_data_size for inputs, binary_data for outputs). */
+static int tensor_parameters(struct v2_ctx *c, struct tile_v2_shm_ref *ref, const struct tile_jr_key *first,
+                             const char *where, const char *what)
+{
+    const struct tile_jr_key keys[] = {*first,
+                                       {"shared_memory_region", shm_region},
+                                       {"shared_memory_offset", shm_offset},
+                                       {"shared_memory_byte_size", shm_byte_size}};
+    c->ref = ref;
+    c->has_shm_offset = false;
+    if (tile_jr_object(&c->jr, c, keys, 4, where, "binary_data_size or shared_memory_*", true) < 0)
+        return -1;
+    if (!ref->used && (c->has_shm_offset || ref->has_byte_size))
+        return tile_error_set(c->jr.e, TILE_EINVAL,
+                              "'shared_memory_offset' and 'shared_memory_byte_size' need 'shared_memory_region' (%s)",
+                              what);
+    if (ref->used && !ref->has_byte_size)
+        return tile_error_set(c->jr.e, TILE_EINVAL, "%s names shared memory region '%s' without 'shared_memory_byte_size'",
+                              what, ref->region);
+    return 0;
+}
+
 static int in_parameters(void *p)
 {
-    static const struct tile_jr_key keys[] = {{"binary_data_size", in_binary_size}};
+    static const struct tile_jr_key binary = {"binary_data_size", in_binary_size};
     struct v2_ctx *c = p;
-    return tile_jr_object(&c->jr, c, keys, 1, "input parameters", "binary_data_size", true);
+    char what[48];
+    snprintf(what, sizeof(what), "input '%.*s'", (int)c->cur->name_len, c->cur->name);
+    return tensor_parameters(c, &c->cur->shm, &binary, "input parameters", c->cur->has_name ? what : "an input");
 }
 
 static int read_input(void *p)
@@ -148,9 +225,10 @@ static int read_input(void *p)
     const char *missing = !in->has_name ? "name" : !in->has_shape ? "shape" : !in->has_dtype ? "datatype" : NULL;
     if (missing)
         return tile_error_set(c->jr.e, TILE_EINVAL, "input %d has no '%s'", c->nin - 1, missing);
-    if (in->has_data == in->has_binary)
+    if ((int)in->has_data + (int)in->has_binary + (int)in->shm.used != 1)
         return tile_error_set(c->jr.e, TILE_EINVAL,
-                              "input '%.*s' must set exactly one of 'data' and 'binary_data_size' in 'parameters'",
+                              "input '%.*s' must set exactly one of 'data' and 'binary_data_size' in 'parameters' "
+                              "(or, in shared memory, 'shared_memory_region' in 'parameters')",
                               (int)in->name_len, in->name);
     return 0;
 }
@@ -185,9 +263,14 @@ static int out_name(void *p)
 
 static int out_parameters(void *p)
 {
-    static const struct tile_jr_key keys[] = {{"binary_data", out_binary}};
+    static const struct tile_jr_key binary = {"binary_data", out_binary};
     struct v2_ctx *c = p;
-    return tile_jr_object(&c->jr, c, keys, 1, "output parameters", "binary_data", true);
+    if (tensor_parameters(c, &c->r->out_shm, &binary, "output parameters", "output 'output'") < 0)
+        return -1;
+    if (c->r->out_shm.used && c->binary_output_set && c->binary_output)
+        return tile_error_set(c->jr.e, TILE_EINVAL, "output 'output' can't set both 'shared_memory_region' and "
+                                                    "'binary_data'");
+    return 0;
 }
 
 static int read_output(void *p)
@@ -286,18 +369,61 @@ static int read_json_tensor(struct v2_ctx *c, struct v2_input *in)
     return tile_json_read_data(&jr.lx, &o, &in->t, c->jr.e);
 }
 
-static int read_binary_tensor(struct v2_ctx *c, struct v2_input *in, const char *bytes)
+static int read_binary_tensor(struct v2_ctx *c, struct v2_input *in, const void *bytes, uint64_t len)
 {
     struct tile_query_tensor qt = {.has_dtype = true, .has_shape = true, .dtype = in->dtype, .rank = in->rank};
     memcpy(qt.shape, in->shape, sizeof(in->shape[0]) * (size_t)in->rank);
     struct tile_request tmp;
     tile_request_init(&tmp);
-    if (tile_v1_raw_decode(bytes, (size_t)in->binary_size, &qt, &c->lim, &tmp, c->jr.e) < 0) {
+    if (tile_v1_raw_decode(bytes, (size_t)len, &qt, &c->lim, &tmp, c->jr.e) < 0) {
         tile_request_free(&tmp);
         return -1;
     }
     in->t = tmp.input; /* take the tensor */
     return 0;
+}
+
+/* A fixed-width input whose bytes lie in memory that outlives the request,
+ * aligned for its elements: the tensor borrows them. */
+static int borrow_tensor(struct v2_ctx *c, struct v2_input *in, const void *bytes)
+{
+    const struct tile_dtype_traits *t = tile_dtype_traits(in->dtype);
+    uint64_t nelem, need;
+    char shape[TILE_MAX_RANK * 24];
+    if (tile_shape_elems(in->shape, in->rank, &nelem, c->jr.e) < 0)
+        return -1;
+    if (__builtin_mul_overflow(nelem, t->size, &need) || need != in->shm.byte_size) {
+        tile_format_shape(in->shape, in->rank, true, shape, sizeof(shape));
+        return tile_error_set(c->jr.e, TILE_EINVAL,
+                              "input '%.*s' has shared_memory_byte_size %llu but datatype %s and shape %s need %llu",
+                              (int)in->name_len, in->name, (unsigned long long)in->shm.byte_size, t->kserve, shape,
+                              (unsigned long long)need);
+    }
+    in->t.dtype = in->dtype;
+    in->t.rank = in->rank;
+    memcpy(in->t.shape, in->shape, sizeof(in->shape[0]) * (size_t)in->rank);
+    in->t.data = (void *)bytes;
+    in->t.nelem = nelem;
+    in->t.owns_data = false;
+    return 0;
+}
+
+static int read_shm_tensor(struct v2_ctx *c, struct v2_input *in)
+{
+    char name[40];
+    snprintf(name, sizeof(name), "%.*s", (int)in->name_len, in->name);
+    if (!c->shm)
+        return tile_error_set(c->jr.e, TILE_EINVAL,
+                              "input '%s' names shared memory region '%s', but shared memory is not enabled on this "
+                              "server (tiled serve --shared-memory system)",
+                              name, in->shm.region);
+    const void *bytes;
+    if (c->shm->resolve(c->shm->ctx, name, &in->shm, &bytes, c->jr.e) < 0)
+        return -1;
+    const struct tile_dtype_traits *t = tile_dtype_traits(in->dtype);
+    if (c->shm->borrow && c->r->out_shm.used && t->wire_size == t->size && t->size && (uintptr_t)bytes % t->size == 0)
+        return borrow_tensor(c, in, bytes);
+    return read_binary_tensor(c, in, bytes, in->shm.byte_size);
 }
 
 static int read_tensors(struct v2_ctx *c, const char *blob, uint64_t blob_len)
@@ -307,8 +433,8 @@ static int read_tensors(struct v2_ctx *c, const char *blob, uint64_t blob_len)
         struct v2_input *in = &c->in[i];
         memset(&in->t, 0, sizeof(in->t));
         in->t_owned = &in->t; /* freeable from here on, whatever happens */
-        if (in->has_data) {
-            if (read_json_tensor(c, in) < 0)
+        if (in->has_data || in->shm.used) {
+            if ((in->has_data ? read_json_tensor(c, in) : read_shm_tensor(c, in)) < 0)
                 return -1;
             continue;
         }
@@ -317,7 +443,7 @@ static int read_tensors(struct v2_ctx *c, const char *blob, uint64_t blob_len)
                                   "input '%.*s' has binary_data_size %llu but only %llu bytes of binary data remain",
                                   (int)in->name_len, in->name, (unsigned long long)in->binary_size,
                                   (unsigned long long)(blob_len - off));
-        if (read_binary_tensor(c, in, blob + off) < 0)
+        if (read_binary_tensor(c, in, blob + off, in->binary_size) < 0)
             return -1;
         off += in->binary_size;
     }
@@ -499,6 +625,12 @@ static int parse_header(struct v2_ctx *c)
 int tile_v2_decode(const char *body, size_t len, int64_t header_len, int version, const struct tile_limits *lim,
                    struct tile_v2_request *r, struct tile_error *e)
 {
+    return tile_v2_decode_shm(body, len, header_len, version, lim, NULL, r, e);
+}
+
+int tile_v2_decode_shm(const char *body, size_t len, int64_t header_len, int version, const struct tile_limits *lim,
+                       const struct tile_v2_shm_source *shm, struct tile_v2_request *r, struct tile_error *e)
+{
     memset(r, 0, sizeof(*r));
     tile_request_init(&r->treq);
     r->version = version;
@@ -515,13 +647,14 @@ int tile_v2_decode(const char *body, size_t len, int64_t header_len, int version
     c->jr.e = e;
     c->lim = *lim;
     c->r = r;
+    c->shm = shm;
     tile_json_lexer_init(&c->jr.lx, body, hlen, lim->max_depth > 0 ? lim->max_depth : TILE_JSON_MAX_DEPTH);
     int rc = parse_header(c);
     if (rc == 0)
         rc = read_tensors(c, body + hlen, len - hlen);
     if (rc == 0)
         rc = map_inputs(c);
-    r->binary_output = c->binary_output_set ? c->binary_output : c->binary_all;
+    r->binary_output = !r->out_shm.used && (c->binary_output_set ? c->binary_output : c->binary_all);
     for (int i = 0; i < c->nin; i++)
         tile_tensor_free(c->in[i].t_owned);
     free(c);
@@ -533,19 +666,47 @@ void tile_v2_request_free(struct tile_v2_request *r)
     tile_request_free(&r->treq);
 }
 
+#define V2_ID_MEMBER_MAX (TILE_V2_ID_MAX * 6 + 16)
+
+/* `"id":"...",` when the request has an id, else "". */
+static int id_member(const struct tile_v2_request *r, char *id, struct tile_error *e)
+{
+    id[0] = '\0';
+    if (!r->has_id)
+        return 0;
+    long n = tile_json_escape_string(r->id, r->id_len, NULL, 0);
+    if (n < 0 || (size_t)n + 8 > V2_ID_MEMBER_MAX)
+        return tile_error_set(e, TILE_EINVAL, "the request id is not valid UTF-8");
+    memcpy(id, "\"id\":", 5);
+    tile_json_escape_string(r->id, r->id_len, id + 5, (size_t)n);
+    memcpy(id + 5 + n, ",", 2);
+    return 0;
+}
+
+int tile_v2_response_shm(const struct tile_v2_request *r, const struct tile_plan *plan, char *head, size_t cap,
+                         size_t *len, struct tile_error *e)
+{
+    char id[V2_ID_MEMBER_MAX], shape[TILE_MAX_RANK * 24];
+    if (id_member(r, id, e) < 0)
+        return -1;
+    tile_format_shape(plan->out_shape, plan->out_rank, true, shape, sizeof(shape));
+    int n = snprintf(head, cap,
+                     "{%s\"model_name\":\"tile\",\"model_version\":\"%d\",\"outputs\":[{\"name\":\"output\","
+                     "\"datatype\":\"%s\",\"shape\":%s}]}",
+                     id, r->version, tile_dtype_traits(plan->dtype)->kserve, shape);
+    if (n < 0 || (size_t)n >= cap)
+        return tile_error_set(e, TILE_EINVAL, "the response header does not fit");
+    *len = (size_t)n;
+    return 0;
+}
+
 int tile_v2_response_frame(const struct tile_v2_request *r, const struct tile_plan *plan, uint64_t binary_size,
                            char *head, size_t cap, size_t *head_len, const char **tail, size_t *tail_len,
                            struct tile_error *e)
 {
-    char id[TILE_V2_ID_MAX * 6 + 16] = "", shape[TILE_MAX_RANK * 24];
-    if (r->has_id) {
-        long n = tile_json_escape_string(r->id, r->id_len, NULL, 0);
-        if (n < 0 || (size_t)n + 8 > sizeof(id))
-            return tile_error_set(e, TILE_EINVAL, "the request id is not valid UTF-8");
-        memcpy(id, "\"id\":", 5);
-        tile_json_escape_string(r->id, r->id_len, id + 5, (size_t)n);
-        memcpy(id + 5 + n, ",", 2);
-    }
+    char id[V2_ID_MEMBER_MAX], shape[TILE_MAX_RANK * 24];
+    if (id_member(r, id, e) < 0)
+        return -1;
     tile_format_shape(plan->out_shape, plan->out_rank, true, shape, sizeof(shape));
     int n;
     if (r->binary_output)

@@ -17,6 +17,30 @@
 #include "request.h"
 
 #define TILE_V2_ID_MAX 256
+#define TILE_V2_REGION_MAX 256
+
+/* A tensor in a shared-memory region (Triton's system_shared_memory
+ * extension): the per-tensor parameters shared_memory_region,
+ * shared_memory_offset and shared_memory_byte_size. */
+struct tile_v2_shm_ref {
+    bool used;
+    char region[TILE_V2_REGION_MAX];
+    uint64_t offset, byte_size;
+    bool has_byte_size;
+};
+
+/* Where the decoder gets the bytes of an input held in shared memory: the
+ * server's region registry. `resolve` returns `ref->byte_size` readable
+ * bytes that stay valid until the request ends, or -1 with `e`. With
+ * `borrow`, fixed-width inputs of a request whose output also goes to
+ * shared memory are read in place (the tensor borrows the bytes: nothing
+ * reads them after the request's own work); otherwise they are copied. */
+struct tile_v2_shm_source {
+    int (*resolve)(void *ctx, const char *tensor, const struct tile_v2_shm_ref *ref, const void **data,
+                   struct tile_error *e);
+    void *ctx;
+    bool borrow;
+};
 
 struct tile_v2_request {
     int version;               /* 13, 6 or 1 */
@@ -25,6 +49,7 @@ struct tile_v2_request {
     size_t id_len;
     bool has_id;
     bool binary_output;        /* send `output` as binary tensor data */
+    struct tile_v2_shm_ref out_shm; /* `output` requested into shared memory */
 };
 
 /* Decodes an infer request body. `header_len` is the value of the
@@ -32,6 +57,11 @@ struct tile_v2_request {
  * is JSON). Leaves `r` freeable on error. */
 int tile_v2_decode(const char *body, size_t len, int64_t header_len, int version, const struct tile_limits *lim,
                    struct tile_v2_request *r, struct tile_error *e);
+/* The same, with inputs that may name shared-memory regions (`shm` NULL:
+ * such inputs are refused, as the extension is off). Whether the output
+ * asks for shared memory is in r->out_shm either way. */
+int tile_v2_decode_shm(const char *body, size_t len, int64_t header_len, int version, const struct tile_limits *lim,
+                       const struct tile_v2_shm_source *shm, struct tile_v2_request *r, struct tile_error *e);
 void tile_v2_request_free(struct tile_v2_request *r);
 
 /* The JSON around the output data for the planned output: for a binary
@@ -41,6 +71,12 @@ void tile_v2_request_free(struct tile_v2_request *r);
 int tile_v2_response_frame(const struct tile_v2_request *r, const struct tile_plan *plan, uint64_t binary_size,
                            char *head, size_t cap, size_t *head_len, const char **tail, size_t *tail_len,
                            struct tile_error *e);
+
+/* The whole response for an output written into shared memory: the
+ * output's name, datatype and shape, and no data (as Triton answers).
+ * Returns 0, or -1 when it does not fit `cap`. */
+int tile_v2_response_shm(const struct tile_v2_request *r, const struct tile_plan *plan, char *head, size_t cap,
+                         size_t *len, struct tile_error *e);
 
 /* The versions of the model `tile` that are served, newest first; the
  * first is the one a path without a version addresses. */

@@ -29,6 +29,11 @@ bool tiled_split_model_path(const char *p, char *model, size_t cap, int *version
 /* Head checks (route.h): v1's media types and query; v2's path and method. */
 void tiled_check_tile_head(struct tiled_req *req);
 void tiled_check_models_head(struct tiled_req *req);
+void tiled_handle_system_shm(struct tiled_req *req);
+void tiled_handle_cuda_shm(struct tiled_req *req);
+/* True when the request's method is `want` (HEAD serves GET); otherwise
+ * sets a 405 naming the allowed method. */
+bool tiled_method_is(struct tiled_req *req, const char *want);
 /* Adds a finished v2 infer request to its version's statistics. */
 void tiled_v2_record(struct tiled_server *srv, const struct tiled_req *req, bool ok);
 

@@ -17,6 +17,10 @@ static const struct tiled_route tiled_routes[] = {
      .open = true},
     {.method = "*", .path = "/v2/models/", .handler = tiled_handle_models, .label = TILED_RL_V2,
      .needs_body = true, .prefix = true, .check_head = tiled_check_models_head},
+    {.method = "*", .path = "/v2/systemsharedmemory/", .handler = tiled_handle_system_shm, .label = TILED_RL_V2,
+     .needs_body = true, .prefix = true},
+    {.method = "*", .path = "/v2/cudasharedmemory/", .handler = tiled_handle_cuda_shm, .label = TILED_RL_V2,
+     .needs_body = true, .prefix = true},
     {.method = "GET", .path = "/metrics", .handler = tiled_handle_metrics, .label = TILED_RL_METRICS},
     {.method = "GET", .path = "/openapi.json", .handler = tiled_handle_openapi, .label = TILED_RL_OTHER},
 };

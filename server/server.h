@@ -23,6 +23,7 @@
 #include "reply.h"
 #include "request.h"
 #include "route.h"
+#include "shm.h"
 #include "tile.h"
 #include "v2.h"
 
@@ -103,6 +104,13 @@ struct tiled_req {
     struct tile_v2_request v2;
     const char *infer_header_len; /* NULL when the header is absent */
     enum tile_format in_fmt, out_fmt;
+    /* Shared-memory views the request holds (v2_shm.c): inputs read in
+     * place, and the output tiled into its region (shm_out.region NULL:
+     * the output goes in the body). shm_reply is the answer's JSON then. */
+    struct tiled_shm_view shm_in[4];
+    int nshm_in;
+    struct tiled_shm_view shm_out;
+    char *shm_reply;
     /* Query parameters, collected once. */
     struct tiled_kv {
         char key[32];

@@ -16,14 +16,17 @@
 #include "handlers.h"
 #include "jsontext.h"
 #include "server.h"
+#include "v2_shm.h"
 #include "work.h"
 #include "v2.h"
 
 void tiled_handle_server_metadata(struct tiled_req *req)
 {
-    tiled_reply_doc(&req->reply, TILED_OK,
-                    json_pack("{s:s, s:s, s:[s, s, s, s]}", "name", "tiled", "version", TILED_VERSION, "extensions",
-                              "binary_tensor_data", "model_configuration", "statistics", "parameters"));
+    json_t *doc = json_pack("{s:s, s:s, s:[s, s, s, s]}", "name", "tiled", "version", TILED_VERSION, "extensions",
+                            "binary_tensor_data", "model_configuration", "statistics", "parameters");
+    if (doc && req->srv->shm)
+        json_array_append_new(json_object_get(doc, "extensions"), json_string("system_shared_memory"));
+    tiled_reply_doc(&req->reply, TILED_OK, doc);
 }
 
 /* ---- infer ---------------------------------------------------------------- */
@@ -38,8 +41,9 @@ static int v2_prepare(struct tiled_req *req, struct tile_error *e)
         return tile_error_set(e, TILE_EINVAL, "Inference-Header-Content-Length '%.30s' is not a byte count", hl);
     uint64_t t0 = tiled_now_us();
     tile_v2_request_free(v);
-    int rc = tile_v2_decode(req->body ? req->body : "", req->body_len, header_len, req->v2_version,
-                            &req->srv->lim, v, e);
+    struct tile_v2_shm_source src;
+    int rc = tile_v2_decode_shm(req->body ? req->body : "", req->body_len, header_len, req->v2_version,
+                                &req->srv->lim, tiled_v2_shm_source(req, &src), v, e);
     /* The tile request moves into req->treq, where the shared path reads it. */
     tile_request_free(&req->treq);
     req->treq = v->treq;
@@ -47,6 +51,9 @@ static int v2_prepare(struct tiled_req *req, struct tile_error *e)
     if (rc < 0)
         return -1;
     req->tm.decode_us = tiled_now_us() - t0;
+    /* Inputs held in regions were copied unless the output goes to one. */
+    if (!v->out_shm.used && tiled_v2_shm_release(req, e) < 0)
+        return -1;
     if (tiled_work_plan(req, e) < 0)
         return -1;
     uint64_t data_bytes = req->plan.out_bytes;
@@ -54,6 +61,8 @@ static int v2_prepare(struct tiled_req *req, struct tile_error *e)
         tile_plan_string_wire_bytes(&req->plan, tile_tensor_string_bytes(&req->treq.input), req->srv->lim.max_stream,
                                     &data_bytes, e) < 0)
         return -1;
+    if (v->out_shm.used)
+        return tiled_v2_shm_output(req, data_bytes, e);
     char head[TILE_ENCODE_HEAD_MAX];
     struct tile_encode_frame f = {.head = head, .complex_flat = true};
     if (tile_v2_response_frame(v, &req->plan, data_bytes, head, sizeof(head), &f.head_len, &f.tail, &f.tail_len, e) < 0)
@@ -138,7 +147,7 @@ static void handle_stats(struct tiled_req *req, int version)
 
 /* ---- routing -------------------------------------------------------------------- */
 
-static bool method_is(struct tiled_req *req, const char *want)
+bool tiled_method_is(struct tiled_req *req, const char *want)
 {
     if (tiled_method_serves(req->method, want))
         return true;
@@ -208,7 +217,7 @@ void tiled_handle_models(struct tiled_req *req)
     const char *action;
     const char *rest = req->path + strlen("/v2/models/");
     if (strcmp(rest, "stats") == 0) {
-        if (method_is(req, "GET"))
+        if (tiled_method_is(req, "GET"))
             handle_stats(req, 0);
         return;
     }
@@ -229,11 +238,11 @@ void tiled_handle_models(struct tiled_req *req)
     int v = version ? version : tile_v2_versions[0];
     char *doc = NULL;
     if (strcmp(action, "infer") == 0) {
-        if (method_is(req, "POST"))
+        if (tiled_method_is(req, "POST"))
             handle_infer(req, v);
         return;
     }
-    if (!method_is(req, "GET"))
+    if (!tiled_method_is(req, "GET"))
         return;
     if (strcmp(action, "") == 0)
         doc = tile_v2_model_metadata(v);

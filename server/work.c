@@ -19,6 +19,7 @@
 #include "compress.h"
 #include "server.h"
 #include "stream.h"
+#include "v2_shm.h"
 
 int tiled_work_plan(struct tiled_req *req, struct tile_error *e)
 {
@@ -62,6 +63,8 @@ static int produce(struct tiled_req *req, struct tile_error *e)
     struct tiled_server *srv = req->srv;
     struct tiled_reply *r = &req->reply;
     uint64_t size = tile_encoder_size(req->enc);
+    if (req->shm_out.region)
+        return tiled_v2_shm_produce(req, e); /* the output goes to the client's memory, not the body */
     if (size > (uint64_t)srv->cfg.stream_threshold) {
         r->stream = tiled_stream_init(req, (uint64_t)srv->cfg.stream_chunk);
         if (!r->stream)
@@ -83,6 +86,7 @@ static int produce(struct tiled_req *req, struct tile_error *e)
 
 void tiled_work_fail(struct tiled_req *req, const struct tile_error *e)
 {
+    tiled_v2_shm_release(req, NULL);
     tiled_reply_free(&req->reply);
     memset(&req->reply, 0, sizeof(req->reply));
     tiled_reply_tile_error(&req->reply, e);

@@ -1,0 +1,231 @@
+/* v2_shm.c - Triton's system shared-memory extension (see v2_shm.h).
+ *
+ * DESIGN. Endpoints follow Triton's paths, bodies and statuses:
+ *   GET  /v2/systemsharedmemory[/region/NAME]/status      200 [{name,key,offset,byte_size}]
+ *   POST /v2/systemsharedmemory/region/NAME/register      {"key","offset","byte_size"} -> 200
+ *   POST /v2/systemsharedmemory[/region/NAME]/unregister  200, an unknown name too
+ * Off (no --shared-memory system), status answers [] and register and
+ * unregister 501, as Triton does without --allow-client-shm. The CUDA
+ * variant is answered only as far as clients that call it blindly need
+ * (perf_analyzer and Triton's examples unregister CUDA regions at start):
+ * status [], unregister 200, register 501.
+ *
+ * An infer request naming regions holds a view of each (shm.h) from decode
+ * to the end of its work. When the output goes to a region, fixed-width
+ * inputs are read in place and the encoder tiles the output straight into
+ * the region with the pool; the body is only the output's metadata. When
+ * it does not, inputs are copied at decode and their views let go at once,
+ * so a body streamed later never reads a region a client may truncate.
+ * A region truncated while held turns the request into a 400.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "v2_shm.h"
+
+#include "base.h"
+#include "handlers.h"
+#include "server.h"
+
+/* ---- infer ------------------------------------------------------------------ */
+
+static int resolve_input(void *ctx, const char *tensor, const struct tile_v2_shm_ref *ref, const void **data,
+                         struct tile_error *e)
+{
+    struct tiled_req *req = ctx;
+    char what[64];
+    snprintf(what, sizeof(what), "input '%s'", tensor);
+    if ((size_t)req->nshm_in == sizeof(req->shm_in) / sizeof(req->shm_in[0]))
+        return tile_error_set(e, TILE_EINVAL, "too many inputs in shared memory");
+    struct tiled_shm_view *v = &req->shm_in[req->nshm_in];
+    if (tiled_shm_acquire(req->srv->shm, ref->region, ref->offset, ref->byte_size, what, v, e) < 0)
+        return -1;
+    req->nshm_in++;
+    *data = v->data;
+    return 0;
+}
+
+const struct tile_v2_shm_source *tiled_v2_shm_source(struct tiled_req *req, struct tile_v2_shm_source *src)
+{
+    if (!req->srv->shm)
+        return NULL;
+    *src = (struct tile_v2_shm_source){.resolve = resolve_input, .ctx = req, .borrow = true};
+    return src;
+}
+
+int tiled_v2_shm_output(struct tiled_req *req, uint64_t data_bytes, struct tile_error *e)
+{
+    const struct tile_v2_shm_ref *ref = &req->v2.out_shm;
+    if (!req->srv->shm)
+        return tile_error_set(e, TILE_EINVAL,
+                              "output 'output' names shared memory region '%s', but shared memory is not enabled on "
+                              "this server (tiled serve --shared-memory system)",
+                              ref->region);
+    if (ref->byte_size < data_bytes)
+        return tile_error_set(e, TILE_EINVAL,
+                              "shared memory size specified with the request for output 'output' (%llu bytes) should "
+                              "be at least %llu bytes to hold the results",
+                              (unsigned long long)ref->byte_size, (unsigned long long)data_bytes);
+    char head[TILE_ENCODE_HEAD_MAX];
+    size_t len;
+    if (tile_v2_response_shm(&req->v2, &req->plan, head, sizeof(head), &len, e) < 0 ||
+        tiled_shm_acquire(req->srv->shm, ref->region, ref->offset, ref->byte_size, "output 'output'", &req->shm_out,
+                          e) < 0)
+        return -1;
+    req->shm_reply = strdup(head);
+    struct tile_encode_frame f = {.head = "", .tail = ""};
+    req->enc = tile_encoder_new(TILE_FMT_RAW, &req->plan, &req->treq, &f, data_bytes, e);
+    if (!req->shm_reply || !req->enc)
+        return tile_error_set(e, TILE_ENOMEM, "out of memory");
+    if (tile_encoder_size(req->enc) > req->shm_out.len) /* never write past the view */
+        return tile_error_set(e, TILE_EINVAL, "output 'output' does not fit its shared memory region");
+    return 0;
+}
+
+int tiled_v2_shm_release(struct tiled_req *req, struct tile_error *e)
+{
+    int rc = 0;
+    for (int i = 0; i < req->nshm_in; i++)
+        rc |= tiled_shm_release(&req->shm_in[i], e);
+    req->nshm_in = 0;
+    rc |= tiled_shm_release(&req->shm_out, e);
+    return rc ? -1 : 0;
+}
+
+int tiled_v2_shm_produce(struct tiled_req *req, struct tile_error *e)
+{
+    uint64_t t0 = tiled_now_us();
+    tile_encoder_fill(req->enc, req->shm_out.data, req->srv->pool);
+    req->tm.tile_us += tiled_now_us() - t0;
+    if (tiled_v2_shm_release(req, e) < 0)
+        return -1;
+    tiled_reply_json(&req->reply, TILED_OK, req->shm_reply);
+    return req->reply.body ? 0 : tile_error_set(e, TILE_ENOMEM, "out of memory");
+}
+
+/* ---- endpoints -------------------------------------------------------------- */
+
+static int reply_status_of(const struct tile_error *e)
+{
+    return e->code == TILE_EIO ? TILED_INTERNAL_ERROR : e->code == TILE_ENOMEM ? TILED_UNAVAILABLE : TILED_BAD_REQUEST;
+}
+
+/* Reads an unsigned integer member; false (and a 400) when it is wrong. */
+static bool body_uint(struct tiled_req *req, json_t *doc, const char *key, bool required, uint64_t *out)
+{
+    json_t *v = json_object_get(doc, key);
+    *out = 0;
+    if (!v && !required)
+        return true;
+    if (!v) {
+        tiled_reply_error(&req->reply, TILED_BAD_REQUEST, "Shared memory register request has no '%s' field", key);
+        return false;
+    }
+    if (!json_is_integer(v) || json_integer_value(v) < 0) {
+        tiled_reply_error(&req->reply, TILED_BAD_REQUEST, "'%s' in a shared memory register request must be an integer >= 0", key);
+        return false;
+    }
+    *out = (uint64_t)json_integer_value(v);
+    return true;
+}
+
+static void handle_register(struct tiled_req *req, const char *name)
+{
+    json_error_t je;
+    json_t *doc = json_loadb(req->body ? req->body : "", req->body_len, JSON_REJECT_DUPLICATES, &je);
+    json_t *key = json_object_get(doc, "key");
+    uint64_t offset, byte_size;
+    if (!json_is_object(doc))
+        tiled_reply_error(&req->reply, TILED_BAD_REQUEST, "a shared memory register request is a JSON object "
+                                            "{\"key\", \"offset\", \"byte_size\"}: %s", doc ? "not an object" : je.text);
+    else if (!json_is_string(key))
+        tiled_reply_error(&req->reply, TILED_BAD_REQUEST, key ? "'key' in a shared memory register request must be a string"
+                                                : "Shared memory register request has no 'key' field");
+    else if (body_uint(req, doc, "offset", false, &offset) && body_uint(req, doc, "byte_size", true, &byte_size)) {
+        struct tile_error e = {0};
+        if (tiled_shm_register(req->srv->shm, name, json_string_value(key), offset, byte_size, &e) < 0)
+            tiled_reply_error(&req->reply, reply_status_of(&e), "%s", e.text);
+        else
+            tiled_reply_json(&req->reply, TILED_OK, "");
+    }
+    json_decref(doc);
+}
+
+static void handle_status(struct tiled_req *req, const char *name)
+{
+    struct tile_error e = {0};
+    char *doc = req->srv->shm ? tiled_shm_status_json(req->srv->shm, name, &e) : strdup("[]");
+    if (!doc && e.code == TILE_EINVAL)
+        tiled_reply_error(&req->reply, TILED_NOT_FOUND, "Unable to find system shared memory region: '%s'", name);
+    else if (!doc)
+        tiled_reply_error(&req->reply, TILED_UNAVAILABLE, "out of memory");
+    else
+        tiled_reply_json(&req->reply, TILED_OK, doc);
+    free(doc);
+}
+
+/* Splits "[/region/NAME]/ACTION" after the extension's prefix. */
+static bool split_path(const char *rest, char *name, size_t cap, const char **action)
+{
+    name[0] = '\0';
+    if (strncmp(rest, "/region/", 8) == 0) {
+        rest += 8;
+        size_t n = strcspn(rest, "/");
+        if (n == 0 || n >= cap || rest[n] != '/')
+            return false;
+        memcpy(name, rest, n);
+        name[n] = '\0';
+        rest += n;
+    }
+    if (*rest != '/')
+        return false;
+    *action = rest + 1;
+    return strcmp(*action, "status") == 0 || strcmp(*action, "register") == 0 || strcmp(*action, "unregister") == 0;
+}
+
+static void handle_shm(struct tiled_req *req, const char *prefix, bool cuda)
+{
+    char name[TILED_SHM_NAME_MAX + 2];
+    const char *action;
+    if (!split_path(req->path + strlen(prefix), name, sizeof(name), &action)) {
+        tiled_reply_error(&req->reply, TILED_NOT_FOUND, "no such endpoint: %s %s", req->method, req->path);
+        return;
+    }
+    bool status = strcmp(action, "status") == 0;
+    if (!tiled_method_is(req, status ? "GET" : "POST"))
+        return;
+    if (status) {
+        if (cuda && name[0])
+            tiled_reply_error(&req->reply, TILED_NOT_FOUND, "Unable to find cuda shared memory region: '%s'", name);
+        else if (cuda)
+            tiled_reply_json(&req->reply, TILED_OK, "[]");
+        else
+            handle_status(req, name[0] ? name : NULL);
+    } else if (strcmp(action, "register") == 0 && cuda) {
+        tiled_reply_error(&req->reply, TILED_NOT_IMPLEMENTED, "CUDA shared memory is not supported by this server (use system shared "
+                                            "memory)");
+    } else if (!req->srv->shm && !cuda) {
+        tiled_reply_error(&req->reply, TILED_NOT_IMPLEMENTED, "shared memory is disabled on this server (start it with "
+                                            "--shared-memory system)");
+    } else if (strcmp(action, "register") == 0 && !name[0]) {
+        tiled_reply_error(&req->reply, TILED_BAD_REQUEST, "'region name' is necessary to register system shared memory region");
+    } else if (strcmp(action, "register") == 0) {
+        handle_register(req, name);
+    } else {
+        if (!cuda)
+            tiled_shm_unregister(req->srv->shm, name[0] ? name : NULL);
+        tiled_reply_json(&req->reply, TILED_OK, "");
+    }
+}
+
+void tiled_handle_system_shm(struct tiled_req *req)
+{
+    handle_shm(req, "/v2/systemsharedmemory", false);
+}
+
+void tiled_handle_cuda_shm(struct tiled_req *req)
+{
+    handle_shm(req, "/v2/cudasharedmemory", true);
+}

@@ -1,0 +1,27 @@
+/* v2_shm.h - Triton's system shared-memory extension on the v2 API: the
+ * region endpoints, and infer requests whose tensors live in regions. */
+#ifndef TILED_V2_SHM_H
+#define TILED_V2_SHM_H
+
+#include "error.h"
+#include "v2.h"
+
+struct tiled_req;
+
+/* The decoder's view of the registry for this request (NULL when shared
+ * memory is off): inputs it resolves are held in req->shm_in. */
+const struct tile_v2_shm_source *tiled_v2_shm_source(struct tiled_req *req, struct tile_v2_shm_source *src);
+
+/* After planning a request whose output names a region: checks the
+ * region can hold `data_bytes`, takes it, sets up the encoder that tiles
+ * into it and the JSON answer. */
+int tiled_v2_shm_output(struct tiled_req *req, uint64_t data_bytes, struct tile_error *e);
+
+/* Tiles the output into its region, lets every view go and sets the reply;
+ * -1 with `e` when a region was truncated meanwhile. */
+int tiled_v2_shm_produce(struct tiled_req *req, struct tile_error *e);
+
+/* Lets every view go; -1 with `e` when a region was truncated while held. */
+int tiled_v2_shm_release(struct tiled_req *req, struct tile_error *e);
+
+#endif
