@@ -212,6 +212,8 @@ bench:
 	$(BENCH_BIN)
 	TILED_BIN=$(BUILD)/tiled sh bench/bench_http.sh
 	TILED_BIN=$(BUILD)/tiled sh bench/perf_analyzer.sh
+	@$(MAKE) --no-print-directory $(BUILD)/bench/bench_shm_kernel
+	python3 bench/bench_shm.py $(BUILD)/tiled $(BUILD)/bench/bench_shm_kernel 9 --report
 
 # Triton's perf_analyzer, binary in/out, concurrency 1-8 (downloads it once).
 bench-perf-analyzer: $(BUILD)/tiled

@@ -683,8 +683,9 @@ static int id_member(const struct tile_v2_request *r, char *id, struct tile_erro
     return 0;
 }
 
-int tile_v2_response_shm(const struct tile_v2_request *r, const struct tile_plan *plan, char *head, size_t cap,
-                         size_t *len, struct tile_error *e)
+/* The response up to and including the output's shape, then `rest`. */
+static int response_head(const struct tile_v2_request *r, const struct tile_plan *plan, const char *rest, char *head,
+                         size_t cap, size_t *len, struct tile_error *e)
 {
     char id[V2_ID_MEMBER_MAX], shape[TILE_MAX_RANK * 24];
     if (id_member(r, id, e) < 0)
@@ -692,39 +693,30 @@ int tile_v2_response_shm(const struct tile_v2_request *r, const struct tile_plan
     tile_format_shape(plan->out_shape, plan->out_rank, true, shape, sizeof(shape));
     int n = snprintf(head, cap,
                      "{%s\"model_name\":\"tile\",\"model_version\":\"%d\",\"outputs\":[{\"name\":\"output\","
-                     "\"datatype\":\"%s\",\"shape\":%s}]}",
-                     id, r->version, tile_dtype_traits(plan->dtype)->kserve, shape);
+                     "\"datatype\":\"%s\",\"shape\":%s%s",
+                     id, r->version, tile_dtype_traits(plan->dtype)->kserve, shape, rest);
     if (n < 0 || (size_t)n >= cap)
         return tile_error_set(e, TILE_EINVAL, "the response header does not fit");
     *len = (size_t)n;
     return 0;
 }
 
+int tile_v2_response_shm(const struct tile_v2_request *r, const struct tile_plan *plan, char *head, size_t cap,
+                         size_t *len, struct tile_error *e)
+{
+    return response_head(r, plan, "}]}", head, cap, len, e);
+}
+
 int tile_v2_response_frame(const struct tile_v2_request *r, const struct tile_plan *plan, uint64_t binary_size,
                            char *head, size_t cap, size_t *head_len, const char **tail, size_t *tail_len,
                            struct tile_error *e)
 {
-    char id[V2_ID_MEMBER_MAX], shape[TILE_MAX_RANK * 24];
-    if (id_member(r, id, e) < 0)
-        return -1;
-    tile_format_shape(plan->out_shape, plan->out_rank, true, shape, sizeof(shape));
-    int n;
+    char rest[64] = ",\"data\":[";
     if (r->binary_output)
-        n = snprintf(head, cap,
-                     "{%s\"model_name\":\"tile\",\"model_version\":\"%d\",\"outputs\":[{\"name\":\"output\","
-                     "\"datatype\":\"%s\",\"shape\":%s,\"parameters\":{\"binary_data_size\":%llu}}]}",
-                     id, r->version, tile_dtype_traits(plan->dtype)->kserve, shape, (unsigned long long)binary_size);
-    else
-        n = snprintf(head, cap,
-                     "{%s\"model_name\":\"tile\",\"model_version\":\"%d\",\"outputs\":[{\"name\":\"output\","
-                     "\"datatype\":\"%s\",\"shape\":%s,\"data\":[",
-                     id, r->version, tile_dtype_traits(plan->dtype)->kserve, shape);
-    if (n < 0 || (size_t)n >= cap)
-        return tile_error_set(e, TILE_EINVAL, "the response header does not fit");
-    *head_len = (size_t)n;
+        snprintf(rest, sizeof(rest), ",\"parameters\":{\"binary_data_size\":%llu}}]}", (unsigned long long)binary_size);
     *tail = r->binary_output ? "" : "]}]}";
     *tail_len = strlen(*tail);
-    return 0;
+    return response_head(r, plan, rest, head, cap, head_len, e);
 }
 
 const int tile_v2_versions[TILE_V2_NVERSIONS] = {13, 6, 1};

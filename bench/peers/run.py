@@ -1192,9 +1192,20 @@ def report(res, a):
              "`PEERS_ARGS=--skip-service` or `--skip-kernel`; rebuild this file from the last raw results "
              "(build/bench-peers/results.json): `PEERS_ARGS=--report-only`.")
     L.append("")
+    L.extend(shm_section())
     with open(os.path.join(BENCH, "REPORT.md"), "w") as f:
         f.write("\n".join(L))
     return tgt
+
+
+def shm_section():
+    """The shared-memory figures `make bench` last wrote (bench/bench_shm.py --report)."""
+    path = os.path.join(BENCH, "shm.md")
+    if not os.path.exists(path):
+        return []
+    return ["## Shared memory (from `make bench`)", "",
+            "Not part of this run: the last `make bench` run's bench/shm.md, kept here.", "",
+            open(path).read(), "![shared memory GB/s](shm-gbps.png)", ""]
 
 
 def curl_vs_wrk_text(svc, by):

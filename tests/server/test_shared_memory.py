@@ -6,6 +6,8 @@ Run with the virtual environment scripts/venv.sh makes:
 """
 import json
 import os
+import re
+import subprocess
 import sys
 import threading
 import time
@@ -119,6 +121,15 @@ class SharedMemoryBase(unittest.TestCase):
 class SharedMemory(SharedMemoryBase):
     def test_metadata_lists_the_extension(self):
         self.assertIn("system_shared_memory", self.client.get_server_metadata()["extensions"])
+
+    def test_readme_example(self):
+        readme = open(os.path.join(os.path.dirname(__file__), "..", "..", "README.md"), encoding="utf-8").read()
+        code, want = re.search(r"<!-- shm-example -->\n```python\n(.*?)```\n```output\n(.*?)```", readme, re.S).groups()
+        code = code.replace("127.0.0.1:8080", f"127.0.0.1:{self.d.port}")
+        code = code.replace("/tiled_example_", f"/tiled_example_{os.getpid()}_")
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), want.strip())
 
     def test_every_datatype_and_rank_against_numpy_tile(self):
         rng = np.random.default_rng(16)
@@ -363,6 +374,43 @@ class SharedMemoryAuth(SharedMemoryBase):
         resp, data = self.d.request("GET", "/v2/systemsharedmemory/status",
                                     headers={"Authorization": "Bearer sekret"})
         self.assertEqual((resp.status, json.loads(data)), (200, []))
+
+
+class PerfAnalyzerSharedMemory(SharedMemoryBase):
+    """perf_analyzer 2.60.0 (unmodified, scripts/perf_analyzer.sh) with
+    --shared-memory system: it unregisters everything (system and CUDA),
+    registers a region per input and one for the output, and points every
+    request at them. The output's dims are -1, so its region is sized by
+    --output-shared-memory-size."""
+
+    def test_shared_memory_system_without_errors(self):
+        root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+        data = f"/tmp/tiled-pa-shm-{os.getpid()}.json"
+        with open(data, "w") as f:
+            json.dump({"data": [{"input": {"content": [float(i) for i in range(1024)], "shape": [1024]},
+                                 "repeats": {"content": [4], "shape": [1]}}]}, f)
+        try:
+            r = subprocess.run(["sh", "scripts/perf_analyzer.sh", "-m", "tile", "-x", "13", "-u",
+                                f"127.0.0.1:{self.d.port}", "-i", "http", "--input-data", data,
+                                "--shared-memory", "system", "--output-shared-memory-size", "16384",
+                                "--concurrency-range", "1:2", "--measurement-interval", "300", "-s", "1000",
+                                "-r", "10"], cwd=root, capture_output=True, text=True, timeout=600)
+        finally:
+            os.unlink(data)
+        out = r.stdout + r.stderr
+        self.assertEqual(r.returncode, 0, out[-3000:])
+        self.assertNotIn("error", out.lower())
+        client = [int(n) for n in re.findall(r"Client:\s+Request count: (\d+)", out)]
+        server = [int(n) for n in re.findall(r"Successful request count: (\d+)", out)]
+        self.assertEqual(len(client), 2, out[-3000:])
+        for c, s in zip(client, server):
+            self.assertGreater(c, 0)
+            self.assertLessEqual(abs(c - s), max(4, c // 50))
+        log = "\n".join(self.d.log_lines())
+        for name in ("input_0_0", "repeats_0_0", "output"):
+            self.assertIn(f"/v2/systemsharedmemory/region/{name}/register", log)
+        self.assertEqual(self.client.get_system_shared_memory_status(), [])  # unregistered at its exit
+        self.assert_serving()
 
 
 if __name__ == "__main__":
