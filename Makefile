@@ -167,8 +167,7 @@ test-unit: $(TEST_BIN) $(BUILD)/tiled $(BUILD)/tiled-cli
 .SECONDARY: $(TEST_HELP)
 
 # The developer's inner loop: build, then the C unit tests (no sanitizers).
-check: $(BUILD)/tiled
-	@$(MAKE) --no-print-directory test-unit
+check: test-unit
 
 test-asan:
 	$(MAKE) SAN=address test-unit
