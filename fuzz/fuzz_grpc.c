@@ -1,7 +1,9 @@
 /* fuzz_grpc.c - the gRPC ModelInferRequest decoder (tile_grpc_infer_decode),
  * then what the server would do with each accepted input: plan and encode
  * it in every format (fuzz_common.h), and write a ModelInferResponse head
- * for it that must read back as what was put in.
+ * for it that must read back as what was put in. The message first goes
+ * through gRPC framing, fed to the deframer in pieces of varying size, and
+ * must come out whole.
  *
  * Input layout: the protobuf message itself. */
 #include <stdbool.h>
@@ -11,6 +13,7 @@
 #include <string.h>
 
 #include "fuzz_common.h"
+#include "grpc_frame.h"
 #include "grpc_infer.h"
 #include "pbwire.h"
 
@@ -68,14 +71,44 @@ static void check_reply(const struct tile_grpc_infer_request *r, const struct ti
     free(buf);
 }
 
+/* Frames data[0, size) as one gRPC message and reassembles it from pieces
+ * of 1..13 bytes; returns the message (malloc'd, exactly `size` bytes so
+ * reads past it are caught) or NULL without memory. */
+static uint8_t *deframe_in_pieces(const uint8_t *data, size_t size)
+{
+    uint8_t *framed = malloc(TILE_GRPC_PREFIX + size);
+    if (!framed)
+        return NULL;
+    tile_grpc_put_prefix(framed, (uint32_t)size);
+    if (size)
+        memcpy(framed + TILE_GRPC_PREFIX, data, size);
+    struct tile_grpc_deframer d;
+    struct tile_error e = {0};
+    tile_grpc_deframer_init(&d, FUZZ_MAX_BYTES);
+    uint8_t *msg = NULL;
+    size_t off = 0, total = TILE_GRPC_PREFIX + size, msg_len = 0;
+    for (size_t piece = 1 + size % 13; off < total; piece = piece % 13 + 1) {
+        size_t n = total - off < piece ? total - off : piece;
+        FUZZ_CHECK(msg == NULL, "the deframer finished before the end of the message");
+        long long used = tile_grpc_deframe(&d, framed + off, n, &msg, &msg_len, &e);
+        if (used < 0 && e.code == TILE_ENOMEM)
+            break;
+        FUZZ_CHECK(used > 0 && (size_t)used <= n, "the deframer used %lld of %zu bytes: %s", used, n, e.text);
+        off += (size_t)used;
+    }
+    if (msg)
+        FUZZ_CHECK(msg_len == size && (size == 0 || memcmp(msg, data, size) == 0), "the message came out changed");
+    FUZZ_CHECK(msg || e.code == TILE_ENOMEM, "the deframer did not finish the message");
+    tile_grpc_deframer_free(&d);
+    free(framed);
+    return msg;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    /* An exact-size copy, so reads past the message are caught. */
-    uint8_t *msg = malloc(size ? size : 1);
+    uint8_t *msg = deframe_in_pieces(data, size);
     if (!msg)
         return 0;
-    if (size)
-        memcpy(msg, data, size);
     struct tile_grpc_infer_request r;
     struct tile_error e = {0};
     int rc = tile_grpc_infer_decode(msg, size, &fuzz_limits, &r, &e);

@@ -2,7 +2,8 @@
  * (api/pbwire.c) against the encoding guide's examples, and ModelInfer
  * request decoding and reply heads (api/grpc_infer.c): raw and typed
  * contents for every datatype, packed and unpacked, and Triton's rules
- * and messages for mixed or missing data. */
+ * and messages for mixed or missing data, and the bytes tritonclient and
+ * the protobuf library actually write. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -71,13 +72,6 @@ static void put_input(struct msg *req, const char *name, const char *datatype, c
     if (contents)
         put_sub(&in, 5, contents);
     put_sub(req, 5, &in);
-}
-
-static void put_repeats_raw(struct msg *req, const int64_t *repeats, int n)
-{
-    int64_t shape[1] = {n};
-    put_input(req, "repeats", "INT64", shape, 1, NULL);
-    (void)repeats;
 }
 
 static const struct tile_limits limits = {.max_rank = 8};
@@ -228,7 +222,7 @@ static void test_raw_request(void **state)
     put_str(&req, 3, "req-7");
     put_varint_field(&req, 99, 5); /* a field of a later protocol version */
     put_input(&req, "input", "FP32", shape, 2, NULL);
-    put_repeats_raw(&req, repeats, 2);
+    put_input(&req, "repeats", "INT64", (int64_t[]){2}, 1, NULL);
     struct msg out = {.len = 0};
     put_str(&out, 1, "output");
     put_sub(&req, 6, &out);
@@ -502,6 +496,66 @@ static void test_parameters_and_limits(void **state)
     decode_bad(&req, "ModelInferRequest is not a valid protobuf message");
 }
 
+/* ---- bytes written by the real clients ------------------------------------ */
+
+static size_t from_hex(const char *hex, uint8_t *out)
+{
+    size_t n = 0;
+    for (; hex[0] && hex[1]; hex += 2) {
+        unsigned v;
+        sscanf(hex, "%2x", &v);
+        out[n++] = (uint8_t)v;
+    }
+    return n;
+}
+
+/* tritonclient.grpc 2.73's _get_inference_request(): model "tile" version
+ * "13", id "r1", parameter semantics=numpy, inputs FP32 [2,2] 1..4, INT64
+ * [2] {2,3} and BYTES [2] {"ab", ""}, all raw, output "output". */
+static const char tritonclient_request[] =
+    "0a0474696c65120231331a02723122140a0973656d616e7469637312071a056e756d70792a110a05696e7075741204465033321a02"
+    "02022a130a07726570656174731205494e5436341a01022a0d0a0173120542595445531a010232080a066f75747075743a100000803f"
+    "0000004000004040000080403a10020000000000000003000000000000003a0a02000000616200000000";
+
+/* The protobuf library's serialisation of typed contents: INT16 [3]
+ * {-1, 2, 40000} in int_contents, UINT64 [1] {2^64-1}, BYTES [2] {"x",
+ * "yz"} and an FP64 scalar -0.5. */
+static const char protobuf_typed_request[] =
+    "0a0474696c652a230a05696e7075741205494e5431361a01032a10120effffffffffffffffff0102c0b8022a220a07726570656174"
+    "73120655494e5436341a01012a0c2a0affffffffffffffffff012a160a0162120542595445531a01022a074201784202797a2a150a"
+    "01641204465036342a0a3a08000000000000e0bf";
+
+static void test_real_client_bytes(void **state)
+{
+    (void)state;
+    struct msg m;
+    struct tile_grpc_infer_request r;
+    struct tile_error e = {0};
+    m.len = from_hex(tritonclient_request, m.buf);
+    if (decode(&m, &r, &e) < 0)
+        fail_msg("%s", e.text);
+    assert_true(r.has_semantics && r.semantics.len == 5 && !memcmp(r.semantics.ptr, "numpy", 5));
+    assert_true(r.id.len == 2 && !memcmp(r.id.ptr, "r1", 2));
+    assert_int_equal(r.ninputs, 3);
+    assert_memory_equal(r.inputs[0].t.data, ((float[]){1, 2, 3, 4}), 16);
+    assert_memory_equal(r.inputs[1].t.data, ((int64_t[]){2, 3}), 16);
+    const struct tile_str *s = r.inputs[2].t.data;
+    assert_true(s[0].len == 2 && !memcmp(s[0].ptr, "ab", 2) && s[1].len == 0);
+    tile_grpc_infer_request_free(&r);
+
+    m.len = from_hex(protobuf_typed_request, m.buf);
+    if (decode(&m, &r, &e) < 0)
+        fail_msg("%s", e.text);
+    assert_int_equal(r.ninputs, 4);
+    assert_memory_equal(r.inputs[0].t.data, ((int16_t[]){-1, 2, (int16_t)40000}), 6); /* narrowed */
+    assert_true(((uint64_t *)r.inputs[1].t.data)[0] == UINT64_MAX);
+    s = r.inputs[2].t.data;
+    assert_true(s[0].len == 1 && s[1].len == 2 && !memcmp(s[1].ptr, "yz", 2));
+    assert_int_equal(r.inputs[3].t.rank, 0);
+    assert_true(((double *)r.inputs[3].t.data)[0] == -0.5);
+    tile_grpc_infer_request_free(&r);
+}
+
 /* ---- ModelInferResponse head --------------------------------------------- */
 
 static void test_reply_head(void **state)
@@ -581,6 +635,7 @@ int main(void)
         cmocka_unit_test(test_typed_rules),
         cmocka_unit_test(test_styles),
         cmocka_unit_test(test_parameters_and_limits),
+        cmocka_unit_test(test_real_client_bytes),
         cmocka_unit_test(test_reply_head),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
