@@ -3,7 +3,7 @@
  * it in every format (fuzz_common.h), and write a ModelInferResponse head
  * for it that must read back as what was put in. The message first goes
  * through gRPC framing, fed to the deframer in pieces of varying size, and
- * must come out whole.
+ * must come out whole; it is also read as the model RPCs' request.
  *
  * Input layout: the protobuf message itself. */
 #include <stdbool.h>
@@ -15,6 +15,7 @@
 #include "fuzz_common.h"
 #include "grpc_frame.h"
 #include "grpc_infer.h"
+#include "grpc_msgs.h"
 #include "pbwire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -109,8 +110,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint8_t *msg = deframe_in_pieces(data, size);
     if (!msg)
         return 0;
-    struct tile_grpc_infer_request r;
+    /* The same bytes as the {name, version} request of the model RPCs. */
+    struct tile_grpc_str name, version;
     struct tile_error e = {0};
+    if (tile_grpc_model_ref_decode(msg, size, &name, &version, &e) == 0) {
+        check_inside(name, msg, size, "a model name");
+        check_inside(version, msg, size, "a model version");
+    }
+    tile_error_clear(&e);
+    struct tile_grpc_infer_request r;
     int rc = tile_grpc_infer_decode(msg, size, &fuzz_limits, &r, &e);
     fuzz_check_result(rc, &e, "tile_grpc_infer_decode");
     if (rc == 0) {

@@ -1,0 +1,69 @@
+/* grpc_msgs.h - the small messages of the gRPC inference service besides
+ * ModelInfer: the {name, version} requests of ModelReady, ModelMetadata,
+ * ModelConfig and ModelStatistics, and the responses of ServerLive,
+ * ServerReady, ModelReady, ServerMetadata, ModelMetadata, ModelConfig (the
+ * subset of Triton's model_config.proto that clients read) and
+ * ModelStatistics. Fields are written in field-number order, as the
+ * protobuf libraries write them, so replies compare byte for byte.
+ */
+#ifndef TILE_GRPC_MSGS_H
+#define TILE_GRPC_MSGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "grpc_infer.h" /* struct tile_grpc_str */
+
+/* A growable output buffer; `oom` is set (and writes stop) when it
+ * cannot grow. Free `p` with free(). */
+struct tile_grpc_buf {
+    uint8_t *p;
+    size_t len, cap;
+    bool oom;
+};
+
+/* ModelReadyRequest, ModelMetadataRequest, ModelConfigRequest and
+ * ModelStatisticsRequest: {name = 1, version = 2}. */
+int tile_grpc_model_ref_decode(const void *msg, size_t len, struct tile_grpc_str *name, struct tile_grpc_str *version,
+                               struct tile_error *e);
+
+/* ServerLiveResponse{live}, ServerReadyResponse{ready},
+ * ModelReadyResponse{ready}: one bool in field 1. */
+void tile_grpc_bool_reply(struct tile_grpc_buf *b, bool value);
+
+void tile_grpc_server_metadata(struct tile_grpc_buf *b, const char *name, const char *version,
+                               const char *const *extensions, size_t nextensions);
+
+/* A tensor of a model's signature: -1 in the shape is any length. */
+struct tile_grpc_tensor_meta {
+    const char *name;
+    enum tile_dtype dtype;
+    int rank;
+    int64_t shape[TILE_MAX_RANK];
+};
+
+struct tile_grpc_model_meta {
+    const char *name, *platform, *backend;
+    const char *const *versions;
+    size_t nversions;
+    const struct tile_grpc_tensor_meta *inputs, *outputs;
+    size_t ninputs, noutputs;
+};
+
+void tile_grpc_model_metadata(struct tile_grpc_buf *b, const struct tile_grpc_model_meta *m);
+/* ModelConfigResponse{config}: name, platform, max_batch_size 0, input
+ * and output (data_type as Triton's TYPE_ enum), backend. */
+void tile_grpc_model_config(struct tile_grpc_buf *b, const struct tile_grpc_model_meta *m);
+
+/* One version's counters for ModelStatisticsResponse. */
+struct tile_grpc_model_stats {
+    const char *name, *version;
+    uint64_t last_inference_ms, inference_count, execution_count;
+    uint64_t success_count, success_ns, fail_count, fail_ns, queue_count, queue_ns;
+    uint64_t compute_input_count, compute_input_ns, compute_infer_count, compute_infer_ns;
+    uint64_t compute_output_count, compute_output_ns;
+};
+void tile_grpc_model_statistics(struct tile_grpc_buf *b, const struct tile_grpc_model_stats *s, size_t n);
+
+#endif
