@@ -8,7 +8,11 @@
 # and libgcc-s1, fetched with `apt-get download` through a private apt state
 # (its own source list, lists and cache; an empty dpkg status) and unpacked
 # with `dpkg-deb -x` under $PA_DIR. Its other libraries (libssl3, zlib) come
-# from the host. Everything is cached in $PA_DIR (default build/perf_analyzer);
+# from the host, but for the CUDA runtime: perf_analyzer loads libcudart.so
+# when it starts with --shared-memory (even `system`, to unregister CUDA
+# regions), and a machine without CUDA gets it from PyPI's
+# nvidia-cuda-runtime-cu12 (the library alone; no GPU is used). Everything is
+# cached in $PA_DIR (default build/perf_analyzer);
 # any download failure stops the script with an error.
 #
 #   sh scripts/perf_analyzer.sh -m tile -u 127.0.0.1:8080 --input-data tile.json
@@ -19,16 +23,32 @@ mkdir -p "$DIR"
 DIR=$(cd "$DIR" && pwd)
 BIN=$DIR/wheel/perf_analyzer/bin/perf_analyzer
 ROOT=$DIR/trixie
+CUDART=$DIR/cudart
 
-# pip from a venv of its own (the host may have no pip); `pip download`
-# because pip would not install a manylinux_2_38 wheel on this glibc.
+# pip_download DEST [PIP-OPTION...] REQUIREMENT: with pip from a venv of its
+# own (the host may have no pip); `pip download` because pip would not install
+# a manylinux_2_38 wheel on this glibc.
+pip_download() {
+  dest=$1
+  shift
+  [ -x "$DIR/venv/bin/pip" ] || python3 -m venv "$DIR/venv"
+  "$DIR/venv/bin/pip" download -q --disable-pip-version-check --no-deps --only-binary=:all: -d "$dest" "$@" >&2
+}
+
 fetch_wheel() {
   rm -rf "$DIR/wheel" "$DIR/dl"
-  [ -x "$DIR/venv/bin/pip" ] || python3 -m venv "$DIR/venv"
-  "$DIR/venv/bin/pip" download -q --disable-pip-version-check --no-deps --only-binary=:all: --platform manylinux_2_38_x86_64 --python-version 3.11 \
-    -d "$DIR/dl" "perf-analyzer==$PA_VERSION" >&2
+  pip_download "$DIR/dl" --platform manylinux_2_38_x86_64 --python-version 3.11 "perf-analyzer==$PA_VERSION"
   python3 -m zipfile -e "$DIR"/dl/perf_analyzer-*.whl "$DIR/wheel"
   chmod +x "$BIN"
+}
+
+fetch_cudart() {
+  rm -rf "$CUDART" "$DIR/dl-cudart"
+  pip_download "$DIR/dl-cudart" "nvidia-cuda-runtime-cu12==12.9.79"
+  python3 -m zipfile -e "$DIR"/dl-cudart/nvidia_cuda_runtime_cu12-*.whl "$DIR/dl-cudart/wheel"
+  mkdir -p "$CUDART"
+  cp "$DIR/dl-cudart/wheel/nvidia/cuda_runtime/lib/libcudart.so.12" "$CUDART/"
+  ln -s libcudart.so.12 "$CUDART/libcudart.so"
 }
 
 # The Debian mirror this machine already uses, for a trixie source line.
@@ -56,6 +76,7 @@ fetch_trixie_libs() {
 
 [ -x "$BIN" ] || fetch_wheel
 [ -x "$ROOT/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2" ] || fetch_trixie_libs
+[ -e "$CUDART/libcudart.so" ] || fetch_cudart
 exec "$ROOT/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2" \
-  --library-path "$ROOT/usr/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu:/lib/x86_64-linux-gnu" \
+  --library-path "$ROOT/usr/lib/x86_64-linux-gnu:$CUDART:/usr/lib/x86_64-linux-gnu:/lib/x86_64-linux-gnu" \
   "$BIN" "$@"
