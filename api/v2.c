@@ -342,6 +342,8 @@ static int key_model_version(void *p)
     size_t len;
     if (tile_jr_string(&c->jr, "model_version", text, sizeof(text), &len) < 0)
         return -1;
+    if (len == 0)
+        return 0; /* "" names no version (the protocol's own default), as clients send it */
     char want[16];
     int n = snprintf(want, sizeof(want), "%d", c->r->version);
     if ((size_t)n != len || memcmp(text, want, len) != 0)

@@ -552,6 +552,7 @@ class Leniency(V2Case):
         extras = [
             {"model_name": MODEL},                                   # KServe's InferRequest.to_rest()
             {"model_name": MODEL, "model_version": DEFAULT_VERSION},
+            {"model_name": MODEL, "model_version": ""},                # no version named
             {"x_client": {"nested": [1, {"k": None}]}, "trace": True},
         ]
         for extra in extras:
