@@ -48,6 +48,13 @@ static const struct tiled_option tiled_options[] = {
      .def = "0", .min = 0, .max = 1024, .help = "tiling worker threads; 0 = one per online CPU"},
     {.flag = "http-threads", .env = "TILED_HTTP_THREADS", .type = OPT_INT, .offset = OFF(http_threads),
      .def = "1", .min = 1, .max = 64, .help = "HTTP event-loop threads"},
+    {.flag = "grpc-port", .env = "TILED_GRPC_PORT", .type = OPT_INT, .offset = OFF(grpc_port),
+     .def = "-1", .min = -1, .max = 65535,
+     .help = "TCP port of the Open Inference Protocol over gRPC (8081 in the container image); -1 = off, 0 picks a "
+             "free one"},
+    {.flag = "max-grpc-message", .env = "TILED_MAX_GRPC_MESSAGE", .type = OPT_SIZE, .offset = OFF(max_grpc_message),
+     .def = "2147483647", .min = 64, .max = 4294967295,
+     .help = "largest gRPC message received or sent, in bytes (a bigger output is refused with RESOURCE_EXHAUSTED)"},
     {.flag = "queue", .env = "TILED_QUEUE", .type = OPT_INT, .offset = OFF(queue),
      .def = "256", .min = 1, .max = 1 << 20, .help = "requests waiting for a worker before new ones get 503"},
     {.flag = "max-body", .env = "TILED_MAX_BODY", .type = OPT_SIZE, .offset = OFF(max_body),

@@ -44,6 +44,8 @@ void tiled_reply_doc(struct tiled_reply *r, int status, json_t *doc)
 {
     char *text = tiled_json_dump(doc);
     free(r->body);
+    free(r->message); /* a document replaces an earlier error */
+    r->message = NULL;
     r->status = text ? status : TILED_UNAVAILABLE;
     tiled_copy_str(r->content_type, sizeof(r->content_type), "application/json");
     r->body = text;
@@ -58,6 +60,43 @@ void tiled_reply_error(struct tiled_reply *r, int status, const char *fmt, ...)
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     tiled_reply_doc(r, status, json_pack("{s:o}", "error", tiled_json_text(msg)));
+    free(r->message);
+    r->message = strdup(msg);
+}
+
+int tiled_reply_grpc_status(const struct tiled_reply *r)
+{
+    static const struct {
+        int http, grpc;
+    } map[] = {
+        {TILED_OK, TILED_GRPC_OK},
+        {TILED_NO_CONTENT, TILED_GRPC_OK},
+        {TILED_BAD_REQUEST, TILED_GRPC_INVALID_ARGUMENT},
+        {TILED_UNAUTHORIZED, TILED_GRPC_UNAUTHENTICATED},
+        {TILED_FORBIDDEN, TILED_GRPC_PERMISSION_DENIED},
+        {TILED_NOT_FOUND, TILED_GRPC_NOT_FOUND},
+        {TILED_METHOD_NOT_ALLOWED, TILED_GRPC_UNIMPLEMENTED},
+        {TILED_NOT_ACCEPTABLE, TILED_GRPC_INVALID_ARGUMENT},
+        {TILED_TOO_LARGE, TILED_GRPC_RESOURCE_EXHAUSTED},
+        {TILED_UNSUPPORTED_MEDIA_TYPE, TILED_GRPC_INVALID_ARGUMENT},
+        {TILED_CLIENT_GONE, TILED_GRPC_CANCELLED},
+        {TILED_INTERNAL_ERROR, TILED_GRPC_INTERNAL},
+        {TILED_NOT_IMPLEMENTED, TILED_GRPC_UNIMPLEMENTED},
+        {TILED_UNAVAILABLE, TILED_GRPC_UNAVAILABLE},
+    };
+    if (r->has_grpc_status)
+        return r->grpc_status;
+    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+        if (map[i].http == r->status)
+            return map[i].grpc;
+    }
+    return r->status >= 500 ? TILED_GRPC_INTERNAL : TILED_GRPC_UNKNOWN;
+}
+
+void tiled_reply_set_grpc_status(struct tiled_reply *r, int code)
+{
+    r->grpc_status = code;
+    r->has_grpc_status = true;
 }
 
 void tiled_reply_tile_error(struct tiled_reply *r, const struct tile_error *e)
@@ -79,6 +118,8 @@ void tiled_reply_free(struct tiled_reply *r)
         free(r->headers[i][1]);
     }
     r->nheaders = 0;
+    free(r->message);
+    r->message = NULL;
     tiled_reply_set_body(r, NULL, 0, NULL);
     if (r->stream)
         r->release_stream(r->stream);

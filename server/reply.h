@@ -7,6 +7,7 @@
 #ifndef TILED_REPLY_H
 #define TILED_REPLY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -38,6 +39,11 @@ enum tiled_status {
 
 struct tiled_reply {
     int status;
+    /* gRPC's status for this reply when it is not the one the HTTP status
+     * maps to (tiled_reply_grpc_status); has_grpc_status says it is set. */
+    int grpc_status;
+    bool has_grpc_status;
+    char *message;            /* owned: an error reply's text, for transports that send it bare */
     char content_type[64];
     char *headers[6][2];      /* extra headers (name, value), owned */
     int nheaders;
@@ -63,6 +69,28 @@ void tiled_reply_header(struct tiled_reply *r, const char *name, const char *val
 /* Replaces the body (the old one is let go); `release` NULL means free(). */
 void tiled_reply_set_body(struct tiled_reply *r, char *body, uint64_t len, void (*release)(void *body));
 void tiled_reply_free(struct tiled_reply *r);
+
+/* gRPC's status codes (grpc/status.h), by the names the protocol uses. */
+enum tiled_grpc_code {
+    TILED_GRPC_OK = 0,
+    TILED_GRPC_CANCELLED = 1,
+    TILED_GRPC_UNKNOWN = 2,
+    TILED_GRPC_INVALID_ARGUMENT = 3,
+    TILED_GRPC_DEADLINE_EXCEEDED = 4,
+    TILED_GRPC_NOT_FOUND = 5,
+    TILED_GRPC_PERMISSION_DENIED = 7,
+    TILED_GRPC_RESOURCE_EXHAUSTED = 8,
+    TILED_GRPC_UNIMPLEMENTED = 12,
+    TILED_GRPC_INTERNAL = 13,
+    TILED_GRPC_UNAVAILABLE = 14,
+    TILED_GRPC_UNAUTHENTICATED = 16,
+};
+
+/* The gRPC status a reply is sent with: its own when set, else the one
+ * its HTTP status maps to, the way Triton maps its errors to both. */
+int tiled_reply_grpc_status(const struct tiled_reply *r);
+/* Sets a reply's gRPC status (its HTTP status stays for logs and metrics). */
+void tiled_reply_set_grpc_status(struct tiled_reply *r, int code);
 
 /* Server-Timing value for the request's timings. */
 void tiled_server_timing(const struct tile_timings *tm, char *buf, size_t cap);

@@ -23,13 +23,24 @@ static const struct tiled_route tiled_routes[] = {
      .needs_body = true, .prefix = true},
     {.method = "GET", .path = "/metrics", .handler = tiled_handle_metrics, .label = TILED_RL_METRICS},
     {.method = "GET", .path = "/openapi.json", .handler = tiled_handle_openapi, .label = TILED_RL_OTHER},
+    /* gRPC: the HTTP/2 :path is /<package>.<service>/<method>; health is
+     * open like its HTTP twins. */
+    {.method = "POST", .path = "/inference.GRPCInferenceService/ServerLive", .handler = tiled_handle_grpc,
+     .label = TILED_RL_GRPC, .needs_body = true, .open = true, .grpc = true},
+    {.method = "POST", .path = "/inference.GRPCInferenceService/ServerReady", .handler = tiled_handle_grpc,
+     .label = TILED_RL_GRPC, .needs_body = true, .open = true, .grpc = true},
+    {.method = "POST", .path = "/grpc.health.v1.Health/", .handler = tiled_handle_grpc, .label = TILED_RL_GRPC,
+     .needs_body = true, .prefix = true, .open = true, .grpc = true},
+    {.method = "POST", .path = "/inference.GRPCInferenceService/", .handler = tiled_handle_grpc,
+     .label = TILED_RL_GRPC, .needs_body = true, .prefix = true, .grpc = true},
 };
 
 #define NROUTES (sizeof(tiled_routes) / sizeof(tiled_routes[0]))
 
 static const char *const label_names[] = {
     [TILED_RL_V1_TILE] = "/v1/tile", [TILED_RL_V2_INFER] = "/v2/models/infer", [TILED_RL_V2] = "/v2",
-    [TILED_RL_HEALTH] = "/v2/health", [TILED_RL_METRICS] = "/metrics",         [TILED_RL_OTHER] = "other",
+    [TILED_RL_HEALTH] = "/v2/health", [TILED_RL_METRICS] = "/metrics",         [TILED_RL_GRPC] = "grpc",
+    [TILED_RL_OTHER] = "other",
 };
 _Static_assert(sizeof(label_names) / sizeof(label_names[0]) == TILED_RL_COUNT, "a name per route label");
 
@@ -48,11 +59,14 @@ bool tiled_method_serves(const char *method, const char *want)
     return strcmp(method, want) == 0 || (strcmp(want, "GET") == 0 && strcmp(method, "HEAD") == 0);
 }
 
-const struct tiled_route *tiled_route_find(const char *method, const char *path, char *allow, size_t cap)
+const struct tiled_route *tiled_route_find(enum tiled_transport transport, const char *method, const char *path, char *allow,
+                                           size_t cap)
 {
     allow[0] = '\0';
     for (size_t i = 0; i < NROUTES; i++) {
         const struct tiled_route *r = &tiled_routes[i];
+        if (r->grpc != (transport == TILED_TRANSPORT_GRPC))
+            continue;
         if (r->prefix && strncmp(r->path, path, strlen(r->path)) == 0)
             return r;
         if (strcmp(r->path, path) != 0)

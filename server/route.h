@@ -9,12 +9,17 @@
 
 struct tiled_req;
 
+/* What carried a request in: it picks the routes the request can reach
+ * and labels its metrics and access log. */
+enum tiled_transport { TILED_TRANSPORT_HTTP, TILED_TRANSPORT_GRPC, TILED_TRANSPORT_COUNT };
+
 enum tiled_route_label {
     TILED_RL_V1_TILE,
     TILED_RL_V2_INFER, /* given by the models route to an infer request */
     TILED_RL_V2,
     TILED_RL_HEALTH,
     TILED_RL_METRICS,
+    TILED_RL_GRPC,  /* the Open Inference Protocol over gRPC */
     TILED_RL_OTHER, /* no route, and operator documents */
     TILED_RL_COUNT
 };
@@ -29,14 +34,17 @@ struct tiled_route {
     bool needs_body;
     bool prefix; /* path is a prefix; the handler routes the rest */
     bool open;   /* served without an API key (health checks) */
+    bool grpc;   /* reached over gRPC only (and gRPC reaches nothing else) */
     /* What the request head alone already refuses: sets an error reply, so
      * it is sent before the body is read (and before 100 Continue). */
     tiled_handler_fn check_head;
 };
 
-/* The route for a request; NULL when there is none. Then `allow` gets the
- * methods the path does take ("" when the path is unknown: 404, not 405). */
-const struct tiled_route *tiled_route_find(const char *method, const char *path, char *allow, size_t cap);
+/* The route for a request that came by `transport`; NULL when there is
+ * none. Then `allow` gets the methods the path does take ("" when the path
+ * is unknown: 404, not 405). */
+const struct tiled_route *tiled_route_find(enum tiled_transport transport, const char *method, const char *path, char *allow,
+                                           size_t cap);
 
 /* The Allow header's value for a route of method `method`: a GET route
  * serves HEAD too, so it lists both. */

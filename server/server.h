@@ -71,6 +71,7 @@ struct tiled_req {
     void *conn;               /* the transport's connection */
     const struct tiled_conn_ops *ops;
     const struct tiled_route *route;
+    enum tiled_transport transport;
     char method[16];
     const char *path;         /* borrowed from the transport, like the headers */
     char request_id[80];

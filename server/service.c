@@ -72,6 +72,7 @@ struct tiled_req *tiled_req_new(struct tiled_server *srv, const struct tiled_hea
     req->conn = conn;
     req->ops = ops;
     req->t_start = tiled_now_us();
+    req->transport = h->transport;
     pthread_mutex_init(&req->lock, NULL);
     tile_request_init(&req->treq);
     tiled_copy_str(req->method, sizeof(req->method), h->method);
@@ -122,7 +123,7 @@ static void req_free(struct tiled_req *req)
 bool tiled_service_route(struct tiled_req *req, const char *authorization)
 {
     char allow[64];
-    req->route = tiled_route_find(req->method, req->path, allow, sizeof(allow));
+    req->route = tiled_route_find(req->transport, req->method, req->path, allow, sizeof(allow));
     /* Without a key nothing but health is answered, not even "not found". */
     if ((!req->route || !req->route->open) && tiled_auth_enabled() && !tiled_auth_check(authorization)) {
         tiled_reply_error(&req->reply, TILED_UNAUTHORIZED, "missing or invalid API key (send Authorization: Bearer KEY)");
@@ -135,6 +136,8 @@ bool tiled_service_route(struct tiled_req *req, const char *authorization)
         tiled_reply_error(&req->reply, TILED_METHOD_NOT_ALLOWED, "method %s is not allowed on %s (allowed: %s)",
                           req->method, req->path, allow);
         tiled_reply_header(&req->reply, "Allow", allow);
+    } else if (req->transport == TILED_TRANSPORT_GRPC) {
+        tiled_reply_error(&req->reply, TILED_NOT_IMPLEMENTED, "unknown method %s", req->path);
     } else {
         tiled_reply_error(&req->reply, TILED_NOT_FOUND, "no such endpoint: %s %s", req->method, req->path);
     }

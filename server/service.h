@@ -29,6 +29,7 @@
 /* A request head, as the transport read it. Strings are borrowed and must
  * stay valid until tiled_service_end(). */
 struct tiled_head {
+    enum tiled_transport transport;
     const char *method;
     const char *path;
     /* A header's value, NULL when absent (name case-insensitive). */

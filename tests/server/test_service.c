@@ -164,21 +164,21 @@ static void routes(void **state)
 {
     (void)state;
     char allow[64];
-    const struct tiled_route *r = tiled_route_find("POST", "/v1/tile", allow, sizeof(allow));
+    const struct tiled_route *r = tiled_route_find(TILED_TRANSPORT_HTTP, "POST", "/v1/tile", allow, sizeof(allow));
     assert_non_null(r);
     assert_ptr_equal(r->handler, tiled_handle_tile);
     assert_int_equal(r->label, TILED_RL_V1_TILE);
     assert_true(r->needs_body);
-    assert_null(tiled_route_find("GET", "/v1/tile", allow, sizeof(allow)));
+    assert_null(tiled_route_find(TILED_TRANSPORT_HTTP, "GET", "/v1/tile", allow, sizeof(allow)));
     assert_string_equal(allow, "POST");
-    assert_null(tiled_route_find("GET", "/nowhere", allow, sizeof(allow)));
+    assert_null(tiled_route_find(TILED_TRANSPORT_HTTP, "GET", "/nowhere", allow, sizeof(allow)));
     assert_string_equal(allow, "");
-    r = tiled_route_find("HEAD", "/metrics", allow, sizeof(allow)); /* HEAD serves GET */
+    r = tiled_route_find(TILED_TRANSPORT_HTTP, "HEAD", "/metrics", allow, sizeof(allow)); /* HEAD serves GET */
     assert_non_null(r);
     assert_ptr_equal(r->handler, tiled_handle_metrics);
-    r = tiled_route_find("GET", "/v2/health/ready", allow, sizeof(allow));
+    r = tiled_route_find(TILED_TRANSPORT_HTTP, "GET", "/v2/health/ready", allow, sizeof(allow));
     assert_true(r && r->open);
-    r = tiled_route_find("DELETE", "/v2/models/tile/versions/6/infer", allow, sizeof(allow));
+    r = tiled_route_find(TILED_TRANSPORT_HTTP, "DELETE", "/v2/models/tile/versions/6/infer", allow, sizeof(allow));
     assert_true(r && r->prefix && r->handler == tiled_handle_models); /* the handler checks the method */
     assert_false(tiled_method_serves("HEAD", "POST"));
     assert_string_equal(tiled_route_label_name(TILED_RL_HEALTH), "/v2/health");
