@@ -197,3 +197,48 @@ void tile_grpc_model_statistics(struct tile_grpc_buf *b, const struct tile_grpc_
         put_sub(b, 1, &m);
     }
 }
+
+void tile_grpc_health_reply(struct tile_grpc_buf *b, enum tile_grpc_serving status)
+{
+    put_varint(b, 1, (uint64_t)status);
+}
+
+int tile_grpc_shm_register_decode(const void *msg, size_t len, struct tile_grpc_shm_register *r, struct tile_error *e)
+{
+    struct tile_pb_reader rd;
+    struct tile_pb_field f;
+    int rc;
+    memset(r, 0, sizeof(*r));
+    r->name = r->key = (struct tile_grpc_str){"", 0};
+    tile_pb_reader_init(&rd, msg, len);
+    while ((rc = tile_pb_next(&rd, &f, "SystemSharedMemoryRegisterRequest", e)) > 0) {
+        if (f.number > 4)
+            continue;
+        enum tile_pb_wire want = f.number <= 2 ? TILE_PB_LEN : TILE_PB_VARINT;
+        if (f.wire != want)
+            return tile_error_set(e, TILE_EINVAL, "SystemSharedMemoryRegisterRequest: field %u has wire type %d, expected %d",
+                                  f.number, (int)f.wire, (int)want);
+        if (f.number == 1)
+            r->name = (struct tile_grpc_str){(const char *)f.data, f.len};
+        else if (f.number == 2)
+            r->key = (struct tile_grpc_str){(const char *)f.data, f.len};
+        else if (f.number == 3)
+            r->offset = f.value;
+        else
+            r->byte_size = f.value;
+    }
+    return rc;
+}
+
+void tile_grpc_shm_status_region(struct tile_grpc_buf *b, const char *name, const char *key, uint64_t offset,
+                                 uint64_t byte_size)
+{
+    struct tile_grpc_buf entry = {0}, status = {0};
+    put_str(&status, 1, name);
+    put_str(&status, 2, key);
+    put_varint(&status, 3, offset);
+    put_varint(&status, 4, byte_size);
+    put_str(&entry, 1, name);
+    put_sub(&entry, 2, &status);
+    put_sub(b, 1, &entry);
+}

@@ -3,8 +3,10 @@
  * ModelConfig and ModelStatistics, and the responses of ServerLive,
  * ServerReady, ModelReady, ServerMetadata, ModelMetadata, ModelConfig (the
  * subset of Triton's model_config.proto that clients read) and
- * ModelStatistics. Fields are written in field-number order, as the
- * protobuf libraries write them, so replies compare byte for byte.
+ * ModelStatistics; grpc.health.v1's Check; the shared-memory RPCs'
+ * register request and status response. Fields are written in
+ * field-number order, as the protobuf libraries write them, so replies
+ * compare byte for byte.
  */
 #ifndef TILE_GRPC_MSGS_H
 #define TILE_GRPC_MSGS_H
@@ -24,7 +26,10 @@ struct tile_grpc_buf {
 };
 
 /* ModelReadyRequest, ModelMetadataRequest, ModelConfigRequest and
- * ModelStatisticsRequest: {name = 1, version = 2}. */
+ * ModelStatisticsRequest: {name = 1, version = 2}. Also every request
+ * whose only string is field 1: HealthCheckRequest{service},
+ * {System,Cuda}SharedMemory{Status,Unregister}Request{name} (version
+ * stays ""). */
 int tile_grpc_model_ref_decode(const void *msg, size_t len, struct tile_grpc_str *name, struct tile_grpc_str *version,
                                struct tile_error *e);
 
@@ -65,5 +70,23 @@ struct tile_grpc_model_stats {
     uint64_t compute_output_count, compute_output_ns;
 };
 void tile_grpc_model_statistics(struct tile_grpc_buf *b, const struct tile_grpc_model_stats *s, size_t n);
+
+/* grpc.health.v1 HealthCheckResponse{status = 1}. */
+enum tile_grpc_serving { TILE_GRPC_SERVING = 1, TILE_GRPC_NOT_SERVING = 2 };
+void tile_grpc_health_reply(struct tile_grpc_buf *b, enum tile_grpc_serving status);
+
+/* SystemSharedMemoryRegisterRequest{name 1, key 2, offset 3, byte_size 4}
+ * (proto3: an absent field reads as "" or 0). */
+struct tile_grpc_shm_register {
+    struct tile_grpc_str name, key;
+    uint64_t offset, byte_size;
+};
+int tile_grpc_shm_register_decode(const void *msg, size_t len, struct tile_grpc_shm_register *r, struct tile_error *e);
+
+/* One entry of SystemSharedMemoryStatusResponse's map<string, RegionStatus>
+ * regions = 1 (RegionStatus{name 1, key 2, offset 3, byte_size 4}), keyed
+ * by the region's name. An empty message has no regions. */
+void tile_grpc_shm_status_region(struct tile_grpc_buf *b, const char *name, const char *key, uint64_t offset,
+                                 uint64_t byte_size);
 
 #endif

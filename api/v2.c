@@ -530,24 +530,18 @@ static int map_repeats(struct v2_ctx *c)
 
 /* The model's tensors per version: ONNX Tile-1 takes tiles and axis, later
  * versions a repeats list. Their datatype names come from the dtype table. */
-struct model_tensor {
-    const char *name;
-    enum tile_dtype dtype;
-    json_int_t dim; /* the one dimension: -1 = any length */
-};
-static const struct model_tensor inputs_tile1[] = {
+static const struct tile_v2_tensor_sig inputs_tile1[] = {
     {.name = "input", .dtype = TILE_FLOAT32, .dim = -1},
     {.name = "tiles", .dtype = TILE_INT64, .dim = 1},
     {.name = "axis", .dtype = TILE_INT64, .dim = 1},
 };
-static const struct model_tensor inputs_tile6[] = {
+static const struct tile_v2_tensor_sig inputs_tile6[] = {
     {.name = "input", .dtype = TILE_FLOAT32, .dim = -1},
     {.name = "repeats", .dtype = TILE_INT64, .dim = -1},
 };
-static const struct model_tensor output = {.name = "output", .dtype = TILE_FLOAT32, .dim = -1};
+const struct tile_v2_tensor_sig tile_v2_model_output = {.name = "output", .dtype = TILE_FLOAT32, .dim = -1};
 
-/* The inputs a version takes; *n gets their count. */
-static const struct model_tensor *version_inputs(int version, size_t *n)
+const struct tile_v2_tensor_sig *tile_v2_model_inputs(int version, size_t *n)
 {
     *n = version == 1 ? sizeof(inputs_tile1) / sizeof(inputs_tile1[0]) : sizeof(inputs_tile6) / sizeof(inputs_tile6[0]);
     return version == 1 ? inputs_tile1 : inputs_tile6;
@@ -556,7 +550,7 @@ static const struct model_tensor *version_inputs(int version, size_t *n)
 static int check_input_names(struct v2_ctx *c)
 {
     size_t n;
-    const struct model_tensor *want = version_inputs(c->r->version, &n);
+    const struct tile_v2_tensor_sig *want = tile_v2_model_inputs(c->r->version, &n);
     for (int i = 0; i < c->nin; i++) {
         bool known = false;
         for (size_t k = 0; k < n; k++)
@@ -737,20 +731,20 @@ int tile_v2_version_slot(int version)
 /* {"name","datatype","shape"} for metadata; {"name","data_type","dims"}
  * for the configuration, whose type names are Triton's TYPE_<datatype>
  * (true of every datatype listed here; BYTES would be TYPE_STRING). */
-static json_t *tensor_doc(const struct model_tensor *t, bool config)
+static json_t *tensor_doc(const struct tile_v2_tensor_sig *t, bool config)
 {
     const char *datatype = tile_dtype_traits(t->dtype)->kserve;
     if (!config)
-        return json_pack("{s:s, s:s, s:[I]}", "name", t->name, "datatype", datatype, "shape", t->dim);
+        return json_pack("{s:s, s:s, s:[I]}", "name", t->name, "datatype", datatype, "shape", (json_int_t)t->dim);
     char type[32];
     snprintf(type, sizeof(type), "TYPE_%s", datatype);
-    return json_pack("{s:s, s:s, s:[I]}", "name", t->name, "data_type", type, "dims", t->dim);
+    return json_pack("{s:s, s:s, s:[I]}", "name", t->name, "data_type", type, "dims", (json_int_t)t->dim);
 }
 
 static json_t *inputs_doc(int version, bool config)
 {
     size_t n;
-    const struct model_tensor *in = version_inputs(version, &n);
+    const struct tile_v2_tensor_sig *in = tile_v2_model_inputs(version, &n);
     json_t *list = json_array();
     for (size_t i = 0; list && i < n; i++) {
         if (json_array_append_new(list, tensor_doc(&in[i], config)) < 0) {
@@ -769,9 +763,6 @@ static char *dump(json_t *doc)
     return text;
 }
 
-/* What Triton reports for an ONNX model, in metadata and config alike:
- * clients written against Triton recognise it. */
-#define PLATFORM "onnxruntime_onnx"
 
 char *tile_v2_model_metadata(int version)
 {
@@ -782,13 +773,13 @@ char *tile_v2_model_metadata(int version)
         json_array_append_new(versions, json_string(v));
     }
     return dump(json_pack("{s:s, s:o, s:s, s:o, s:[o]}", "name", "tile", "versions", versions, "platform",
-                          PLATFORM, "inputs", inputs_doc(version, false), "outputs", tensor_doc(&output, false)));
+                          TILE_V2_PLATFORM, "inputs", inputs_doc(version, false), "outputs", tensor_doc(&tile_v2_model_output, false)));
 }
 
 char *tile_v2_model_config(int version)
 {
     return dump(json_pack("{s:s, s:s, s:s, s:{s:{s:[i]}}, s:i, s:o, s:[o]}", "name", "tile", "platform",
-                          PLATFORM, "backend", "tiled", "version_policy", "specific", "versions", version,
+                          TILE_V2_PLATFORM, "backend", "tiled", "version_policy", "specific", "versions", version,
                           "max_batch_size", 0, "input", inputs_doc(version, true), "output",
-                          tensor_doc(&output, true)));
+                          tensor_doc(&tile_v2_model_output, true)));
 }

@@ -85,6 +85,20 @@ extern const int tile_v2_versions[TILE_V2_NVERSIONS];
 /* Index of `version` in tile_v2_versions[], or -1 when it is not served. */
 int tile_v2_version_slot(int version);
 
+/* A tensor of the model's signature: its one dimension is `dim` (-1: any
+ * length). */
+struct tile_v2_tensor_sig {
+    const char *name;
+    enum tile_dtype dtype;
+    int64_t dim;
+};
+/* The inputs `version` takes (*n gets their count), and the output. */
+const struct tile_v2_tensor_sig *tile_v2_model_inputs(int version, size_t *n);
+extern const struct tile_v2_tensor_sig tile_v2_model_output;
+/* What Triton reports for an ONNX model, in metadata and config alike:
+ * clients written against Triton recognise it. */
+#define TILE_V2_PLATFORM "onnxruntime_onnx"
+
 /* Model metadata / config JSON for one version (NUL-terminated, malloc'd;
  * NULL when out of memory). */
 char *tile_v2_model_metadata(int version);

@@ -16,17 +16,31 @@
 #include "handlers.h"
 #include "jsontext.h"
 #include "server.h"
+#include "v2_model.h"
 #include "v2_shm.h"
 #include "work.h"
 #include "v2.h"
 
+size_t tiled_v2_extensions(const struct tiled_server *srv, const char *ext[TILED_V2_MAX_EXTENSIONS])
+{
+    static const char *const always[] = {"binary_tensor_data", "model_configuration", "statistics", "parameters"};
+    size_t n = 0;
+    for (; n < sizeof(always) / sizeof(always[0]); n++)
+        ext[n] = always[n];
+    if (srv->shm)
+        ext[n++] = "system_shared_memory";
+    return n;
+}
+
 void tiled_handle_server_metadata(struct tiled_req *req)
 {
-    json_t *doc = json_pack("{s:s, s:s, s:[s, s, s, s]}", "name", "tiled", "version", TILED_VERSION, "extensions",
-                            "binary_tensor_data", "model_configuration", "statistics", "parameters");
-    if (doc && req->srv->shm)
-        json_array_append_new(json_object_get(doc, "extensions"), json_string("system_shared_memory"));
-    tiled_reply_doc(&req->reply, TILED_OK, doc);
+    const char *ext[TILED_V2_MAX_EXTENSIONS];
+    size_t n = tiled_v2_extensions(req->srv, ext);
+    json_t *list = json_array();
+    for (size_t i = 0; list && i < n; i++)
+        json_array_append_new(list, json_string(ext[i]));
+    tiled_reply_doc(&req->reply, TILED_OK,
+                    json_pack("{s:s, s:s, s:o}", "name", "tiled", "version", TILED_VERSION, "extensions", list));
 }
 
 /* ---- infer ---------------------------------------------------------------- */
@@ -108,26 +122,54 @@ void tiled_v2_record(struct tiled_server *srv, const struct tiled_req *req, bool
     atomic_store(&s->last_ms, (uint64_t)tiled_wall_ms());
 }
 
-/* {"count": N, "ns": N}, a Triton duration statistic. */
-static json_t *duration(uint64_t count, const atomic_uint_fast64_t *ns)
+void tiled_v2_stats_read(const struct tiled_server *srv, int slot, struct tile_grpc_model_stats *out,
+                         char version[16])
 {
-    return json_pack("{s:I, s:I}", "count", (json_int_t)count, "ns", (json_int_t)atomic_load(ns));
+    const struct tiled_v2_stats *s = &srv->v2_stats[slot];
+    uint64_t ok = atomic_load(&s->success_count);
+    snprintf(version, 16, "%d", tile_v2_versions[slot]);
+    *out = (struct tile_grpc_model_stats){
+        .name = "tile",
+        .version = version,
+        .last_inference_ms = atomic_load(&s->last_ms),
+        .inference_count = ok,
+        .execution_count = ok,
+        .success_count = ok,
+        .success_ns = atomic_load(&s->success_ns),
+        .fail_count = atomic_load(&s->fail_count),
+        .fail_ns = atomic_load(&s->fail_ns),
+        .queue_count = ok,
+        .queue_ns = atomic_load(&s->queue_ns),
+        .compute_input_count = ok,
+        .compute_input_ns = atomic_load(&s->input_ns),
+        .compute_infer_count = ok,
+        .compute_infer_ns = atomic_load(&s->infer_ns),
+        .compute_output_count = ok,
+        .compute_output_ns = atomic_load(&s->output_ns),
+    };
+}
+
+/* {"count": N, "ns": N}, a Triton duration statistic. */
+static json_t *duration(uint64_t count, uint64_t ns)
+{
+    return json_pack("{s:I, s:I}", "count", (json_int_t)count, "ns", (json_int_t)ns);
 }
 
 /* One version's statistics in the form of Triton's statistics extension. */
-static json_t *stat_doc(const struct tiled_v2_stats *s, int version)
+static json_t *stat_doc(const struct tiled_server *srv, int slot)
 {
-    static const atomic_uint_fast64_t zero;
-    uint64_t ok = atomic_load(&s->success_count);
+    struct tile_grpc_model_stats s;
     char v[16];
-    snprintf(v, sizeof(v), "%d", version);
-    return json_pack("{s:s, s:s, s:I, s:I, s:I, s:{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}, s:[]}", "name", "tile",
-                     "version", v, "last_inference", (json_int_t)atomic_load(&s->last_ms), "inference_count",
-                     (json_int_t)ok, "execution_count", (json_int_t)ok, "inference_stats", "success",
-                     duration(ok, &s->success_ns), "fail", duration(atomic_load(&s->fail_count), &s->fail_ns),
-                     "queue", duration(ok, &s->queue_ns), "compute_input", duration(ok, &s->input_ns),
-                     "compute_infer", duration(ok, &s->infer_ns), "compute_output", duration(ok, &s->output_ns),
-                     "cache_hit", duration(0, &zero), "cache_miss", duration(0, &zero), "batch_stats");
+    tiled_v2_stats_read(srv, slot, &s, v);
+    return json_pack("{s:s, s:s, s:I, s:I, s:I, s:{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}, s:[]}", "name", s.name,
+                     "version", s.version, "last_inference", (json_int_t)s.last_inference_ms, "inference_count",
+                     (json_int_t)s.inference_count, "execution_count", (json_int_t)s.execution_count,
+                     "inference_stats", "success", duration(s.success_count, s.success_ns), "fail",
+                     duration(s.fail_count, s.fail_ns), "queue", duration(s.queue_count, s.queue_ns),
+                     "compute_input", duration(s.compute_input_count, s.compute_input_ns), "compute_infer",
+                     duration(s.compute_infer_count, s.compute_infer_ns), "compute_output",
+                     duration(s.compute_output_count, s.compute_output_ns), "cache_hit", duration(0, 0),
+                     "cache_miss", duration(0, 0), "batch_stats");
 }
 
 /* Statistics of one version, or of every version when `version` is 0. */
@@ -137,7 +179,7 @@ static void handle_stats(struct tiled_req *req, int version)
     for (int i = 0; list && i < TILE_V2_NVERSIONS; i++) {
         if (version && tile_v2_versions[i] != version)
             continue;
-        if (json_array_append_new(list, stat_doc(&req->srv->v2_stats[i], tile_v2_versions[i])) < 0) {
+        if (json_array_append_new(list, stat_doc(req->srv, i)) < 0) {
             json_decref(list);
             list = NULL;
         }
@@ -165,6 +207,23 @@ static const char *served_versions(char *text, size_t cap)
     for (int i = 0; i < TILE_V2_NVERSIONS && n < cap; i++)
         n += (size_t)snprintf(text + n, cap - n, "%s%d", i ? ", " : "", tile_v2_versions[i]);
     return text;
+}
+
+int tiled_v2_model_version(struct tiled_req *req, const char *model, size_t len, int version)
+{
+    if (len != 4 || memcmp(model, "tile", 4) != 0) {
+        tiled_reply_error(&req->reply, TILED_NOT_FOUND, "unknown model '%.*s' (this server serves the model 'tile')",
+                          (int)(len < 128 ? len : 128), model);
+        tiled_reply_set_grpc_status(&req->reply, TILED_GRPC_INVALID_ARGUMENT); /* Triton's code for it over gRPC */
+        return 0;
+    }
+    if (version && tile_v2_version_slot(version) < 0) {
+        char versions[TILE_V2_NVERSIONS * 12];
+        tiled_reply_error(&req->reply, TILED_NOT_FOUND, "unknown version %d of model 'tile' (versions: %s)", version,
+                          served_versions(versions, sizeof(versions)));
+        return 0;
+    }
+    return version ? version : tile_v2_versions[0];
 }
 
 bool tiled_split_model_path(const char *p, char *model, size_t cap, int *version, const char **action)
@@ -225,17 +284,9 @@ void tiled_handle_models(struct tiled_req *req)
         tiled_reply_error(&req->reply, TILED_NOT_FOUND, "no such endpoint: %s %s", req->method, req->path);
         return;
     }
-    if (strcmp(model, "tile") != 0) {
-        tiled_reply_error(&req->reply, TILED_NOT_FOUND, "unknown model '%s' (this server serves the model 'tile')", model);
+    int v = tiled_v2_model_version(req, model, strlen(model), version);
+    if (!v)
         return;
-    }
-    if (version && tile_v2_version_slot(version) < 0) {
-        char versions[TILE_V2_NVERSIONS * 12];
-        tiled_reply_error(&req->reply, TILED_NOT_FOUND, "unknown version %d of model 'tile' (versions: %s)", version,
-                          served_versions(versions, sizeof(versions)));
-        return;
-    }
-    int v = version ? version : tile_v2_versions[0];
     char *doc = NULL;
     if (strcmp(action, "infer") == 0) {
         if (tiled_method_is(req, "POST"))

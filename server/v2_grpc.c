@@ -2,7 +2,14 @@
  * decodes the request message in req->body and answers with the response
  * message as the reply's body (the transport frames it) or an error reply,
  * whose gRPC status tiled_reply_grpc_status() derives.
+ *
+ * DESIGN. The model-level rules (which model and version, extensions,
+ * statistics) are v2_model.h's, the ones HTTP answers with, so both
+ * transports answer alike; this file only decodes and encodes messages
+ * (api/grpc_msgs.h). ModelInfer (v2_grpc_infer.c) and the shared-memory
+ * RPCs (v2_grpc_shm.c) live apart.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,14 +17,10 @@
 #include "grpc_msgs.h"
 #include "handlers.h"
 #include "server.h"
+#include "v2_grpc.h"
+#include "v2_model.h"
 
-static const char *method_of(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    return slash ? slash + 1 : path;
-}
-
-static void reply_message(struct tiled_req *req, struct tile_grpc_buf *b)
+void tiled_grpc_reply(struct tiled_req *req, struct tile_grpc_buf *b)
 {
     if (b->oom) {
         free(b->p);
@@ -29,36 +32,189 @@ static void reply_message(struct tiled_req *req, struct tile_grpc_buf *b)
     tiled_reply_set_body(&req->reply, (char *)b->p, b->len, NULL);
 }
 
-static void live(struct tiled_req *req, struct tile_grpc_buf *b)
+/* Decodes a request whose strings are fields 1 and 2; false (and the reply
+ * an error) when the message does not decode. */
+static bool decode_ref(struct tiled_req *req, struct tile_grpc_str *first, struct tile_grpc_str *second)
+{
+    struct tile_error e = {0};
+    if (tile_grpc_model_ref_decode(req->body, req->body_len, first, second, &e) == 0)
+        return true;
+    tiled_reply_tile_error(&req->reply, &e);
+    return false;
+}
+
+int tiled_grpc_model(struct tiled_req *req, struct tile_grpc_str name, struct tile_grpc_str version)
+{
+    int v = 0;
+    if (version.len) {
+        int64_t n = 0;
+        bool digits = version.len <= 7;
+        for (size_t i = 0; digits && i < version.len; i++) {
+            digits = version.ptr[i] >= '0' && version.ptr[i] <= '9';
+            n = n * 10 + (version.ptr[i] - '0');
+        }
+        if (!digits || n == 0) {
+            tiled_reply_error(&req->reply, TILED_BAD_REQUEST,
+                              "model version '%.*s' is not a version number (leave it empty for the newest)",
+                              (int)(version.len < 64 ? version.len : 64), version.ptr);
+            return 0;
+        }
+        v = (int)n;
+    }
+    return tiled_v2_model_version(req, name.ptr, name.len, v);
+}
+
+/* Decodes a {name, version} request and checks the model; 0 when the
+ * reply is already an error. */
+static int model_request(struct tiled_req *req)
+{
+    struct tile_grpc_str name, version;
+    return decode_ref(req, &name, &version) ? tiled_grpc_model(req, name, version) : 0;
+}
+
+/* ---- health and metadata ------------------------------------------------- */
+
+static void server_live(struct tiled_req *req, struct tile_grpc_buf *b)
 {
     (void)req;
     tile_grpc_bool_reply(b, true);
 }
 
-static void ready(struct tiled_req *req, struct tile_grpc_buf *b)
+static void server_ready(struct tiled_req *req, struct tile_grpc_buf *b)
 {
     tile_grpc_bool_reply(b, !atomic_load(&req->srv->draining));
 }
 
+static void model_ready(struct tiled_req *req, struct tile_grpc_buf *b)
+{
+    if (model_request(req))
+        tile_grpc_bool_reply(b, !atomic_load(&req->srv->draining));
+}
+
+/* grpc.health.v1.Health/Check: the whole server is one service, named ""
+ * or by the inference service's full name. */
+static void health_check(struct tiled_req *req, struct tile_grpc_buf *b)
+{
+    struct tile_grpc_str service, unused;
+    if (!decode_ref(req, &service, &unused))
+        return;
+    static const char served[] = "inference.GRPCInferenceService";
+    if (service.len && !(service.len == strlen(served) && memcmp(service.ptr, served, service.len) == 0)) {
+        tiled_reply_error(&req->reply, TILED_NOT_FOUND, "unknown service '%.*s' (this server serves '%s')",
+                          (int)(service.len < 128 ? service.len : 128), service.ptr, served);
+        return;
+    }
+    tile_grpc_health_reply(b, atomic_load(&req->srv->draining) ? TILE_GRPC_NOT_SERVING : TILE_GRPC_SERVING);
+}
+
+static void server_metadata(struct tiled_req *req, struct tile_grpc_buf *b)
+{
+    const char *ext[TILED_V2_MAX_EXTENSIONS];
+    size_t n = tiled_v2_extensions(req->srv, ext);
+    tile_grpc_server_metadata(b, "tiled", TILED_VERSION, ext, n);
+}
+
+/* The model's signature for `version`, as the metadata messages take it. */
+static void model_meta(int version, struct tile_grpc_model_meta *m, struct tile_grpc_tensor_meta t[4],
+                       const char *versions[TILE_V2_NVERSIONS], char text[TILE_V2_NVERSIONS][16])
+{
+    size_t n;
+    const struct tile_v2_tensor_sig *in = tile_v2_model_inputs(version, &n);
+    for (size_t i = 0; i <= n && i < 4; i++) {
+        const struct tile_v2_tensor_sig *s = i < n ? &in[i] : &tile_v2_model_output;
+        t[i] = (struct tile_grpc_tensor_meta){.name = s->name, .dtype = s->dtype, .rank = 1, .shape = {s->dim}};
+    }
+    for (int i = 0; i < TILE_V2_NVERSIONS; i++) { /* oldest first, as HTTP and Triton list them */
+        snprintf(text[i], sizeof(text[i]), "%d", tile_v2_versions[TILE_V2_NVERSIONS - 1 - i]);
+        versions[i] = text[i];
+    }
+    *m = (struct tile_grpc_model_meta){.name = "tile", .platform = TILE_V2_PLATFORM, .backend = "tiled",
+                                       .versions = versions, .nversions = TILE_V2_NVERSIONS, .inputs = t,
+                                       .ninputs = n, .outputs = &t[n], .noutputs = 1};
+}
+
+static void model_metadata_or_config(struct tiled_req *req, struct tile_grpc_buf *b, bool config)
+{
+    int v = model_request(req);
+    if (!v)
+        return;
+    struct tile_grpc_model_meta m;
+    struct tile_grpc_tensor_meta t[4];
+    const char *versions[TILE_V2_NVERSIONS];
+    char text[TILE_V2_NVERSIONS][16];
+    model_meta(v, &m, t, versions, text);
+    (config ? tile_grpc_model_config : tile_grpc_model_metadata)(b, &m);
+}
+
+static void model_metadata(struct tiled_req *req, struct tile_grpc_buf *b)
+{
+    model_metadata_or_config(req, b, false);
+}
+
+static void model_config(struct tiled_req *req, struct tile_grpc_buf *b)
+{
+    model_metadata_or_config(req, b, true);
+}
+
+/* Every model's statistics when the name is empty (Triton's "all models"),
+ * every version's when the version is. */
+static void model_statistics(struct tiled_req *req, struct tile_grpc_buf *b)
+{
+    struct tile_grpc_str name, version;
+    if (!decode_ref(req, &name, &version))
+        return;
+    int v = name.len || version.len ? tiled_grpc_model(req, name.len ? name : (struct tile_grpc_str){"tile", 4}, version)
+                                    : -1;
+    if (!v)
+        return;
+    struct tile_grpc_model_stats s[TILE_V2_NVERSIONS];
+    char text[TILE_V2_NVERSIONS][16];
+    size_t n = 0;
+    for (int i = 0; i < TILE_V2_NVERSIONS; i++) {
+        if (!version.len || tile_v2_versions[i] == v)
+            tiled_v2_stats_read(req->srv, i, &s[n++], text[i]);
+    }
+    tile_grpc_model_statistics(b, s, n);
+}
+
+static void unimplemented(struct tiled_req *req, struct tile_grpc_buf *b)
+{
+    (void)b;
+    tiled_reply_error(&req->reply, TILED_NOT_IMPLEMENTED, "unknown method %s", req->path);
+}
+
+/* ---- dispatch ------------------------------------------------------------- */
+
+#define INFERENCE "/inference.GRPCInferenceService/"
+#define HEALTH "/grpc.health.v1.Health/"
+
 static const struct {
-    const char *name;
+    const char *path;
     void (*fn)(struct tiled_req *req, struct tile_grpc_buf *b);
 } rpcs[] = {
-    {"ServerLive", live},
-    {"ServerReady", ready},
+    {INFERENCE "ServerLive", server_live},
+    {INFERENCE "ServerReady", server_ready},
+    {INFERENCE "ModelReady", model_ready},
+    {INFERENCE "ServerMetadata", server_metadata},
+    {INFERENCE "ModelMetadata", model_metadata},
+    {INFERENCE "ModelConfig", model_config},
+    {INFERENCE "ModelStatistics", model_statistics},
+    {HEALTH "Check", health_check},
+    {HEALTH "Watch", unimplemented}, /* a stream: UNIMPLEMENTED tells clients not to retry */
 };
 
 void tiled_handle_grpc(struct tiled_req *req)
 {
-    const char *method = method_of(req->path);
     for (size_t i = 0; i < sizeof(rpcs) / sizeof(rpcs[0]); i++) {
-        if (strcmp(rpcs[i].name, method) == 0) {
+        if (strcmp(rpcs[i].path, req->path) == 0) {
             struct tile_grpc_buf b = {0};
             rpcs[i].fn(req, &b);
-            if (!req->reply.status)
-                reply_message(req, &b);
+            if (req->reply.status || req->prepare) /* decided, or left to the work path */
+                free(b.p);
+            else
+                tiled_grpc_reply(req, &b);
             return;
         }
     }
-    tiled_reply_error(&req->reply, TILED_NOT_IMPLEMENTED, "unknown method %s", req->path);
+    unimplemented(req, NULL);
 }

@@ -108,6 +108,44 @@ static void test_model_ref(void **state)
     assert_non_null(strstr(e.text, "field 1 has wire type 0"));
 }
 
+static void test_health(void **state)
+{
+    (void)state;
+    struct tile_grpc_buf b = {0};
+    tile_grpc_health_reply(&b, TILE_GRPC_SERVING);
+    assert_hex(&b, "0801");
+    b.len = 0;
+    tile_grpc_health_reply(&b, TILE_GRPC_NOT_SERVING);
+    assert_hex(&b, "0802");
+    free(b.p);
+}
+
+/* The bytes protobuf writes for SystemSharedMemoryRegisterRequest(name="in",
+ * key="/k", offset=4096, byte_size=64) and a status response holding that
+ * region. */
+static void test_shared_memory(void **state)
+{
+    (void)state;
+    static const uint8_t reg[] = {0x0a, 0x02, 'i', 'n', 0x12, 0x02, '/', 'k', 0x18, 0x80, 0x20, 0x20, 0x40};
+    struct tile_grpc_shm_register r;
+    struct tile_error e = {0};
+    assert_int_equal(tile_grpc_shm_register_decode(reg, sizeof(reg), &r, &e), 0);
+    assert_true(r.name.len == 2 && !memcmp(r.name.ptr, "in", 2));
+    assert_true(r.key.len == 2 && !memcmp(r.key.ptr, "/k", 2));
+    assert_int_equal(r.offset, 4096);
+    assert_int_equal(r.byte_size, 64);
+    assert_int_equal(tile_grpc_shm_register_decode(reg, 4, &r, &e), 0); /* absent fields read as proto3 defaults */
+    assert_int_equal(r.key.len, 0);
+    assert_int_equal(r.byte_size, 0);
+    static const uint8_t bad[] = {0x1a, 0x02, 'x', 'y'}; /* offset as bytes */
+    assert_int_equal(tile_grpc_shm_register_decode(bad, sizeof(bad), &r, &e), -1);
+    assert_non_null(strstr(e.text, "field 3 has wire type 2, expected 0"));
+    struct tile_grpc_buf b = {0};
+    tile_grpc_shm_status_region(&b, "in", "/k", 4096, 64);
+    assert_hex(&b, "0a130a02696e120d0a02696e12022f6b1880202040");
+    free(b.p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -116,6 +154,8 @@ int main(void)
         cmocka_unit_test(test_model_config),
         cmocka_unit_test(test_model_statistics),
         cmocka_unit_test(test_model_ref),
+        cmocka_unit_test(test_health),
+        cmocka_unit_test(test_shared_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

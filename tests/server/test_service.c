@@ -1,7 +1,6 @@
 /* test_service.c - the service and its handlers without a socket.
  *
- * A fake transport (struct fake_conn: a header list, and suspend/resume
- * hooks that record what the service asked for) drives requests through
+ * A fake transport (fake_transport.h) drives requests through
  * service.h exactly as server/mhd/ does: routing, the API-key-free path,
  * body sizing, the /v1 and /v2 handlers' answers and errors, hand-off to
  * the worker pool, and the metrics the finished requests leave behind.
@@ -20,7 +19,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "bodycache.h"
+#include "fake_transport.h"
 #include "handlers.h"
 #include "log.h"
 #include "metrics.h"
@@ -28,86 +27,11 @@
 #include "server.h"
 #include "service.h"
 
-/* ---- the fake transport ------------------------------------------------- */
+#define srv fake_srv
 
-struct fake_conn {
-    const char *headers[8][2];
-    int nheaders;
-    pthread_mutex_t lock;
-    pthread_cond_t woken;
-    int suspends, resumes;
-};
-
-static const char *fake_header(void *conn, const char *name)
-{
-    struct fake_conn *c = conn;
-    for (int i = 0; i < c->nheaders; i++) {
-        if (strcasecmp(c->headers[i][0], name) == 0)
-            return c->headers[i][1];
-    }
-    return NULL;
-}
-
-static void fake_suspend(void *conn)
-{
-    struct fake_conn *c = conn;
-    pthread_mutex_lock(&c->lock);
-    c->suspends++;
-    pthread_mutex_unlock(&c->lock);
-}
-
-static void fake_resume(void *conn)
-{
-    struct fake_conn *c = conn;
-    pthread_mutex_lock(&c->lock);
-    c->resumes++;
-    pthread_cond_signal(&c->woken);
-    pthread_mutex_unlock(&c->lock);
-}
-
-static const struct tiled_conn_ops fake_ops = {.suspend = fake_suspend, .resume = fake_resume};
-
-static void conn_init(struct fake_conn *c)
-{
-    memset(c, 0, sizeof(*c));
-    pthread_mutex_init(&c->lock, NULL);
-    pthread_cond_init(&c->woken, NULL);
-}
-
-static void conn_header(struct fake_conn *c, const char *name, const char *value)
-{
-    c->headers[c->nheaders][0] = name;
-    c->headers[c->nheaders][1] = value;
-    c->nheaders++;
-}
-
-static struct tiled_server srv = {.submit_lock = PTHREAD_MUTEX_INITIALIZER};
-
-/* Takes a request through the service as a transport does; returns it
- * with its reply (a parked request is waited for). */
 static struct tiled_req *exchange(struct fake_conn *c, const char *method, const char *path, const char *body)
 {
-    const struct tiled_head head = {.method = method, .path = path, .header = fake_header};
-    struct tiled_req *req = tiled_req_new(&srv, &head, c, &fake_ops);
-    assert_non_null(req);
-    char length[24];
-    snprintf(length, sizeof(length), "%zu", body ? strlen(body) : 0);
-    if (tiled_service_route(req, fake_header(c, "Authorization")) ||
-        tiled_service_expect_body(req, body ? length : NULL))
-        return req;
-    if (body)
-        tiled_service_body(req, body, strlen(body));
-    pthread_mutex_lock(&c->lock);
-    int resumed_before = c->resumes;
-    pthread_mutex_unlock(&c->lock);
-    if (!tiled_service_dispatch(req)) {
-        pthread_mutex_lock(&c->lock);
-        while (c->resumes == resumed_before)
-            pthread_cond_wait(&c->woken, &c->lock);
-        pthread_mutex_unlock(&c->lock);
-        assert_true(req->done);
-    }
-    return req;
+    return fake_exchange(&srv, c, TILED_TRANSPORT_HTTP, method, path, body, body ? strlen(body) : 0);
 }
 
 /* The reply body as JSON (asserting that it is JSON). */
@@ -130,32 +54,6 @@ static void expect_error(struct tiled_req *req, int status, const char *contains
     if (!strstr(msg, contains))
         fail_msg("error '%s' does not mention '%s'", msg, contains);
     json_decref(doc);
-}
-
-static int setup(void **state)
-{
-    (void)state;
-    struct tile_error e = {0};
-    char *argv[] = {"serve", "--workers", "2", "--log-level", "error", NULL};
-    if (tiled_config_load(&srv.cfg, 5, argv, stdout, &e) != 0)
-        return -1;
-    srv.lim = (struct tile_limits){.max_body = (uint64_t)srv.cfg.max_body,
-                                   .max_output = (uint64_t)srv.cfg.max_output,
-                                   .max_stream = (uint64_t)srv.cfg.max_stream,
-                                   .max_rank = (int)srv.cfg.max_rank,
-                                   .max_depth = (int)srv.cfg.max_json_depth};
-    tiled_log_init(&srv.cfg);
-    srv.pool = tile_pool_init(2, 16, &e);
-    srv.bodies = tiled_bodycache_new((uint64_t)srv.cfg.body_cache);
-    return srv.pool && srv.bodies ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    tile_pool_free(srv.pool);
-    tiled_bodycache_free(srv.bodies);
-    return 0;
 }
 
 /* ---- routing and parsing ---------------------------------------------------- */
@@ -243,7 +141,7 @@ static void unknown_endpoints(void **state)
 {
     (void)state;
     struct fake_conn c;
-    conn_init(&c);
+    fake_conn_init(&c);
     struct tiled_req *req = exchange(&c, "GET", "/nowhere", NULL);
     expect_error(req, TILED_NOT_FOUND, "no such endpoint: GET /nowhere");
     tiled_service_end(req, req->reply.status);
@@ -258,7 +156,7 @@ static void body_limits(void **state)
 {
     (void)state;
     struct fake_conn c;
-    conn_init(&c);
+    fake_conn_init(&c);
     const struct tiled_head head = {.method = "POST", .path = "/v1/tile", .header = fake_header};
     struct tiled_req *req = tiled_req_new(&srv, &head, &c, &fake_ops);
     assert_false(tiled_service_route(req, NULL));
@@ -280,8 +178,8 @@ static void v1_tiles_json(void **state)
 {
     (void)state;
     struct fake_conn c;
-    conn_init(&c);
-    conn_header(&c, "Content-Type", "application/json");
+    fake_conn_init(&c);
+    fake_conn_header(&c, "Content-Type", "application/json");
     struct tiled_req *req = exchange(&c, "POST", "/v1/tile", v1_body);
     assert_int_equal(req->reply.status, TILED_OK);
     assert_int_equal(c.suspends, 0); /* small: answered on the transport's thread */
@@ -302,9 +200,9 @@ static void v1_raw_output_headers(void **state)
 {
     (void)state;
     struct fake_conn c;
-    conn_init(&c);
-    conn_header(&c, "Content-Type", "application/json");
-    conn_header(&c, "Accept", "application/octet-stream");
+    fake_conn_init(&c);
+    fake_conn_header(&c, "Content-Type", "application/json");
+    fake_conn_header(&c, "Accept", "application/octet-stream");
     struct tiled_req *req = exchange(&c, "POST", "/v1/tile", v1_body);
     assert_int_equal(req->reply.status, TILED_OK);
     assert_string_equal(req->reply.content_type, "application/octet-stream");
@@ -324,18 +222,18 @@ static void v1_errors(void **state)
 {
     (void)state;
     struct fake_conn c;
-    conn_init(&c);
+    fake_conn_init(&c);
     struct tiled_req *req = exchange(&c, "POST", "/v1/tile", v1_body);
     expect_error(req, TILED_UNSUPPORTED_MEDIA_TYPE, "missing Content-Type");
     tiled_service_end(req, req->reply.status);
-    conn_header(&c, "Content-Type", "application/json");
+    fake_conn_header(&c, "Content-Type", "application/json");
     req = exchange(&c, "POST", "/v1/tile", "{\"input\": ");
     expect_error(req, TILED_BAD_REQUEST, "invalid JSON");
     tiled_service_end(req, req->reply.status);
     req = exchange(&c, "POST", "/v1/tile", "{\"input\": {\"dtype\": \"int32\", \"shape\": [2], \"data\": [1, 2]}}");
     expect_error(req, TILED_BAD_REQUEST, "repeats");
     tiled_service_end(req, req->reply.status);
-    conn_header(&c, "Accept", "text/html");
+    fake_conn_header(&c, "Accept", "text/html");
     req = exchange(&c, "POST", "/v1/tile", v1_body);
     expect_error(req, TILED_NOT_ACCEPTABLE, "cannot produce any type in Accept 'text/html'");
     tiled_service_end(req, req->reply.status);
@@ -349,8 +247,8 @@ static void v1_on_a_worker(void **state)
     int64_t inline_max = srv.cfg.inline_max;
     srv.cfg.inline_max = 0;
     struct fake_conn c;
-    conn_init(&c);
-    conn_header(&c, "Content-Type", "application/json");
+    fake_conn_init(&c);
+    fake_conn_header(&c, "Content-Type", "application/json");
     struct tiled_req *req = exchange(&c, "POST", "/v1/tile", v1_body);
     srv.cfg.inline_max = inline_max;
     assert_int_equal(c.suspends, 1);
@@ -368,7 +266,7 @@ static void v2_metadata(void **state)
 {
     (void)state;
     struct fake_conn c;
-    conn_init(&c);
+    fake_conn_init(&c);
     struct tiled_req *req = exchange(&c, "GET", "/v2/models/tile", NULL);
     assert_int_equal(req->reply.status, TILED_OK);
     json_t *doc = reply_json(req);
@@ -395,7 +293,7 @@ static void v2_infer(void **state)
 {
     (void)state;
     struct fake_conn c;
-    conn_init(&c);
+    fake_conn_init(&c);
     struct tiled_req *req = exchange(&c, "POST", "/v2/models/tile/versions/6/infer",
                                      "{\"id\": \"r1\", \"inputs\": ["
                                      "{\"name\": \"input\", \"shape\": [2], \"datatype\": \"INT32\", \"data\": [7, 8]},"
@@ -417,7 +315,7 @@ static void v2_errors(void **state)
 {
     (void)state;
     struct fake_conn c;
-    conn_init(&c);
+    fake_conn_init(&c);
     struct tiled_req *req = exchange(&c, "GET", "/v2/models/tile/versions/7", NULL);
     expect_error(req, TILED_NOT_FOUND, "unknown version 7 of model 'tile' (versions: 13, 6, 1)");
     tiled_service_end(req, req->reply.status);
@@ -438,8 +336,8 @@ static void metrics_count_requests(void **state)
 {
     (void)state;
     struct fake_conn c;
-    conn_init(&c);
-    conn_header(&c, "Content-Type", "application/json");
+    fake_conn_init(&c);
+    fake_conn_header(&c, "Content-Type", "application/json");
     for (int i = 0; i < 3; i++) {
         struct tiled_req *req = exchange(&c, "POST", "/v1/tile", v1_body);
         tiled_service_end(req, req->reply.status);
@@ -471,5 +369,5 @@ int main(void)
         cmocka_unit_test(v2_metadata),     cmocka_unit_test(v2_infer),
         cmocka_unit_test(v2_errors),       cmocka_unit_test(metrics_count_requests),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, fake_setup, fake_teardown);
 }

@@ -1,0 +1,17 @@
+/* v2_grpc.h - what the gRPC RPC handlers (v2_grpc*.c) share. */
+#ifndef TILED_V2_GRPC_H
+#define TILED_V2_GRPC_H
+
+#include "grpc_msgs.h"
+
+struct tiled_req;
+
+/* Makes `b` (taken over) the reply's message, or the reply a 503 when
+ * building it ran out of memory. */
+void tiled_grpc_reply(struct tiled_req *req, struct tile_grpc_buf *b);
+
+/* The model version a request naming model `name` at `version` ("": the
+ * newest) addresses (v2_model.h's rules); 0 with the error reply set. */
+int tiled_grpc_model(struct tiled_req *req, struct tile_grpc_str name, struct tile_grpc_str version);
+
+#endif

@@ -1,0 +1,30 @@
+/* v2_model.h - the rules of the model `tile` that every transport of the
+ * Open Inference Protocol shares (v2.c): which model and version a request
+ * addresses, the extensions the server lists, and the statistics it keeps,
+ * so HTTP and gRPC answer alike. */
+#ifndef TILED_V2_MODEL_H
+#define TILED_V2_MODEL_H
+
+#include <stddef.h>
+
+#include "grpc_msgs.h" /* struct tile_grpc_model_stats */
+
+struct tiled_req;
+struct tiled_server;
+
+/* The version a request for `model` (len bytes) at `version` (0: the
+ * newest) addresses; 0 with the error reply set otherwise: an unknown
+ * model is a 404 (INVALID_ARGUMENT over gRPC, as Triton answers), an
+ * unknown version a 404 naming the served ones. */
+int tiled_v2_model_version(struct tiled_req *req, const char *model, size_t len, int version);
+
+/* The protocol extensions the server supports (server metadata). */
+#define TILED_V2_MAX_EXTENSIONS 8
+size_t tiled_v2_extensions(const struct tiled_server *srv, const char *ext[TILED_V2_MAX_EXTENSIONS]);
+
+/* The statistics of the version in slot `slot` of tile_v2_versions[]; its
+ * version string is written into `version`. */
+void tiled_v2_stats_read(const struct tiled_server *srv, int slot, struct tile_grpc_model_stats *out,
+                         char version[16]);
+
+#endif

@@ -1,0 +1,469 @@
+/* test_v2_grpc.c - the gRPC RPC handlers (server/v2_grpc*.c) without a
+ * socket: requests arrive through the fake transport as a gRPC transport
+ * hands them over (transport gRPC, the :path, the message without its
+ * 5-byte prefix), and replies are decoded with the protobuf wire reader.
+ * Every RPC's answer and error, with the gRPC status the transport would
+ * send, and the same answers HTTP v2 gives where both have them.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fake_transport.h"
+#include "grpc_msgs.h"
+#include "pbwire.h"
+#include "service.h"
+
+#define srv fake_srv
+
+#define RPC "/inference.GRPCInferenceService/"
+
+/* ---- messages ------------------------------------------------------------ */
+
+struct msg {
+    uint8_t buf[8192];
+    size_t len;
+};
+
+static void put_raw(struct msg *m, uint32_t number, const void *data, size_t len)
+{
+    assert_true(m->len + tile_pb_bytes_size(number, len) <= sizeof(m->buf));
+    m->len = (size_t)(tile_pb_put_bytes(m->buf + m->len, number, data, len) - m->buf);
+}
+
+static void put_str(struct msg *m, uint32_t number, const char *s)
+{
+    put_raw(m, number, s, strlen(s));
+}
+
+/* {name = 1, version = 2}: the model RPCs' request. */
+static struct msg model_ref(const char *name, const char *version)
+{
+    struct msg m = {.len = 0};
+    if (name)
+        put_str(&m, 1, name);
+    if (version)
+        put_str(&m, 2, version);
+    return m;
+}
+
+/* The `index`-th field `number` of a message: 1 with *f set, 0 when absent. */
+static int field(const void *msg, size_t len, uint32_t number, int index, struct tile_pb_field *f)
+{
+    struct tile_pb_reader rd;
+    struct tile_error e = {0};
+    int rc;
+    tile_pb_reader_init(&rd, msg, len);
+    while ((rc = tile_pb_next(&rd, f, "reply", &e)) > 0) {
+        if (f->number == number && index-- == 0)
+            return 1;
+    }
+    assert_int_equal(rc, 0); /* the reply is a well-formed message */
+    return 0;
+}
+
+static int field_of(const struct tile_pb_field *outer, uint32_t number, int index, struct tile_pb_field *f)
+{
+    return field(outer->data, outer->len, number, index, f);
+}
+
+static bool field_is(const struct tile_pb_field *f, const char *s)
+{
+    return f->wire == TILE_PB_LEN && f->len == strlen(s) && memcmp(f->data, s, f->len) == 0;
+}
+
+static void expect_str(const void *msg, size_t len, uint32_t number, int index, const char *want)
+{
+    struct tile_pb_field f;
+    if (!field(msg, len, number, index, &f))
+        fail_msg("field %u[%d] is absent, expected '%s'", number, index, want);
+    if (!field_is(&f, want))
+        fail_msg("field %u[%d] is '%.*s', expected '%s'", number, index, (int)f.len, f.data, want);
+}
+
+/* A varint field's value, 0 when absent (proto3's default). */
+static uint64_t varint_of(const void *msg, size_t len, uint32_t number)
+{
+    struct tile_pb_field f;
+    if (!field(msg, len, number, 0, &f))
+        return 0;
+    assert_int_equal(f.wire, TILE_PB_VARINT);
+    return f.value;
+}
+
+/* ---- calls --------------------------------------------------------------- */
+
+static struct tiled_req *call(const char *path, const struct msg *m)
+{
+    struct fake_conn *c = malloc(sizeof(*c));
+    assert_non_null(c);
+    fake_conn_init(c);
+    fake_conn_header(c, "Content-Type", "application/grpc");
+    fake_conn_header(c, "TE", "trailers");
+    return fake_exchange(&srv, c, TILED_TRANSPORT_GRPC, "POST", path, m->buf, m->len);
+}
+
+static void end(struct tiled_req *req)
+{
+    struct fake_conn *c = req->conn;
+    tiled_service_end(req, req->reply.status);
+    free(c);
+}
+
+/* A successful reply: its message. */
+static const uint8_t *ok_reply(struct tiled_req *req, size_t *len)
+{
+    if (req->reply.status != TILED_OK)
+        fail_msg("status %d: %s", req->reply.status, req->reply.message ? req->reply.message : "");
+    assert_int_equal(tiled_reply_grpc_status(&req->reply), TILED_GRPC_OK);
+    assert_null(req->reply.stream);
+    *len = (size_t)req->reply.body_len;
+    return (const uint8_t *)req->reply.body;
+}
+
+static void expect_grpc_error(struct tiled_req *req, int code, const char *contains)
+{
+    assert_int_not_equal(req->reply.status, TILED_OK);
+    assert_int_equal(tiled_reply_grpc_status(&req->reply), code);
+    assert_non_null(req->reply.message);
+    if (!strstr(req->reply.message, contains))
+        fail_msg("error '%s' does not mention '%s'", req->reply.message, contains);
+}
+
+/* Calls `path` with `m` and checks the error; ends the call. */
+static void call_fails(const char *path, const struct msg *m, int code, const char *contains)
+{
+    struct tiled_req *req = call(path, m);
+    expect_grpc_error(req, code, contains);
+    end(req);
+}
+
+/* Calls `path` with `m`; the reply is the one bool of field 1. */
+static bool call_bool(const char *path, const struct msg *m)
+{
+    struct tiled_req *req = call(path, m);
+    size_t len;
+    const uint8_t *p = ok_reply(req, &len);
+    bool v = varint_of(p, len, 1) != 0;
+    end(req);
+    return v;
+}
+
+/* An HTTP v2 request's JSON reply. */
+static json_t *http_json(const char *path)
+{
+    struct fake_conn c;
+    fake_conn_init(&c);
+    struct tiled_req *req = fake_exchange(&srv, &c, TILED_TRANSPORT_HTTP, "GET", path, NULL, 0);
+    assert_int_equal(req->reply.status, TILED_OK);
+    json_t *doc = json_loadb(req->reply.body, (size_t)req->reply.body_len, 0, NULL);
+    assert_non_null(doc);
+    tiled_service_end(req, req->reply.status);
+    return doc;
+}
+
+/* ---- health ---------------------------------------------------------------- */
+
+static void server_health(void **state)
+{
+    (void)state;
+    struct msg empty = {.len = 0};
+    struct msg tile = model_ref("tile", NULL), v6 = model_ref("tile", "6");
+    assert_true(call_bool(RPC "ServerLive", &empty));
+    assert_true(call_bool(RPC "ServerReady", &empty));
+    assert_true(call_bool(RPC "ModelReady", &tile));
+    assert_true(call_bool(RPC "ModelReady", &v6));
+    atomic_store(&srv.draining, true);
+    assert_true(call_bool(RPC "ServerLive", &empty));
+    assert_false(call_bool(RPC "ServerReady", &empty)); /* the answer, not an error: OIP puts it in the message */
+    assert_false(call_bool(RPC "ModelReady", &tile));
+    atomic_store(&srv.draining, false);
+}
+
+static void model_errors(void **state)
+{
+    (void)state;
+    struct msg other = model_ref("other", NULL), v7 = model_ref("tile", "7"), word = model_ref("tile", "latest");
+    struct msg zero = model_ref("tile", "0"), huge = model_ref("tile", "99999999999");
+    struct msg bad = {.buf = {0x08, 0x01}, .len = 2}; /* name as a varint */
+    static const char *const rpcs[] = {RPC "ModelReady", RPC "ModelMetadata", RPC "ModelConfig",
+                                       RPC "ModelStatistics"};
+    for (size_t i = 0; i < sizeof(rpcs) / sizeof(rpcs[0]); i++) {
+        /* Triton: an unknown model is INVALID_ARGUMENT, an unknown version NOT_FOUND; HTTP's messages */
+        call_fails(rpcs[i], &other, TILED_GRPC_INVALID_ARGUMENT,
+                   "unknown model 'other' (this server serves the model 'tile')");
+        call_fails(rpcs[i], &v7, TILED_GRPC_NOT_FOUND, "unknown version 7 of model 'tile' (versions: 13, 6, 1)");
+        call_fails(rpcs[i], &word, TILED_GRPC_INVALID_ARGUMENT, "model version 'latest' is not a version number");
+        call_fails(rpcs[i], &zero, TILED_GRPC_INVALID_ARGUMENT, "model version '0' is not a version number");
+        call_fails(rpcs[i], &huge, TILED_GRPC_INVALID_ARGUMENT, "is not a version number");
+        call_fails(rpcs[i], &bad, TILED_GRPC_INVALID_ARGUMENT, "field 1 has wire type 0");
+    }
+    struct msg none = model_ref(NULL, NULL);
+    call_fails(RPC "ModelReady", &none, TILED_GRPC_INVALID_ARGUMENT, "unknown model ''");
+}
+
+static void grpc_health_service(void **state)
+{
+    (void)state;
+    struct msg any = {.len = 0}, named = {.len = 0}, other = {.len = 0};
+    put_str(&named, 1, "inference.GRPCInferenceService");
+    put_str(&other, 1, "some.Other");
+    struct tiled_req *req = call("/grpc.health.v1.Health/Check", &any);
+    size_t len;
+    const uint8_t *p = ok_reply(req, &len);
+    assert_int_equal(varint_of(p, len, 1), 1); /* SERVING */
+    end(req);
+    req = call("/grpc.health.v1.Health/Check", &named);
+    p = ok_reply(req, &len);
+    assert_int_equal(varint_of(p, len, 1), 1);
+    end(req);
+    atomic_store(&srv.draining, true);
+    req = call("/grpc.health.v1.Health/Check", &any);
+    p = ok_reply(req, &len);
+    assert_int_equal(varint_of(p, len, 1), 2); /* NOT_SERVING */
+    end(req);
+    atomic_store(&srv.draining, false);
+    call_fails("/grpc.health.v1.Health/Check", &other, TILED_GRPC_NOT_FOUND, "unknown service 'some.Other'");
+    call_fails("/grpc.health.v1.Health/Watch", &any, TILED_GRPC_UNIMPLEMENTED, "unknown method /grpc.health.v1.Health/Watch");
+}
+
+static void unknown_methods(void **state)
+{
+    (void)state;
+    struct msg empty = {.len = 0};
+    call_fails(RPC "RepositoryIndex", &empty, TILED_GRPC_UNIMPLEMENTED, "unknown method " RPC "RepositoryIndex");
+    call_fails("/other.Service/Call", &empty, TILED_GRPC_UNIMPLEMENTED, "unknown method /other.Service/Call");
+    /* HTTP paths are not reachable over gRPC */
+    call_fails("/v2/health/live", &empty, TILED_GRPC_UNIMPLEMENTED, "unknown method /v2/health/live");
+}
+
+/* ---- metadata ---------------------------------------------------------------- */
+
+static void expect_extensions(const uint8_t *p, size_t len, json_t *http)
+{
+    json_t *ext = json_object_get(http, "extensions");
+    assert_true(json_array_size(ext) >= 4);
+    for (size_t i = 0; i < json_array_size(ext); i++)
+        expect_str(p, len, 3, (int)i, json_string_value(json_array_get(ext, i)));
+    struct tile_pb_field f;
+    assert_int_equal(field(p, len, 3, (int)json_array_size(ext), &f), 0);
+}
+
+static void server_metadata(void **state)
+{
+    (void)state;
+    struct msg empty = {.len = 0};
+    struct tiled_req *req = call(RPC "ServerMetadata", &empty);
+    size_t len;
+    const uint8_t *p = ok_reply(req, &len);
+    expect_str(p, len, 1, 0, "tiled");
+    expect_str(p, len, 2, 0, TILED_VERSION);
+    expect_str(p, len, 3, 2, "statistics"); /* perf_analyzer collects statistics only when it is listed */
+    expect_str(p, len, 3, 1, "model_configuration");
+    json_t *http = http_json("/v2");
+    expect_extensions(p, len, http); /* the same list as HTTP, in the same order */
+    json_decref(http);
+    end(req);
+    /* with shared memory on, both list system_shared_memory */
+    struct tile_error e = {0};
+    struct tiled_shm_limits lim = {.max_regions = 4, .max_bytes = 1 << 20};
+    srv.shm = tiled_shm_new(&lim, &e);
+    assert_non_null(srv.shm);
+    req = call(RPC "ServerMetadata", &empty);
+    p = ok_reply(req, &len);
+    http = http_json("/v2");
+    expect_extensions(p, len, http);
+    expect_str(p, len, 3, 4, "system_shared_memory");
+    json_decref(http);
+    end(req);
+    tiled_shm_free(srv.shm);
+    srv.shm = NULL;
+}
+
+struct dims {
+    int64_t v[8];
+    size_t n;
+};
+
+static int collect_dim(void *p, uint64_t v, struct tile_error *e)
+{
+    (void)e;
+    struct dims *d = p;
+    assert_true(d->n < 8);
+    d->v[d->n++] = (int64_t)v;
+    return 0;
+}
+
+/* A TensorMetadata or a config's ModelInput/ModelOutput against the HTTP
+ * document's tensor. */
+static void expect_tensor(const struct tile_pb_field *t, json_t *want, bool config, uint32_t dims_field)
+{
+    struct tile_pb_field f;
+    assert_int_equal(field_of(t, 1, 0, &f), 1);
+    assert_true(field_is(&f, json_string_value(json_object_get(want, "name"))));
+    json_t *shape = json_object_get(want, config ? "dims" : "shape");
+    assert_int_equal(field_of(t, dims_field, 0, &f), 1);
+    struct dims d = {.n = 0};
+    struct tile_error e = {0};
+    assert_int_equal(tile_pb_scalars(&f, TILE_PB_VARINT, collect_dim, &d, "dims", &e), 0);
+    assert_int_equal(d.n, json_array_size(shape));
+    for (size_t i = 0; i < d.n; i++)
+        assert_int_equal(d.v[i], json_integer_value(json_array_get(shape, i)));
+    if (!config) {
+        assert_int_equal(field_of(t, 2, 0, &f), 1);
+        assert_true(field_is(&f, json_string_value(json_object_get(want, "datatype"))));
+        return;
+    }
+    assert_int_equal(field_of(t, 2, 0, &f), 1); /* Triton's DataType enum */
+    const char *type = json_string_value(json_object_get(want, "data_type"));
+    assert_int_equal(f.value, strcmp(type, "TYPE_FP32") == 0 ? 11 : strcmp(type, "TYPE_INT64") == 0 ? 9 : 0);
+}
+
+/* Calls `rpc` for every version ("" too) and hands its reply and the HTTP
+ * document at /v2/models/tile[/versions/N]`suffix` to `check`. */
+static void against_http(const char *rpc, const char *suffix, void (*check)(const uint8_t *p, size_t len, json_t *http))
+{
+    static const char *const versions[] = {"", "13", "6", "1"};
+    for (size_t v = 0; v < 4; v++) {
+        struct msg m = model_ref("tile", versions[v]);
+        struct tiled_req *req = call(rpc, &m);
+        size_t len;
+        const uint8_t *p = ok_reply(req, &len);
+        char path[64];
+        snprintf(path, sizeof(path), "/v2/models/tile%s%s%s", v ? "/versions/" : "", versions[v], suffix);
+        json_t *http = http_json(path);
+        check(p, len, http);
+        json_decref(http);
+        end(req);
+    }
+}
+
+static void check_metadata(const uint8_t *p, size_t len, json_t *http)
+{
+    expect_str(p, len, 1, 0, "tile");
+    for (int i = 0; i < 3; i++)
+        expect_str(p, len, 2, i, json_string_value(json_array_get(json_object_get(http, "versions"), (size_t)i)));
+    expect_str(p, len, 3, 0, "onnxruntime_onnx");
+    json_t *inputs = json_object_get(http, "inputs");
+    struct tile_pb_field t;
+    for (size_t i = 0; i < json_array_size(inputs); i++) {
+        assert_int_equal(field(p, len, 4, (int)i, &t), 1);
+        expect_tensor(&t, json_array_get(inputs, i), false, 3);
+    }
+    assert_int_equal(field(p, len, 4, (int)json_array_size(inputs), &t), 0);
+    assert_int_equal(field(p, len, 5, 0, &t), 1);
+    expect_tensor(&t, json_array_get(json_object_get(http, "outputs"), 0), false, 3);
+}
+
+static void model_metadata(void **state)
+{
+    (void)state;
+    against_http(RPC "ModelMetadata", "", check_metadata);
+}
+
+static void check_config(const uint8_t *p, size_t len, json_t *http)
+{
+    struct tile_pb_field config, t;
+    assert_int_equal(field(p, len, 1, 0, &config), 1);
+    expect_str(config.data, config.len, 1, 0, "tile");
+    expect_str(config.data, config.len, 2, 0, "onnxruntime_onnx");
+    expect_str(config.data, config.len, 17, 0, "tiled");
+    assert_int_equal(varint_of(config.data, config.len, 4), 0); /* max_batch_size 0: no batching dimension */
+    json_t *inputs = json_object_get(http, "input");
+    for (size_t i = 0; i < json_array_size(inputs); i++) {
+        assert_int_equal(field_of(&config, 5, (int)i, &t), 1);
+        expect_tensor(&t, json_array_get(inputs, i), true, 4); /* ModelInput.dims is field 4 */
+    }
+    assert_int_equal(field_of(&config, 5, (int)json_array_size(inputs), &t), 0);
+    assert_int_equal(field_of(&config, 6, 0, &t), 1);
+    expect_tensor(&t, json_array_get(json_object_get(http, "output"), 0), true, 3); /* ModelOutput.dims: 3 */
+}
+
+static void model_config(void **state)
+{
+    (void)state;
+    against_http(RPC "ModelConfig", "/config", check_config);
+}
+
+/* ModelStatistics' model_stats entries, with their version strings. */
+static int stats_versions(const uint8_t *p, size_t len, const char *versions[4])
+{
+    struct tile_pb_field s, f;
+    int n = 0;
+    while (n < 4 && field(p, len, 1, n, &s)) {
+        assert_int_equal(field_of(&s, 1, 0, &f), 1);
+        assert_true(field_is(&f, "tile"));
+        assert_int_equal(field_of(&s, 2, 0, &f), 1);
+        versions[n] = f.len == 2 && !memcmp(f.data, "13", 2) ? "13" : f.len == 1 && f.data[0] == '6' ? "6" : "1";
+        assert_int_equal(field_of(&s, 6, 0, &f), 1); /* inference_stats, always present */
+        n++;
+    }
+    return n;
+}
+
+static void model_statistics(void **state)
+{
+    (void)state;
+    /* one version's counters, as HTTP reports them */
+    atomic_store(&srv.v2_stats[1].success_count, 5);
+    atomic_store(&srv.v2_stats[1].success_ns, 5000);
+    atomic_store(&srv.v2_stats[1].fail_count, 2);
+    atomic_store(&srv.v2_stats[1].last_ms, 1234567);
+    struct msg all = model_ref(NULL, NULL), tile = model_ref("tile", NULL), v6 = model_ref("tile", "6");
+    const char *versions[4];
+    size_t len;
+    struct tiled_req *req = call(RPC "ModelStatistics", &all);
+    const uint8_t *p = ok_reply(req, &len);
+    assert_int_equal(stats_versions(p, len, versions), 3);
+    assert_string_equal(versions[0], "13");
+    assert_string_equal(versions[2], "1");
+    end(req);
+    req = call(RPC "ModelStatistics", &tile);
+    p = ok_reply(req, &len);
+    assert_int_equal(stats_versions(p, len, versions), 3);
+    end(req);
+    req = call(RPC "ModelStatistics", &v6);
+    p = ok_reply(req, &len);
+    assert_int_equal(stats_versions(p, len, versions), 1);
+    assert_string_equal(versions[0], "6");
+    struct tile_pb_field s, inf, success, fail;
+    assert_int_equal(field(p, len, 1, 0, &s), 1);
+    assert_int_equal(varint_of(s.data, s.len, 3), 1234567); /* last_inference */
+    assert_int_equal(varint_of(s.data, s.len, 4), 5);       /* inference_count */
+    assert_int_equal(field_of(&s, 6, 0, &inf), 1);
+    assert_int_equal(field_of(&inf, 1, 0, &success), 1);
+    assert_int_equal(varint_of(success.data, success.len, 1), 5);
+    assert_int_equal(varint_of(success.data, success.len, 2), 5000);
+    assert_int_equal(field_of(&inf, 2, 0, &fail), 1);
+    assert_int_equal(varint_of(fail.data, fail.len, 1), 2);
+    json_t *http = http_json("/v2/models/tile/versions/6/stats");
+    json_t *hs = json_object_get(json_array_get(json_object_get(http, "model_stats"), 0), "inference_stats");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(hs, "success"), "count")), 5);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(hs, "fail"), "count")), 2);
+    json_decref(http);
+    end(req);
+    memset(&srv.v2_stats[1], 0, sizeof(srv.v2_stats[1]));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(server_health),
+        cmocka_unit_test(model_errors),
+        cmocka_unit_test(grpc_health_service),
+        cmocka_unit_test(unknown_methods),
+        cmocka_unit_test(server_metadata),
+        cmocka_unit_test(model_metadata),
+        cmocka_unit_test(model_config),
+        cmocka_unit_test(model_statistics),
+    };
+    return cmocka_run_group_tests(tests, fake_setup, fake_teardown);
+}
