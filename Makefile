@@ -68,7 +68,7 @@ TEST_HELP  := $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out $(TEST_SRC),$(wildcar
 BENCH_BIN  := $(BUILD)/bench/bench_kernel
 
 .PHONY: all install deps deps-build deps-test deps-bench deps-fuzz check fresh-test test test-tsan test-valgrind test-unit \
-        test-asan check-clang run bench bench-perf-analyzer clean help lib cli-only layer-flags
+        test-asan check-clang run bench bench-perf-analyzer clean help lib cli-only layer-flags grpc-stubs
 
 all: $(BUILD)/tiled
 
@@ -81,6 +81,7 @@ help:
 	@echo "make run        build and start the daemon on 127.0.0.1:8080"
 	@echo "make bench      kernel benchmark (and daemon benchmark when available)"
 	@echo "make bench-perf-analyzer  Triton's perf_analyzer against the daemon"
+	@echo "make grpc-stubs Python stubs of api/proto/ into build/grpc (needs the test venv)"
 	@echo "make clean      remove build outputs"
 
 # Installs the Debian packages that are missing (as root on Debian; elsewhere
@@ -155,6 +156,22 @@ install: $(BUILD)/tiled lib
 	install -m 644 core/*.h $(DESTDIR)$(PREFIX)/include/tiled/
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	sed 's|@PREFIX@|$(PREFIX)|' deploy/tiled.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/tile.pc
+
+# Python stubs of the vendored .proto files (api/proto/), for the gRPC tests
+# and for clients written from them: the _pb2/_pb2_grpc modules and a
+# descriptor set, made by grpc_tools.protoc from the test venv
+# (scripts/venv.sh). tiled itself builds nothing from them: its protobuf
+# codec is hand-written (api/pbwire.c, api/grpc_*.c).
+VENV       ?= build/venv
+PROTO      := $(wildcard api/proto/*.proto)
+GRPC_STUBS := build/grpc/tiled.desc
+
+grpc-stubs: $(GRPC_STUBS)
+
+$(GRPC_STUBS): $(PROTO)
+	@mkdir -p $(@D)
+	$(VENV)/bin/python -m grpc_tools.protoc -Iapi/proto --python_out=$(@D) --grpc_python_out=$(@D) \
+	    --descriptor_set_out=$@ --include_imports $(PROTO)
 
 # Unit tests of this build variant and the layering check: every one runs,
 # the failed ones are named.

@@ -132,9 +132,10 @@ def same(a, b):
     return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
 
 
-def readme_python_output(marker, port):
-    """Runs the one README ```python example containing `marker` against a daemon on `port`;
-    returns (what it printed, the ```output block shown after it)."""
+def readme_python_output(marker, port, grpc_port=None):
+    """Runs the one README ```python example containing `marker` against a daemon on `port`
+    (and `grpc_port`, for the examples' gRPC address 127.0.0.1:8081); returns (what it
+    printed, the ```output block shown after it)."""
     import contextlib
     import io
     readme = open(os.path.join(os.path.dirname(__file__), "..", "..", "README.md"), encoding="utf-8").read()
@@ -145,7 +146,10 @@ def readme_python_output(marker, port):
     code, expected = snippets[0]
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(code.replace("127.0.0.1:8080", f"127.0.0.1:{port}"), {})
+        code = code.replace("127.0.0.1:8080", f"127.0.0.1:{port}")
+        if grpc_port is not None:
+            code = code.replace("127.0.0.1:8081", f"127.0.0.1:{grpc_port}")
+        exec(code, {})
     return out.getvalue().strip(), expected.strip()
 
 

@@ -1,0 +1,850 @@
+"""The Open Inference Protocol over gRPC (`serve --grpc-port`), on loopback.
+
+Two clients drive the daemon:
+- tritonclient.grpc from PyPI, unmodified: health, metadata, config,
+  statistics, inference for every datatype it sends at ranks 0-6 against
+  numpy.tile, the model's versions, errors (the same message as the same
+  mistake over HTTP, and the gRPC status of that HTTP status), shared memory.
+- a client built from the vendored .proto files (api/proto/, compiled by
+  `make grpc-stubs` into build/grpc/tiled.desc) for what tritonclient never
+  sends: typed `contents`, mixed and invalid styles, the error paths, size
+  limits, deadlines, cancellation, drain, API keys as metadata, Server-Timing
+  trailers, /metrics by transport, grpc.health.v1.
+
+Framing and HTTP/2-level cases are tests/server/test_grpc_transport.py's.
+Run with the virtual environment scripts/venv.sh makes, after make grpc-stubs:
+  cd tests/server && ../../build/venv/bin/python -m unittest test_grpc
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import struct
+import sys
+import tempfile
+import threading
+import time
+import types
+import unittest
+import urllib.error
+import urllib.request
+import uuid
+
+import grpc
+import ml_dtypes
+import numpy as np
+import tritonclient.grpc as grpcclient
+import tritonclient.grpc.service_pb2 as triton_pb2
+import tritonclient.http as httpclient
+import tritonclient.utils.shared_memory as shm
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from tritonclient.utils import InferenceServerException, np_to_triton_dtype
+
+sys.path.insert(0, os.path.dirname(__file__))
+from test_http import Daemon, readme_python_output  # noqa: E402
+from test_shared_memory import error_of  # noqa: E402
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+PROTO_DIR = os.path.join(ROOT, "api", "proto")
+DESCRIPTORS = os.path.join(ROOT, "build", "grpc", "tiled.desc")
+SERVICE = "inference.GRPCInferenceService"
+MIB = 1 << 20
+
+# The gRPC status tiled gives an error of each HTTP status (server/reply.c).
+GRPC_OF_HTTP = {"400": grpc.StatusCode.INVALID_ARGUMENT, "401": grpc.StatusCode.UNAUTHENTICATED,
+                "404": grpc.StatusCode.NOT_FOUND, "413": grpc.StatusCode.RESOURCE_EXHAUSTED,
+                "500": grpc.StatusCode.INTERNAL, "501": grpc.StatusCode.UNIMPLEMENTED,
+                "503": grpc.StatusCode.UNAVAILABLE}
+
+# Every datatype tritonclient sends, as numpy types (BF16 through ml_dtypes,
+# BYTES as object arrays of bytes).
+CLIENT_DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
+                 np.float16, np.float32, np.float64, ml_dtypes.bfloat16, np.object_]
+# Rank: (input shape, repeats).
+SHAPES = {0: ((), ()), 1: ((3,), (2,)), 2: ((2, 3), (2, 2)), 3: ((2, 1, 3), (1, 3, 2)),
+          4: ((1, 2, 2, 3), (2, 1, 1, 2)), 5: ((2, 1, 2, 1, 3), (1, 2, 1, 3, 1)),
+          6: ((1, 2, 1, 2, 1, 3), (2, 1, 2, 1, 2, 1))}
+# The datatypes InferTensorContents has a field for: (numpy type, field).
+TYPED = {"BOOL": (np.bool_, "bool_contents"), "INT8": (np.int8, "int_contents"),
+         "INT16": (np.int16, "int_contents"), "INT32": (np.int32, "int_contents"),
+         "INT64": (np.int64, "int64_contents"), "UINT8": (np.uint8, "uint_contents"),
+         "UINT16": (np.uint16, "uint_contents"), "UINT32": (np.uint32, "uint_contents"),
+         "UINT64": (np.uint64, "uint64_contents"), "FP32": (np.float32, "fp32_contents"),
+         "FP64": (np.float64, "fp64_contents"), "BYTES": (np.object_, "bytes_contents")}
+NUMPY_OF = {name: t for name, (t, _) in TYPED.items()}
+NUMPY_OF.update(FP16=np.float16, BF16=ml_dtypes.bfloat16)
+
+
+class Protos:
+    """The vendored .proto files as protoc compiled them: message classes
+    and unary stubs, from a descriptor pool of their own. tritonclient
+    registers its copies of the same messages in protobuf's default pool,
+    which cannot hold two definitions of inference.ModelInferRequest."""
+
+    def __init__(self, path=DESCRIPTORS):
+        if not os.path.exists(path):
+            raise RuntimeError(f"{path} is missing: run make grpc-stubs")
+        with open(path, "rb") as f:
+            files = descriptor_pb2.FileDescriptorSet.FromString(f.read())
+        self.pool = descriptor_pool.DescriptorPool()
+        for proto in files.file:
+            self.pool.Add(proto)
+
+    def msg(self, full_name, **fields):
+        return message_factory.GetMessageClass(self.pool.FindMessageTypeByName(full_name))(**fields)
+
+    def stub(self, channel, service=SERVICE):
+        svc = self.pool.FindServiceByName(service)
+        calls = {}
+        for m in svc.methods:
+            out = message_factory.GetMessageClass(m.output_type)
+            calls[m.name] = channel.unary_unary(f"/{svc.full_name}/{m.name}",
+                                                request_serializer=lambda msg: msg.SerializeToString(),
+                                                response_deserializer=out.FromString)
+        return types.SimpleNamespace(**calls)
+
+
+_protos = []
+
+
+def protos():
+    if not _protos:
+        _protos.append(Protos())
+    return _protos[0]
+
+
+def bytes_tensor(a):
+    """BYTES elements as the protocol lays them out raw: 4-byte little-endian
+    length, then the bytes."""
+    return b"".join(struct.pack("<I", len(x)) + x for x in a.ravel())
+
+
+def from_bytes_tensor(raw, shape):
+    out, i = [], 0
+    while i < len(raw):
+        (n,) = struct.unpack_from("<I", raw, i)
+        out.append(raw[i + 4:i + 4 + n])
+        i += 4 + n
+    return np.array(out, dtype=object).reshape(shape)
+
+
+def output_array(resp, index=0):
+    """Output `index` of a ModelInferResponse, from its raw_output_contents."""
+    out = resp.outputs[index]
+    raw = resp.raw_output_contents[index]
+    if out.datatype == "BYTES":
+        return from_bytes_tensor(raw, tuple(out.shape))
+    return np.frombuffer(raw, dtype=NUMPY_OF[out.datatype]).reshape(tuple(out.shape))
+
+
+def sample(dtype, shape, rng):
+    n = int(np.prod(shape))
+    if dtype is np.object_:
+        return np.array([b"ab", b"", "\u00e9".encode(), b"\x00z"] * n, dtype=object)[:n].reshape(shape)
+    if dtype is np.bool_:
+        return rng.integers(0, 2, shape).astype(bool)
+    if np.issubdtype(np.dtype(dtype), np.integer):
+        info = np.iinfo(dtype)
+        return rng.integers(info.min, info.max, shape, dtype=dtype, endpoint=True)
+    return np.asarray(rng.standard_normal(shape) * 50).astype(dtype)
+
+
+def grpc_error(call):
+    """The grpc.RpcError `call` raises (fails the test if it succeeds)."""
+    try:
+        call()
+    except grpc.RpcError as e:
+        return e
+    raise AssertionError("the call succeeded")
+
+
+def http_error(method, url):
+    """(status, error message) of an HTTP request that fails."""
+    try:
+        urllib.request.urlopen(urllib.request.Request(url, method=method), timeout=30)
+    except urllib.error.HTTPError as e:
+        return str(e.code), json.loads(e.read())["error"]
+    raise AssertionError(f"{method} {url} succeeded")
+
+
+class GrpcCase(unittest.TestCase):
+    """A daemon with gRPC on a free port (plus `daemon_args`), a
+    tritonclient.grpc client, a tritonclient.http one for comparisons, and
+    stubs from the vendored .proto files."""
+
+    daemon_args = ()
+
+    @classmethod
+    def setUpClass(cls):
+        cls.P = protos()
+        cls.d = Daemon("--grpc-port", "0", *cls.daemon_args)
+        cls.target = f"127.0.0.1:{cls.d.grpc_port}"
+        cls.client = grpcclient.InferenceServerClient(cls.target)
+        cls.http = httpclient.InferenceServerClient(f"127.0.0.1:{cls.d.port}", network_timeout=300)
+        cls.channel = grpc.insecure_channel(cls.target, options=[("grpc.max_receive_message_length", -1),
+                                                                 ("grpc.max_send_message_length", -1)])
+        cls.stub = cls.P.stub(cls.channel)
+        cls.rng = np.random.default_rng(17)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.channel.close()
+        cls.client.close()
+        cls.http.close()
+        assert cls.d.stop() == 0, "daemon exit status"
+
+    # tritonclient, over either transport.
+    def triton_inputs(self, module, data, repeats, names=("input", "repeats")):
+        inp = module.InferInput(names[0], list(data.shape), np_to_triton_dtype(data.dtype))
+        inp.set_data_from_numpy(data)
+        rep = module.InferInput(names[1], [len(repeats)], "INT64")
+        rep.set_data_from_numpy(np.array(repeats, dtype=np.int64))
+        return [inp, rep]
+
+    def grpc_infer(self, data, repeats, **kw):
+        return self.client.infer("tile", self.triton_inputs(grpcclient, data, repeats), **kw)
+
+    # The stub client.
+    def request(self, inputs, raw=(), model="tile", version="", semantics=None, outputs=(), **fields):
+        """A ModelInferRequest; `inputs` are (name, datatype, shape, {contents field: values})."""
+        req = self.P.msg("inference.ModelInferRequest", model_name=model, model_version=version, **fields)
+        for name, datatype, shape, contents in inputs:
+            t = req.inputs.add(name=name, datatype=datatype, shape=list(shape))
+            for field, values in (contents or {}).items():
+                getattr(t.contents, field).extend(values)
+        for name in outputs:
+            req.outputs.add(name=name)
+        req.raw_input_contents.extend(raw)
+        if semantics is not None:
+            req.parameters["semantics"].string_param = semantics
+        return req
+
+    def raw_request(self, data, repeats, **kw):
+        datatype = np_to_triton_dtype(data.dtype)
+        payload = bytes_tensor(data) if datatype == "BYTES" else data.tobytes()
+        return self.request([("input", datatype, data.shape, None), ("repeats", "INT64", [len(repeats)], None)],
+                            raw=[payload, np.array(repeats, dtype=np.int64).tobytes()], **kw)
+
+    def assert_same_error_as_http(self, http_call, grpc_call):
+        """The same mistake over both transports: the same message, and the
+        gRPC status of the HTTP status."""
+        h = error_of(http_call)
+        g = error_of(grpc_call)
+        self.assertEqual(g.message(), h.message())
+        self.assertEqual(g.status(), str(GRPC_OF_HTTP[h.status()]), h.message())
+        return g
+
+
+class ProtoFiles(unittest.TestCase):
+    """The vendored files keep NVIDIA's license and say what changed, and
+    describe the wire format tritonclient's full copy describes: every
+    message and field kept has Triton's number and type."""
+
+    def test_license_headers_kept_and_changes_stated(self):
+        for name in ("grpc_service.proto", "model_config.proto", "health.proto"):
+            with open(os.path.join(PROTO_DIR, name)) as f:
+                text = f.read()
+            self.assertRegex(text.split("\n", 1)[0], r"^// Copyright .*NVIDIA CORPORATION", name)
+            for clause in ("Redistribution and use in source and binary forms", "Neither the name of NVIDIA",
+                           "THIS SOFTWARE IS PROVIDED BY THE COPYRIGHT HOLDERS"):
+                self.assertIn(clause, text, name)
+            self.assertIn("triton-inference-server/common", text, name)
+        for name in ("grpc_service.proto", "model_config.proto"):
+            with open(os.path.join(PROTO_DIR, name)) as f:
+                self.assertIn("Modified for tiled", f.read(), name)
+
+    def test_messages_match_tritonclients_copy(self):
+        ours = protos().pool
+        theirs = triton_pb2.DESCRIPTOR.pool
+        checked = 0
+        for proto in descriptor_pb2.FileDescriptorSet.FromString(open(DESCRIPTORS, "rb").read()).file:
+            if proto.package != "inference":
+                continue
+            stack = [ours.FindMessageTypeByName(f"inference.{m.name}") for m in proto.message_type]
+            while stack:
+                m = stack.pop()
+                stack.extend(m.nested_types)
+                t = theirs.FindMessageTypeByName(m.full_name)
+                for f in m.fields:
+                    tf = t.fields_by_name.get(f.name)
+                    self.assertIsNotNone(tf, f.full_name)
+                    self.assertEqual((f.number, f.type, f.label), (tf.number, tf.type, tf.label), f.full_name)
+                    if f.message_type or f.enum_type:
+                        self.assertEqual((f.message_type or f.enum_type).full_name,
+                                         (tf.message_type or tf.enum_type).full_name, f.full_name)
+                    checked += 1
+        enum = ours.FindEnumTypeByName("inference.DataType")
+        self.assertEqual({v.name: v.number for v in enum.values},
+                         {v.name: v.number for v in theirs.FindEnumTypeByName("inference.DataType").values})
+        self.assertGreater(checked, 100)
+
+    def test_service_is_a_subset_of_tritons(self):
+        ours = protos().pool.FindServiceByName(SERVICE)
+        theirs = triton_pb2.DESCRIPTOR.services_by_name["GRPCInferenceService"]
+        names = set()
+        for m in ours.methods:
+            t = theirs.methods_by_name[m.name]
+            self.assertEqual((m.input_type.full_name, m.output_type.full_name, m.client_streaming,
+                              m.server_streaming),
+                             (t.input_type.full_name, t.output_type.full_name, t.client_streaming,
+                              t.server_streaming), m.name)
+            names.add(m.name)
+        # What tritonclient.grpc and perf_analyzer -i grpc call.
+        self.assertLessEqual({"ServerLive", "ServerReady", "ModelReady", "ServerMetadata", "ModelMetadata",
+                              "ModelConfig", "ModelStatistics", "ModelInfer", "SystemSharedMemoryStatus",
+                              "SystemSharedMemoryRegister", "SystemSharedMemoryUnregister",
+                              "CudaSharedMemoryUnregister"}, names)
+        health = protos().pool.FindServiceByName("grpc.health.v1.Health")
+        self.assertEqual([m.name for m in health.methods], ["Check"])
+
+
+class TritonClientGrpc(GrpcCase):
+    """tritonclient.grpc, unmodified."""
+
+    def test_health(self):
+        self.assertTrue(self.client.is_server_live())
+        self.assertTrue(self.client.is_server_ready())
+        for version in ("", "13", "6", "1"):
+            self.assertTrue(self.client.is_model_ready("tile", version), version)
+        # An unknown model or version is an error, as in Triton over gRPC (tritonclient.http
+        # turns the same 404 into False).
+        for model, version in (("nope", ""), ("tile", "7")):
+            status, message = http_error("GET", f"http://127.0.0.1:{self.d.port}/v2/models/{model}"
+                                         + (f"/versions/{version}" if version else "") + "/ready")
+            e = error_of(lambda: self.client.is_model_ready(model, version))
+            self.assertEqual((e.status(), e.message()), (str(GRPC_OF_HTTP[status]), message))
+
+    def test_server_metadata_as_over_http(self):
+        meta = self.client.get_server_metadata()
+        want = self.http.get_server_metadata()
+        self.assertEqual((meta.name, meta.version, list(meta.extensions)),
+                         (want["name"], want["version"], want["extensions"]))
+        self.assertIn("statistics", meta.extensions)  # perf_analyzer reads server statistics only then
+
+    def test_model_metadata_as_over_http(self):
+        for version in ("", "13", "6", "1"):
+            with self.subTest(version=version):
+                meta = self.client.get_model_metadata("tile", version)
+                want = self.http.get_model_metadata("tile", version)
+                tensors = lambda ts: [(t.name, t.datatype, list(t.shape)) for t in ts]  # noqa: E731
+                self.assertEqual(meta.name, want["name"])
+                self.assertEqual(list(meta.versions), want["versions"])
+                self.assertEqual(meta.platform, want["platform"])
+                self.assertEqual(tensors(meta.inputs), [(t["name"], t["datatype"], t["shape"]) for t in want["inputs"]])
+                self.assertEqual(tensors(meta.outputs),
+                                 [(t["name"], t["datatype"], t["shape"]) for t in want["outputs"]])
+
+    def test_model_config_as_over_http(self):
+        from tritonclient.grpc import model_config_pb2
+        for version in ("", "6", "1"):
+            with self.subTest(version=version):
+                config = self.client.get_model_config("tile", version).config
+                want = self.http.get_model_config("tile", version)
+                self.assertEqual((config.name, config.platform, config.backend, config.max_batch_size),
+                                 (want["name"], want["platform"], want["backend"], want["max_batch_size"]))
+                tensors = lambda ts: [(t.name, model_config_pb2.DataType.Name(t.data_type), list(t.dims))  # noqa: E731
+                                      for t in ts]
+                self.assertEqual(tensors(config.input),
+                                 [(t["name"], t["data_type"], t["dims"]) for t in want["input"]])
+                self.assertEqual(tensors(config.output),
+                                 [(t["name"], t["data_type"], t["dims"]) for t in want["output"]])
+
+    def test_statistics_count_grpc_and_http_requests(self):
+        def success():
+            stats = self.client.get_inference_statistics("tile", "13").model_stats
+            self.assertEqual([(s.name, s.version) for s in stats], [("tile", "13")])
+            return stats[0].inference_stats.success.count, stats[0].inference_count
+
+        before = success()
+        a = np.arange(3, dtype=np.int8)
+        self.grpc_infer(a, [2])
+        self.grpc_infer(a, [3])
+        self.http.infer("tile", self.triton_inputs(httpclient, a, [2]))
+        self.assertEqual(success(), (before[0] + 3, before[1] + 3))
+        want = self.http.get_inference_statistics("tile", "13")["model_stats"][0]
+        self.assertEqual(success()[0], want["inference_stats"]["success"]["count"])
+
+    def test_every_datatype_rank_0_to_6(self):
+        calls = 0
+        for dt in CLIENT_DTYPES:
+            for rank, (shape, repeats) in SHAPES.items():
+                with self.subTest(dtype=np.dtype(dt).name, rank=rank):
+                    a = sample(dt, shape, self.rng)
+                    result = self.grpc_infer(a, repeats)
+                    got = result.as_numpy("output")
+                    want = np.tile(a, repeats)
+                    self.assertEqual(result.get_output("output").datatype, np_to_triton_dtype(a.dtype))
+                    self.assertEqual(got.dtype, want.dtype)
+                    self.assertEqual(got.shape, want.shape)
+                    if dt is np.object_:
+                        self.assertEqual(got.tolist(), want.tolist())
+                    else:
+                        self.assertEqual(got.tobytes(), want.tobytes())
+                    calls += 1
+        self.assertEqual(calls, len(CLIENT_DTYPES) * len(SHAPES))
+
+    def test_versions(self):
+        a = np.arange(6, dtype=np.float32).reshape(2, 3)
+        for version, want in (("", "13"), ("13", "13"), ("6", "6")):
+            result = self.grpc_infer(a, [2, 1], model_version=version)
+            self.assertEqual(result.get_response().model_version, want)
+            self.assertTrue(np.array_equal(result.as_numpy("output"), np.tile(a, (2, 1))))
+        # Tile-1: `tiles` copies along `axis`.
+        inputs = self.triton_inputs(grpcclient, a, [3], names=("input", "tiles"))
+        axis = grpcclient.InferInput("axis", [1], "INT64")
+        axis.set_data_from_numpy(np.array([1], dtype=np.int64))
+        result = self.client.infer("tile", inputs + [axis], model_version="1")
+        self.assertEqual(result.get_response().model_version, "1")
+        self.assertTrue(np.array_equal(result.as_numpy("output"), np.concatenate([a] * 3, axis=1)))
+
+    def test_semantics_request_id_and_requested_output(self):
+        a = np.arange(4, dtype=np.int32).reshape(2, 2)
+        result = self.grpc_infer(a, [2, 1, 1], parameters={"semantics": "numpy"}, request_id="req-9",
+                                 outputs=[grpcclient.InferRequestedOutput("output")])
+        self.assertEqual(result.get_response().id, "req-9")
+        self.assertEqual(result.get_response().model_name, "tile")
+        self.assertTrue(np.array_equal(result.as_numpy("output"), np.tile(a, (2, 1, 1))))
+
+    def test_large_output(self):
+        """64 MiB, above --stream-threshold: the reply is produced chunk by chunk."""
+        a = sample(np.float32, (256, 256), self.rng)
+        got = self.grpc_infer(a, [16, 16]).as_numpy("output")
+        self.assertEqual(got.nbytes, 64 * MIB)
+        self.assertTrue(np.array_equal(got, np.tile(a, (16, 16))))
+
+    def test_errors_say_what_http_says(self):
+        a = np.arange(4, dtype=np.float32)
+
+        def both(model="tile", repeats=(1, 2), names=("input", "repeats"), version="", output=None,
+                 repeats_type="INT64", **kw):
+            """The same call through tritonclient.http and tritonclient.grpc."""
+            def call(module, client):
+                inputs = self.triton_inputs(module, a, list(repeats), names)
+                if repeats_type != "INT64":
+                    inputs[1] = module.InferInput(names[1], [len(repeats)], repeats_type)
+                    inputs[1].set_data_from_numpy(np.array(repeats, dtype=NUMPY_OF[repeats_type]))
+                outputs = [module.InferRequestedOutput(output)] if output else None
+                return lambda: client.infer(model, inputs, model_version=version, outputs=outputs, **kw)
+            return call(httpclient, self.http), call(grpcclient, self.client)
+
+        cases = {
+            "a repeat per axis": both(),
+            "unknown model": both(model="nope"),
+            "unknown version": both(version="5"),
+            "semantics": both(repeats=[2], parameters={"semantics": "bogus"}),
+            "input name": both(repeats=[2], names=("inputx", "repeats")),
+            "repeats datatype": both(repeats=[2], repeats_type="FP32"),
+            "negative repeats": both(repeats=[-1]),
+            "Tile-13 inputs on version 1": both(repeats=[2], version="1"),
+            "requested output": both(repeats=[2], output="nope"),
+        }
+        for name, (h, g) in cases.items():
+            with self.subTest(name):
+                self.assert_same_error_as_http(h, g)
+        self.assertEqual(error_of(cases["unknown model"][1]).status(), "StatusCode.NOT_FOUND")
+
+    def test_readme_snippet(self):
+        """The README's tritonclient.grpc example runs and prints what it shows."""
+        self.assertEqual(*readme_python_output("tritonclient.grpc", self.d.port, grpc_port=self.d.grpc_port))
+
+
+class StubClient(GrpcCase):
+    """A client written from the .proto files: what tritonclient never sends."""
+
+    def test_typed_contents_for_every_type_that_has_a_field(self):
+        for datatype, (dt, field) in TYPED.items():
+            for rank in (0, 1, 3, 6):
+                shape, repeats = SHAPES[rank]
+                with self.subTest(datatype=datatype, rank=rank):
+                    a = sample(dt, shape, self.rng)
+                    values = [bool(x) if dt is np.bool_ else x for x in a.ravel().tolist()]
+                    req = self.request([("input", datatype, shape, {field: values}),
+                                        ("repeats", "INT64", [len(repeats)], {"int64_contents": repeats})])
+                    resp = self.stub.ModelInfer(req)
+                    self.assertEqual(len(resp.raw_output_contents), 1)  # always answered raw
+                    self.assertEqual(list(resp.outputs[0].contents.ListFields()), [])
+                    got = output_array(resp)
+                    want = np.tile(a, repeats)
+                    self.assertEqual((resp.outputs[0].name, resp.outputs[0].datatype), ("output", datatype))
+                    self.assertEqual(got.shape, want.shape)
+                    if dt is np.object_:
+                        self.assertEqual(got.tolist(), want.tolist())
+                    else:
+                        self.assertEqual(got.tobytes(), want.tobytes())
+
+    def test_int_contents_are_narrowed_to_int8_and_int16(self):
+        """int_contents is int32 on the wire: the protocol keeps the low bytes."""
+        for datatype, dt in (("INT8", np.int8), ("INT16", np.int16), ("UINT8", np.uint8), ("UINT16", np.uint16)):
+            field = TYPED[datatype][1]
+            values = [-128, 127, 0, 1] if datatype.startswith("INT") else [255, 0, 1, 65535 if dt is np.uint16 else 7]
+            resp = self.stub.ModelInfer(self.request([("input", datatype, [4], {field: values}),
+                                                      ("repeats", "INT64", [1], {"int64_contents": [2]})]))
+            self.assertEqual(output_array(resp).tolist(), np.tile(np.array(values).astype(dt), 2).tolist(), datatype)
+
+    def test_raw_inputs_as_tritonclient_sends_them(self):
+        a = sample(np.uint16, (2, 3), self.rng)
+        resp, call = self.stub.ModelInfer.with_call(self.raw_request(a, [1, 2], id="abc"))
+        self.assertEqual((resp.model_name, resp.model_version, resp.id), ("tile", "13", "abc"))
+        self.assertTrue(np.array_equal(output_array(resp), np.tile(a, (1, 2))))
+        self.assertEqual(call.code(), grpc.StatusCode.OK)
+
+    def test_mixed_raw_and_typed_is_refused(self):
+        req = self.request([("input", "FP32", [2], {"fp32_contents": [1, 2]}), ("repeats", "INT64", [1], None)],
+                           raw=[np.array([2], dtype=np.int64).tobytes()])
+        e = grpc_error(lambda: self.stub.ModelInfer(req))
+        self.assertEqual(e.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("'input'", e.details())
+        self.assertIn("raw_input_contents", e.details())
+
+    def test_typed_contents_for_fp16_and_bf16_are_refused(self):
+        for datatype in ("FP16", "BF16"):
+            req = self.request([("input", datatype, [2], {"fp32_contents": [1, 2]}),
+                                ("repeats", "INT64", [1], {"int64_contents": [2]})])
+            e = grpc_error(lambda: self.stub.ModelInfer(req))
+            self.assertEqual(e.code(), grpc.StatusCode.INVALID_ARGUMENT, datatype)
+            self.assertIn("'input'", e.details())
+            self.assertIn(datatype, e.details())
+
+    def test_contents_field_must_match_the_datatype(self):
+        for datatype, field in (("FP32", "int64_contents"), ("INT32", "uint_contents"), ("INT64", "int_contents"),
+                                ("BYTES", "fp32_contents"), ("BOOL", "int_contents")):
+            req = self.request([("input", datatype, [1], {field: [1]}),
+                                ("repeats", "INT64", [1], {"int64_contents": [2]})])
+            e = grpc_error(lambda: self.stub.ModelInfer(req))
+            self.assertEqual(e.code(), grpc.StatusCode.INVALID_ARGUMENT, (datatype, field))
+            self.assertIn("'input'", e.details())
+
+    def test_an_input_without_data_is_refused(self):
+        req = self.request([("input", "FP32", [2], None), ("repeats", "INT64", [1], {"int64_contents": [2]})])
+        e = grpc_error(lambda: self.stub.ModelInfer(req))
+        self.assertEqual(e.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("'input'", e.details())
+
+    def test_wrong_element_counts(self):
+        cases = [
+            ("typed: 2 values for shape [3]", self.request([("input", "FP32", [3], {"fp32_contents": [1, 2]}),
+                                                            ("repeats", "INT64", [1], {"int64_contents": [2]})]),
+             ("2", "3")),
+            ("raw: 8 bytes for FP32 [3]",
+             self.request([("input", "FP32", [3], None), ("repeats", "INT64", [1], None)],
+                          raw=[b"\0" * 8, np.array([2], dtype=np.int64).tobytes()]), ("8", "12")),
+            ("raw BYTES: a length past the end",
+             self.request([("input", "BYTES", [1], None), ("repeats", "INT64", [1], None)],
+                          raw=[struct.pack("<I", 9) + b"abc", np.array([2], dtype=np.int64).tobytes()]), ()),
+            ("three raw entries for two inputs",
+             self.request([("input", "INT8", [1], None), ("repeats", "INT64", [1], None)],
+                          raw=[b"\1", np.array([2], dtype=np.int64).tobytes(), b"\1"]), ()),
+            ("one raw entry for two raw inputs",
+             self.request([("input", "INT8", [1], None), ("repeats", "INT64", [1], None)], raw=[b"\1"]), ()),
+        ]
+        for name, req, numbers in cases:
+            with self.subTest(name):
+                e = grpc_error(lambda: self.stub.ModelInfer(req))
+                self.assertEqual(e.code(), grpc.StatusCode.INVALID_ARGUMENT, e.details())
+                for n in numbers:
+                    self.assertRegex(e.details(), rf"\b{n}\b")
+
+    def test_unknown_model_and_version_as_over_http(self):
+        a = np.arange(2, dtype=np.float32)
+        for model, version in (("nope", ""), ("tile", "5"), ("tile", "x")):
+            with self.subTest(model=model, version=version):
+                h = error_of(lambda: self.http.infer(model, self.triton_inputs(httpclient, a, [2]),
+                                                         model_version=version))
+                e = grpc_error(lambda: self.stub.ModelInfer(self.raw_request(a, [2], model=model, version=version)))
+                self.assertEqual((e.code(), e.details()), (GRPC_OF_HTTP[h.status()], h.message()))
+                e = grpc_error(lambda: self.stub.ModelMetadata(
+                    self.P.msg("inference.ModelMetadataRequest", name=model, version=version)))
+                self.assertEqual(e.code(), GRPC_OF_HTTP[h.status()])
+
+    def test_semantics_parameter(self):
+        a = np.arange(4, dtype=np.int16).reshape(2, 2)
+        resp = self.stub.ModelInfer(self.raw_request(a, [3], semantics="numpy"))
+        self.assertTrue(np.array_equal(output_array(resp), np.tile(a, 3)))
+        h = error_of(lambda: self.http.infer("tile", self.triton_inputs(httpclient, a, [3]),
+                                                 parameters={"semantics": "bogus"}))
+        e = grpc_error(lambda: self.stub.ModelInfer(self.raw_request(a, [3], semantics="bogus")))
+        self.assertEqual((e.code(), e.details()), (GRPC_OF_HTTP[h.status()], h.message()))
+        req = self.raw_request(a, [3])
+        req.parameters["semantics"].int64_param = 1
+        e = grpc_error(lambda: self.stub.ModelInfer(req))
+        self.assertEqual(e.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("semantics", e.details())
+
+    def test_unserved_methods_are_unimplemented(self):
+        for path in ("/inference.GRPCInferenceService/RepositoryIndex", "/inference.GRPCInferenceService/Nope",
+                     "/nope.Service/Call"):
+            call = self.channel.unary_unary(path, request_serializer=None, response_deserializer=None)
+            e = grpc_error(lambda: call(b""))
+            self.assertEqual(e.code(), grpc.StatusCode.UNIMPLEMENTED, path)
+            self.assertIn(path, e.details())
+
+    def test_server_timing_in_trailing_metadata(self):
+        a = np.arange(8, dtype=np.float64)
+        _, call = self.stub.ModelInfer.with_call(self.raw_request(a, [4]))
+        trailers = dict(call.trailing_metadata())
+        timing = trailers.get("server-timing", "")
+        phases = dict(re.findall(r"(\w+);dur=([0-9.]+)", timing))
+        self.assertEqual(set(phases), {"queue", "decode", "tile", "encode", "total"}, timing)
+        self.assertGreaterEqual(float(phases["total"]), float(phases["tile"]))
+
+    def test_metrics_are_labelled_by_transport(self):
+        def totals():
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.d.port}/metrics", timeout=30) as r:
+                text = r.read().decode()
+            out = {}
+            for labels, value in re.findall(r"^tiled_requests_total\{([^}]*)\} (\d+)$", text, re.M):
+                m = re.search(r'transport="([^"]+)"', labels)
+                self.assertIsNotNone(m, labels)
+                out[m.group(1)] = out.get(m.group(1), 0) + int(value)
+            return out
+
+        before = totals()
+        a = np.arange(3, dtype=np.uint8)
+        for _ in range(3):
+            self.stub.ModelInfer(self.raw_request(a, [2]))
+        grpc_error(lambda: self.stub.ModelInfer(self.raw_request(a, [2, 2])))
+        self.stub.ServerLive(self.P.msg("inference.ServerLiveRequest"))
+        after = totals()
+        self.assertEqual(after.get("grpc", 0) - before.get("grpc", 0), 5)
+        self.assertGreater(after.get("http", 0), 0)
+
+    def test_health_v1_check(self):
+        health = self.P.stub(self.channel, "grpc.health.v1.Health")
+        resp = health.Check(self.P.msg("grpc.health.v1.HealthCheckRequest"))
+        self.assertEqual(resp.status, 1)  # SERVING
+        watch = self.channel.unary_stream("/grpc.health.v1.Health/Watch", request_serializer=None,
+                                          response_deserializer=None)
+        e = grpc_error(lambda: list(watch(b"")))
+        self.assertEqual(e.code(), grpc.StatusCode.UNIMPLEMENTED)
+
+
+class SizeLimits(GrpcCase):
+    """--max-grpc-message: a message either way above it is RESOURCE_EXHAUSTED,
+    naming the limit."""
+
+    daemon_args = ("--max-grpc-message", "4096")
+
+    def test_request_above_the_limit(self):
+        a = np.zeros(2048, dtype=np.float32)  # 8 KiB of raw input
+        e = grpc_error(lambda: self.stub.ModelInfer(self.raw_request(a, [1])))
+        self.assertEqual(e.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
+        self.assertIn("4096", e.details())
+
+    def test_output_above_the_limit(self):
+        a = np.arange(16, dtype=np.float32)
+        ok = self.stub.ModelInfer(self.raw_request(a, [32]))  # 2 KiB output
+        self.assertTrue(np.array_equal(output_array(ok), np.tile(a, 32)))
+        e = grpc_error(lambda: self.stub.ModelInfer(self.raw_request(a, [128])))  # 8 KiB output
+        self.assertEqual(e.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
+        self.assertIn("4096", e.details())
+        # tritonclient shows the same message.
+        c = error_of(lambda: self.grpc_infer(a, [128]))
+        self.assertEqual((c.status(), c.message()), (str(grpc.StatusCode.RESOURCE_EXHAUSTED), e.details()))
+        self.assertTrue(self.client.is_server_ready())
+
+
+def access_entries(d, path_suffix):
+    entries = []
+    for line in d.log_lines():
+        try:
+            e = json.loads(line)
+        except ValueError:
+            continue
+        if e.get("event") == "access" and str(e.get("path", "")).endswith(path_suffix):
+            entries.append(e)
+    return entries
+
+
+class DeadlineAndCancel(GrpcCase):
+    """A call the client stops waiting for: the client sees its status, the
+    daemon ends the call (status 499 in the access log) and goes on serving."""
+
+    # A 512 MiB output: long enough to outlive a few milliseconds.
+    BIG = (np.arange(1024, dtype=np.float32), [131072])
+
+    def wait_for_499(self, before):
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            entries = access_entries(self.d, "/ModelInfer")[before:]
+            if any(e["status"] == 499 for e in entries):
+                return
+            time.sleep(0.05)
+        self.fail(f"no ModelInfer ended with 499: {access_entries(self.d, '/ModelInfer')[before:]}")
+
+    def assert_still_serving(self):
+        a = np.arange(5, dtype=np.int32)
+        self.assertTrue(np.array_equal(output_array(self.stub.ModelInfer(self.raw_request(a, [3]))), np.tile(a, 3)))
+
+    def test_deadline_exceeded(self):
+        before = len(access_entries(self.d, "/ModelInfer"))
+        e = grpc_error(lambda: self.stub.ModelInfer(self.raw_request(*self.BIG), timeout=0.02))
+        self.assertEqual(e.code(), grpc.StatusCode.DEADLINE_EXCEEDED)
+        self.wait_for_499(before)
+        self.assert_still_serving()
+        # The same call with time to spare succeeds.
+        a = np.arange(4, dtype=np.uint8)
+        resp = self.stub.ModelInfer(self.raw_request(a, [2]), timeout=30)
+        self.assertTrue(np.array_equal(output_array(resp), np.tile(a, 2)))
+
+    def test_cancel_mid_call(self):
+        before = len(access_entries(self.d, "/ModelInfer"))
+        future = self.stub.ModelInfer.future(self.raw_request(*self.BIG))
+        time.sleep(0.02)
+        self.assertTrue(future.cancel(), "the call ended before it could be cancelled")
+        self.assertTrue(future.cancelled())
+        self.wait_for_499(before)
+        self.assert_still_serving()
+
+
+class ApiKeys(GrpcCase):
+    """With --api-key-file, every RPC but ServerLive, ServerReady and the
+    health service needs `authorization: Bearer KEY` metadata."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp()
+        cls.keyfile = os.path.join(cls.dir, "keys")
+        with open(cls.keyfile, "w") as f:
+            f.write("grpc-key-123\n")
+        cls.daemon_args = ("--api-key-file", cls.keyfile)
+        super().setUpClass()
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        shutil.rmtree(cls.dir)
+
+    def test_keys_in_metadata(self):
+        good = {"authorization": "Bearer grpc-key-123"}
+        h = error_of(lambda: self.http.get_model_metadata("tile"))
+        for headers in (None, {"authorization": "Bearer wrong"}, {"authorization": "grpc-key-123"}):
+            with self.subTest(headers=headers):
+                e = error_of(lambda: self.client.get_model_metadata("tile", headers=headers))
+                self.assertEqual(e.status(), str(grpc.StatusCode.UNAUTHENTICATED))
+                self.assertEqual(e.message(), h.message())
+                e = error_of(lambda: self.client.infer("tile", self.triton_inputs(
+                    grpcclient, np.arange(2, dtype=np.int8), [2]), headers=headers))
+                self.assertEqual(e.status(), str(grpc.StatusCode.UNAUTHENTICATED))
+        self.assertEqual(self.client.get_model_metadata("tile", headers=good).name, "tile")
+        a = np.arange(3, dtype=np.int8)
+        self.assertTrue(np.array_equal(self.grpc_infer(a, [2], headers=good).as_numpy("output"), np.tile(a, 2)))
+        # The same metadata key, capitalised as HTTP clients write it, is the same key.
+        self.assertEqual(self.client.get_server_metadata(headers={"Authorization": "Bearer grpc-key-123"}).name,
+                         "tiled")
+
+    def test_health_is_open(self):
+        self.assertTrue(self.client.is_server_live())
+        self.assertTrue(self.client.is_server_ready())
+        health = self.P.stub(self.channel, "grpc.health.v1.Health")
+        self.assertEqual(health.Check(self.P.msg("grpc.health.v1.HealthCheckRequest")).status, 1)
+
+
+class SharedMemoryGrpc(GrpcCase):
+    """Triton's system shared memory through tritonclient.grpc and
+    tritonclient.utils.shared_memory, unmodified."""
+
+    daemon_args = ("--shared-memory", "system")
+
+    def region(self, size):
+        name = f"g_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+        handle = shm.create_shared_memory_region(name, "/tiled_" + name, size)
+        self.addCleanup(shm.destroy_shared_memory_region, handle)
+        return name, "/tiled_" + name, handle
+
+    def test_infer_through_regions(self):
+        self.assertIn("system_shared_memory", self.client.get_server_metadata().extensions)
+        in_name, in_key, inp = self.region(4096)
+        out_name, out_key, out = self.region(1 << 16)
+        self.client.register_system_shared_memory(in_name, in_key, 4096)
+        self.client.register_system_shared_memory(out_name, out_key, 1 << 16)
+        self.addCleanup(self.client.unregister_system_shared_memory)
+        status = self.client.get_system_shared_memory_status()
+        self.assertEqual({(r.name, r.key, r.byte_size) for r in status.regions.values()},
+                         {(in_name, in_key, 4096), (out_name, out_key, 1 << 16)})
+        for dt in (np.float32, np.int64, np.uint8, np.float16):
+            with self.subTest(dtype=np.dtype(dt).name):
+                a = sample(dt, (2, 3, 4), self.rng)
+                repeats = np.array([2, 1, 3], dtype=np.int64)
+                shm.set_shared_memory_region(inp, [a])
+                shm.set_shared_memory_region(inp, [repeats], offset=2048)
+                inputs = [grpcclient.InferInput("input", list(a.shape), np_to_triton_dtype(a.dtype)),
+                          grpcclient.InferInput("repeats", [3], "INT64")]
+                inputs[0].set_shared_memory(in_name, a.nbytes)
+                inputs[1].set_shared_memory(in_name, repeats.nbytes, offset=2048)
+                output = grpcclient.InferRequestedOutput("output")
+                output.set_shared_memory(out_name, 1 << 16)
+                result = self.client.infer("tile", inputs, outputs=[output])
+                meta = result.get_output("output")
+                want = np.tile(a, repeats)
+                self.assertEqual((meta.datatype, list(meta.shape)), (np_to_triton_dtype(a.dtype), list(want.shape)))
+                got = shm.get_contents_as_numpy(out, dt, want.shape)
+                self.assertEqual(got.tobytes(), want.tobytes())
+        self.client.unregister_system_shared_memory(in_name)
+        self.assertEqual([r.name for r in self.client.get_system_shared_memory_status().regions.values()],
+                         [out_name])
+
+    def test_errors_as_over_http(self):
+        a = np.arange(4, dtype=np.float32)
+
+        def call(module, client):
+            inputs = self.triton_inputs(module, a, [2])
+            inputs[0].set_shared_memory("no_such_region", a.nbytes)
+            return lambda: client.infer("tile", inputs)
+
+        self.assert_same_error_as_http(call(httpclient, self.http), call(grpcclient, self.client))
+        self.assert_same_error_as_http(lambda: self.http.get_system_shared_memory_status("no_such_region"),
+                                       lambda: self.client.get_system_shared_memory_status("no_such_region"))
+
+
+class Drain(unittest.TestCase):
+    """SIGTERM: calls in flight finish with their whole answer, new calls get
+    UNAVAILABLE, health says NOT_SERVING, and the daemon exits 0."""
+
+    def test_sigterm_with_calls_in_flight(self):
+        P = protos()
+        d = Daemon("--grpc-port", "0", "--workers", "1", "--log-level", "warn")
+        target = f"127.0.0.1:{d.grpc_port}"
+        channel = grpc.insecure_channel(target, options=[("grpc.max_receive_message_length", -1)])
+        try:
+            stub = P.stub(channel)
+            health = P.stub(channel, "grpc.health.v1.Health")
+            a = np.arange(1024, dtype=np.float32)
+            req = P.msg("inference.ModelInferRequest", model_name="tile")
+            req.inputs.add(name="input", datatype="FP32", shape=[1024])
+            req.inputs.add(name="repeats", datatype="INT64", shape=[1])
+            req.raw_input_contents.extend([a.tobytes(), np.array([16384], dtype=np.int64).tobytes()])
+            self.assertEqual(health.Check(P.msg("grpc.health.v1.HealthCheckRequest")).status, 1)
+            # Eight 64 MiB answers queued on one worker: some are still running at the signal.
+            futures = [stub.ModelInfer.future(req) for _ in range(8)]
+            time.sleep(0.2)
+            in_flight = [f for f in futures if not f.done()]
+            self.assertTrue(in_flight, "every call ended before the signal")
+            d.proc.send_signal(signal.SIGTERM)
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < 5:
+                try:
+                    status = health.Check(P.msg("grpc.health.v1.HealthCheckRequest"), timeout=5).status
+                except grpc.RpcError as e:
+                    status = e.code()
+                if status != 1:
+                    break
+                time.sleep(0.005)
+            self.assertIn(status, (2, grpc.StatusCode.UNAVAILABLE))  # NOT_SERVING, or refused
+            want = np.tile(a, 16384)
+            for f in futures:
+                self.assertTrue(np.array_equal(output_array(f.result(timeout=120)), want))
+            fresh = grpc.insecure_channel(target)
+            e = grpc_error(lambda: P.stub(fresh).ServerReady(P.msg("inference.ServerReadyRequest"), timeout=10))
+            fresh.close()
+            self.assertEqual(e.code(), grpc.StatusCode.UNAVAILABLE)
+            self.assertEqual(d.proc.wait(60), 0)
+        finally:
+            channel.close()
+            if d.proc.poll() is None:
+                d.proc.kill()
+                d.proc.wait()
+
+
+if __name__ == "__main__":
+    unittest.main()
