@@ -3,7 +3,7 @@
 #   build    Debian 12 with the compiler and -dev packages; builds build/tiled
 #            with the project Makefile and strips it.
 #   runtime  Debian 12 slim with the three runtime libraries and the binary,
-#            running as uid 10001 on 0.0.0.0:8080.
+#            running as uid 10001: HTTP on 0.0.0.0:8080, gRPC on 0.0.0.0:8081.
 ARG DEBIAN_IMAGE=debian:bookworm-slim
 
 FROM ${DEBIAN_IMAGE} AS build
@@ -13,7 +13,7 @@ ARG DEBIAN_FRONTEND=noninteractive
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       gcc libc6-dev make pkg-config binutils \
-      libmicrohttpd-dev libjansson-dev zlib1g-dev libcmocka-dev \
+      libmicrohttpd-dev libjansson-dev zlib1g-dev libcmocka-dev libnghttp2-dev libgnutls28-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -25,16 +25,19 @@ RUN make -j"$(nproc)" build/tiled GIT_COMMIT="$GIT_COMMIT" \
 FROM ${DEBIAN_IMAGE} AS runtime
 ARG DEBIAN_FRONTEND=noninteractive
 RUN apt-get update \
- && apt-get install -y --no-install-recommends libmicrohttpd12 libjansson4 zlib1g \
+ && apt-get install -y --no-install-recommends libmicrohttpd12 libjansson4 zlib1g libnghttp2-14 \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt /var/log/dpkg.log \
  && groupadd --gid 10001 tiled \
  && useradd --uid 10001 --gid 10001 --no-create-home \
       --home-dir /nonexistent --shell /usr/sbin/nologin tiled
 # Numeric so that Kubernetes can check runAsNonRoot without /etc/passwd.
 USER 10001:10001
+# gRPC next to HTTP, as KServe's model servers pair 8080 with 8081 (the bare
+# binary leaves gRPC off: --grpc-port -1).
 ENV TILED_HOST=0.0.0.0 \
-    TILED_PORT=8080
-EXPOSE 8080
+    TILED_PORT=8080 \
+    TILED_GRPC_PORT=8081
+EXPOSE 8080 8081
 # SIGTERM drains in-flight requests (TILED_DRAIN_TIMEOUT, 20 s by default),
 # then the process exits 0: give `docker stop -t` more than that.
 STOPSIGNAL SIGTERM

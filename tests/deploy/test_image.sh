@@ -1,7 +1,8 @@
 #!/bin/sh
 # test_image.sh - `make image-test`: runs the image built by `make image`.
 #
-#   1. image config: non-root numeric USER, EXPOSE 8080, STOPSIGNAL SIGTERM,
+#   1. image config: non-root numeric USER, EXPOSE 8080 and 8081 (gRPC, on
+#      through TILED_GRPC_PORT), STOPSIGNAL SIGTERM,
 #      HEALTHCHECK with `tiled probe .../v2/health/ready`, TILED_HOST=0.0.0.0,
 #      ENTRYPOINT tiled, size;
 #   2. a container from the image with its own entrypoint, under the
@@ -115,6 +116,8 @@ def check(name, cond):
 check("USER is numeric and not root (%s)" % user,
       user.split(":")[0].isdigit() and int(user.split(":")[0]) != 0)
 check("EXPOSE 8080/tcp", "8080/tcp" in (cfg.get("ExposedPorts") or {}))
+check("EXPOSE 8081/tcp (gRPC)", "8081/tcp" in (cfg.get("ExposedPorts") or {}))
+check("ENV TILED_GRPC_PORT=8081", env.get("TILED_GRPC_PORT") == "8081")
 check("STOPSIGNAL SIGTERM", cfg.get("StopSignal") in ("SIGTERM", "15", "TERM"))
 check("HEALTHCHECK tiled probe http://127.0.0.1:8080/v2/health/ready",
       "/usr/local/bin/tiled" in hc and "probe" in hc

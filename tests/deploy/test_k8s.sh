@@ -123,6 +123,9 @@ if help_text:
 ports = {p.get("name"): p.get("containerPort") for p in c.get("ports", [])}
 port = int(env.get("TILED_PORT", 8080))
 check("container port http = TILED_PORT (%d)" % port, ports.get("http") == port, ports)
+gport = int(env.get("TILED_GRPC_PORT", -1))
+check("gRPC on at 8081, beside HTTP (TILED_GRPC_PORT)", gport == 8081, gport)
+check("container port grpc = TILED_GRPC_PORT (%d)" % gport, ports.get("grpc") == gport, ports)
 
 def probe_port(p):
     v = g(c, p, "httpGet", "port")
@@ -180,6 +183,11 @@ check("Service selects the pods", matches(g(svc, "spec", "selector"), labels))
 sp = g(svc, "spec", "ports", default=[{}])[0]
 tp = sp.get("targetPort")
 check("Service targetPort is the container port", (ports.get(tp) if isinstance(tp, str) else tp) == port, tp)
+to_grpc = [p for p in g(svc, "spec", "ports", default=[])
+           if (ports.get(p.get("targetPort")) if isinstance(p.get("targetPort"), str) else p.get("targetPort")) == gport]
+check("Service exposes the gRPC port", len(to_grpc) == 1, g(svc, "spec", "ports"))
+check("Service says the gRPC port speaks h2c (appProtocol)",
+      len(to_grpc) == 1 and to_grpc[0].get("appProtocol") == "kubernetes.io/h2c", to_grpc)
 
 check("HPA targets the Deployment",
       g(hpa, "spec", "scaleTargetRef", "kind") == "Deployment"
@@ -210,6 +218,7 @@ if os.access(binary, os.X_OK):
     check("tiled serve --print-config accepts the pod's environment", r.returncode == 0, r.stderr.strip())
     check("effective host 0.0.0.0, port %d, drain-timeout %d" % (port, drain),
           cfg.get("host") == "0.0.0.0" and cfg.get("port") == str(port) and cfg.get("drain-timeout") == str(drain), cfg)
+    check("effective grpc-port %d" % gport, cfg.get("grpc-port") == str(gport), cfg.get("grpc-port"))
 else:
     print("k8s: %s not built; configuration not checked against the daemon" % binary)
 

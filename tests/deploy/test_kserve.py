@@ -8,7 +8,9 @@ checked by the models themselves. Then what makes the pair work is checked:
 the InferenceService picks the runtime and a model format it supports, speaks
 v2, is named after the model tiled serves, probes tiled's health endpoints on
 the port tiled listens on (the environment is fed to `tiled serve
---print-config`), and runs under the same security context as deploy/k8s.
+--print-config`), and runs under the same security context as deploy/k8s;
+the gRPC InferenceService routes to the port tiled serves gRPC on, named h2c
+as Knative requires.
 Run with the virtual environment scripts/venv.sh makes:
   build/venv/bin/python -m unittest tests/deploy/test_kserve.py
 """
@@ -100,6 +102,8 @@ class KServeManifests(unittest.TestCase):
         cls.isvc_doc = load("inferenceservice.yaml")
         cls.sr = strict(cls.sr_doc, "V1alpha1ServingRuntime")
         cls.isvc = strict(cls.isvc_doc, "V1beta1InferenceService")
+        cls.grpc_doc = load("inferenceservice-grpc.yaml")
+        cls.grpc = strict(cls.grpc_doc, "V1beta1InferenceService")
         with open(os.path.join(ROOT, "deploy", "k8s", "deployment.yaml")) as f:
             cls.deployment = yaml.safe_load(f)
 
@@ -133,7 +137,7 @@ class KServeManifests(unittest.TestCase):
             self.assertTrue(res.requests["cpu"] and res.requests["memory"])
             self.assertTrue(res.limits["cpu"] and res.limits["memory"])
 
-    def test_tiled_accepts_the_environment_and_listens_on_the_probed_port(self):
+    def effective_config(self):
         env = dict(os.environ)
         env = {k: v for k, v in env.items() if not k.startswith("TILED_")}
         for e in self.container().env:
@@ -141,9 +145,27 @@ class KServeManifests(unittest.TestCase):
         tiled = os.path.abspath(os.environ.get("TILED_BIN", os.path.join(ROOT, "build", "tiled")))
         r = subprocess.run([tiled, "serve", "--print-config"], env=env, capture_output=True, text=True, timeout=30)
         self.assertEqual(r.returncode, 0, r.stderr)
-        config = dict(line.split(" = ", 1) for line in r.stdout.splitlines() if " = " in line)
+        return dict(line.split(" = ", 1) for line in r.stdout.splitlines() if " = " in line)
+
+    def test_tiled_accepts_the_environment_and_listens_on_the_probed_port(self):
+        config = self.effective_config()
         self.assertEqual(config["host"], "0.0.0.0")
         self.assertEqual(int(config["port"]), self.container().ports[0].container_port)
+
+    def test_grpc_inference_service_routes_to_the_grpc_port(self):
+        model = self.grpc.spec.predictor.model
+        self.assertEqual(model.runtime, self.sr.metadata.name)
+        self.assertEqual(model.protocol_version, "grpc-v2")
+        self.assertIn("grpc-v2", self.sr.spec.protocol_versions)
+        self.assertEqual(model.model_format, self.isvc.spec.predictor.model.model_format)
+        self.assertIsNone(model.storage_uri)
+        # Knative routes one port, HTTP/2 end to end when it is named h2c.
+        self.assertEqual([(p.name, p.container_port, p.protocol) for p in model.ports], [("h2c", 8081, "TCP")])
+        self.assertEqual(int(self.effective_config()["grpc-port"]), 8081)
+        rest = dict(self.isvc_doc["spec"]["predictor"])
+        grpc = dict(self.grpc_doc["spec"]["predictor"])
+        del rest["model"], grpc["model"]
+        self.assertEqual(grpc, rest)  # replicas, drain, security context: the REST service's
 
     def test_same_security_context_as_deploy_k8s(self):
         pod = self.deployment["spec"]["template"]["spec"]

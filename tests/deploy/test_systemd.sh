@@ -55,7 +55,8 @@ for kv in \
   "LockPersonality|yes|true" \
   "KillSignal|SIGTERM" \
   "Restart|on-failure" \
-  "EnvironmentFile|-/etc/default/tiled"; do
+  "EnvironmentFile|-/etc/default/tiled" \
+  "Environment|TILED_GRPC_PORT=8081"; do
   key=${kv%%|*}
   val=${kv#*|}
   if has "$key" "$val"; then ok "$key=${val%%|*}"; else bad "$key=${val%%|*} missing"; fi
