@@ -12,6 +12,7 @@
  */
 #include "grpc_infer.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,7 +34,12 @@ enum {
     OUT_NAME = 1,
     MAP_KEY = 1,
     MAP_VALUE = 2,
+    PARAM_BOOL = 1,
+    PARAM_INT64 = 2,
     PARAM_STRING = 3,
+    PARAM_UINT64 = 5,
+    IN_PARAMETERS = 4,
+    OUT_PARAMETERS = 2,
     RESP_MODEL_NAME = 1,
     RESP_MODEL_VERSION = 2,
     RESP_ID = 3,
@@ -80,11 +86,15 @@ struct input_view {
     int64_t shape[TILE_MAX_RANK];
     const uint8_t *contents; /* InferTensorContents, NULL when absent */
     size_t contents_len;
+    struct tile_v2_shm_ref shm;
+    bool has_shm_offset;
 };
 
 struct infer_ctx {
     struct tile_grpc_infer_request *r;
     const struct tile_limits *lim;
+    const struct tile_v2_shm_source *shm;
+    bool out_in_shm; /* an output goes to shared memory: inputs there may be read in place */
     struct tile_error *e;
     int nraw;
     struct tile_grpc_str raw[TILE_GRPC_MAX_INPUTS];
@@ -116,43 +126,81 @@ static bool str_is(struct tile_grpc_str s, const char *lit)
 
 /* ---- parameters ---------------------------------------------------------- */
 
-/* One map<string, InferParameter> entry of the request; only `semantics`
- * is read (a string), other keys are skipped as HTTP skips them. */
-static int read_parameter(struct infer_ctx *c, const struct tile_pb_field *entry)
+/* One map<string, InferParameter> entry: its key and the member of the
+ * value's oneof that was set last (number 0: none), as protobuf reads it. */
+struct parameter {
+    struct tile_grpc_str key;
+    struct tile_pb_field value;
+};
+
+static int read_parameter(struct infer_ctx *c, const struct tile_pb_field *entry, struct parameter *p)
 {
     struct tile_pb_reader rd;
     struct tile_pb_field f;
-    struct tile_grpc_str key = {"", 0};
-    const struct tile_pb_field *value = NULL;
-    struct tile_pb_field value_f;
     int rc;
+    memset(p, 0, sizeof(*p));
+    p->key = (struct tile_grpc_str){"", 0};
     tile_pb_reader_init(&rd, entry->data, entry->len);
-    while ((rc = tile_pb_next(&rd, &f, "a request parameter", c->e)) > 0) {
-        if (f.number == MAP_KEY && f.wire == TILE_PB_LEN)
-            key = str_of(&f);
-        else if (f.number == MAP_VALUE && f.wire == TILE_PB_LEN)
-            value_f = f, value = &value_f;
-    }
-    if (rc < 0 || !str_is(key, "semantics"))
-        return rc;
-    bool found = false;
-    if (value) {
-        tile_pb_reader_init(&rd, value->data, value->len);
-        while ((rc = tile_pb_next(&rd, &f, "parameter 'semantics'", c->e)) > 0) {
-            if (f.number == PARAM_STRING && f.wire == TILE_PB_LEN) {
-                c->r->semantics = str_of(&f);
-                found = true;
-            } else {
-                found = false; /* a later member of the oneof wins */
+    while ((rc = tile_pb_next(&rd, &f, "a parameter", c->e)) > 0) {
+        if (f.number == MAP_KEY && f.wire == TILE_PB_LEN) {
+            p->key = str_of(&f);
+        } else if (f.number == MAP_VALUE && f.wire == TILE_PB_LEN) {
+            struct tile_pb_reader vr;
+            struct tile_pb_field v;
+            p->value.number = 0; /* a repeated value field replaces the whole value */
+            tile_pb_reader_init(&vr, f.data, f.len);
+            while ((rc = tile_pb_next(&vr, &v, "a parameter's value", c->e)) > 0) {
+                if (v.number >= PARAM_BOOL && v.number <= PARAM_UINT64)
+                    p->value = v;
             }
+            if (rc < 0)
+                return -1;
         }
-        if (rc < 0)
-            return -1;
     }
-    if (!found)
+    return rc;
+}
+
+/* The request's `semantics` (a string); other keys are skipped as HTTP
+ * skips them. */
+static int request_parameter(struct infer_ctx *c, const struct tile_pb_field *entry)
+{
+    struct parameter p;
+    if (read_parameter(c, entry, &p) < 0)
+        return -1;
+    if (!str_is(p.key, "semantics"))
+        return 0;
+    if (p.value.number != PARAM_STRING || p.value.wire != TILE_PB_LEN)
         return tile_error_set(c->e, TILE_EINVAL, "parameter 'semantics' must be a string_param");
+    c->r->semantics = str_of(&p.value);
     c->r->has_semantics = true;
     return 0;
+}
+
+/* A tensor's shared-memory parameters (Triton's system_shared_memory
+ * extension, as tritonclient sends them: the region a string_param, offset
+ * and byte size int64_param); other keys are skipped. */
+static int tensor_parameter(struct infer_ctx *c, const struct tile_pb_field *entry, struct tile_v2_shm_ref *ref,
+                            bool *has_offset)
+{
+    struct parameter p;
+    if (read_parameter(c, entry, &p) < 0)
+        return -1;
+    bool region = str_is(p.key, "shared_memory_region"), offset = str_is(p.key, "shared_memory_offset");
+    bool size = str_is(p.key, "shared_memory_byte_size");
+    if (region && (p.value.number != PARAM_STRING || p.value.wire != TILE_PB_LEN))
+        return tile_error_set(c->e, TILE_EINVAL, "parameter 'shared_memory_region' must be a string_param");
+    if (region)
+        return tile_v2_shm_region_set(ref, (const char *)p.value.data, p.value.len, c->e);
+    if (!offset && !size)
+        return 0;
+    const char *what = offset ? "shared_memory_offset" : "shared_memory_byte_size";
+    if ((p.value.number != PARAM_INT64 && p.value.number != PARAM_UINT64) || p.value.wire != TILE_PB_VARINT)
+        return tile_error_set(c->e, TILE_EINVAL, "parameter '%s' must be an int64_param or uint64_param", what);
+    if (p.value.number == PARAM_UINT64 && p.value.value > INT64_MAX)
+        return tile_error_set(c->e, TILE_EINVAL, "%s is %llu, above the int64 range", what,
+                              (unsigned long long)p.value.value);
+    *(offset ? has_offset : &ref->has_byte_size) = true;
+    return tile_v2_shm_uint(what, (int64_t)p.value.value, offset ? &ref->offset : &ref->byte_size, c->e);
 }
 
 /* ---- one input's description ------------------------------------------- */
@@ -191,9 +239,17 @@ static int read_input_view(struct infer_ctx *c, const struct tile_pb_field *msg,
                 return -1;
             in->contents = f.data;
             in->contents_len = f.len;
+        } else if (f.number == IN_PARAMETERS) {
+            if (want_wire(&f, TILE_PB_LEN, "input parameters", c->e) < 0 ||
+                tensor_parameter(c, &f, &in->shm, &in->has_shm_offset) < 0)
+                return -1;
         }
     }
-    return rc;
+    if (rc < 0)
+        return -1;
+    char what[48];
+    snprintf(what, sizeof(what), "input '%.*s'", (int)(in->name.len < 32 ? in->name.len : 32), in->name.ptr);
+    return tile_v2_shm_ref_check(&in->shm, in->has_shm_offset, what, c->e);
 }
 
 static int check_input_view(struct infer_ctx *c, const struct input_view *in, enum tile_dtype *dtype)
@@ -310,19 +366,30 @@ static int typed_to_raw(struct infer_ctx *c, const struct input_view *in, enum t
 static int decode_raw(struct infer_ctx *c, const struct input_view *in, enum tile_dtype dtype, const void *raw,
                       uint64_t len, struct tile_tensor *out)
 {
-    struct tile_query_tensor qt = {.has_dtype = true, .has_shape = true, .dtype = dtype, .rank = in->rank};
-    memcpy(qt.shape, in->shape, sizeof(in->shape[0]) * (size_t)in->rank);
-    struct tile_request tmp;
-    tile_request_init(&tmp);
-    if (tile_v1_raw_decode(raw, (size_t)len, &qt, c->lim, &tmp, c->e) < 0) {
-        tile_request_free(&tmp);
-        if (!c->e)
-            return -1;
-        struct tile_error why = *c->e; /* the raw decoder speaks of a body: say which input */
-        tile_error_clear(c->e);
-        return tile_error_set(c->e, why.code, "input '%.*s': %s", (int)in->name.len, in->name.ptr, why.text);
-    }
-    *out = tmp.input; /* take the tensor */
+    if (tile_v2_raw_tensor(raw, len, dtype, in->rank, in->shape, c->lim, out, c->e) == 0)
+        return 0;
+    if (!c->e)
+        return -1;
+    struct tile_error why = *c->e; /* the raw decoder speaks of a body: say which input */
+    tile_error_clear(c->e);
+    return tile_error_set(c->e, why.code, "input '%.*s': %s", (int)in->name.len, in->name.ptr, why.text);
+}
+
+/* An input held in a shared-memory region: it has no contents and takes
+ * no entry of raw_input_contents. */
+static int shm_input(struct infer_ctx *c, const struct input_view *in, enum tile_dtype dtype, struct tile_grpc_input *gi)
+{
+    if (in->contents)
+        return tile_error_set(c->e, TILE_EINVAL,
+                              "input '%.*s' must set exactly one of 'contents', an entry of 'raw_input_contents' and "
+                              "'shared_memory_region' in 'parameters'",
+                              (int)in->name.len, in->name.ptr);
+    const struct tile_v2_tensor_desc d = {.name = in->name.ptr, .name_len = in->name.len, .dtype = dtype,
+                                          .rank = in->rank, .shape = in->shape, .shm = &in->shm};
+    if (tile_v2_shm_input(c->shm, &d, c->out_in_shm, c->lim, &gi->t, c->e) < 0)
+        return -1;
+    gi->in_shm = true;
+    c->r->ninputs++;
     return 0;
 }
 
@@ -335,6 +402,8 @@ static int read_input(struct infer_ctx *c, const struct tile_pb_field *msg, int 
     struct tile_grpc_input *gi = &c->r->inputs[c->r->ninputs];
     gi->name = in.name;
     struct tile_grpc_str mn = c->r->model_name;
+    if (in.shm.used)
+        return shm_input(c, &in, dtype, gi);
     if (in.contents && c->nraw > 0)
         return tile_error_set(c->e, TILE_EINVAL,
                               "contents field must not be specified when using raw_input_contents for '%.*s' for "
@@ -368,16 +437,27 @@ static int read_output(struct infer_ctx *c, const struct tile_pb_field *msg)
     int rc;
     if (c->r->noutputs == TILE_GRPC_MAX_OUTPUTS)
         return tile_error_set(c->e, TILE_EINVAL, "the request asks for more than %d outputs", TILE_GRPC_MAX_OUTPUTS);
-    struct tile_grpc_str *name = &c->r->outputs[c->r->noutputs++];
+    int i = c->r->noutputs++;
+    struct tile_grpc_str *name = &c->r->outputs[i];
+    struct tile_v2_shm_ref *shm = &c->r->output_shm[i];
+    bool has_offset = false;
     *name = (struct tile_grpc_str){"", 0};
     tile_pb_reader_init(&rd, msg->data, msg->len);
     while ((rc = tile_pb_next(&rd, &f, "a requested output", c->e)) > 0) {
-        if (f.number == OUT_NAME && want_wire(&f, TILE_PB_LEN, "output name", c->e) < 0)
+        if ((f.number == OUT_NAME || f.number == OUT_PARAMETERS) &&
+            want_wire(&f, TILE_PB_LEN, f.number == OUT_NAME ? "output name" : "output parameters", c->e) < 0)
             return -1;
         if (f.number == OUT_NAME)
             *name = str_of(&f);
+        else if (f.number == OUT_PARAMETERS && tensor_parameter(c, &f, shm, &has_offset) < 0)
+            return -1;
     }
-    return rc;
+    if (rc < 0)
+        return -1;
+    char what[48];
+    snprintf(what, sizeof(what), "output '%.*s'", (int)(name->len < 32 ? name->len : 32), name->ptr);
+    c->out_in_shm |= shm->used;
+    return tile_v2_shm_ref_check(shm, has_offset, what, c->e);
 }
 
 /* ---- the request --------------------------------------------------------- */
@@ -401,7 +481,7 @@ static int read_top(struct infer_ctx *c, const void *msg, size_t len, int *ninpu
             c->r->model_version = str_of(&f);
         else if (f.number == REQ_ID)
             c->r->id = str_of(&f);
-        else if (f.number == REQ_PARAMETERS && read_parameter(c, &f) < 0)
+        else if (f.number == REQ_PARAMETERS && request_parameter(c, &f) < 0)
             return -1;
         else if (f.number == REQ_INPUTS && ++*ninputs > TILE_GRPC_MAX_INPUTS)
             return tile_error_set(c->e, TILE_EINVAL, "the request has more than %d inputs", TILE_GRPC_MAX_INPUTS);
@@ -435,8 +515,15 @@ static int read_inputs(struct infer_ctx *c, const void *msg, size_t len)
 int tile_grpc_infer_decode(const void *msg, size_t len, const struct tile_limits *lim,
                            struct tile_grpc_infer_request *r, struct tile_error *e)
 {
+    return tile_grpc_infer_decode_shm(msg, len, lim, NULL, r, e);
+}
+
+int tile_grpc_infer_decode_shm(const void *msg, size_t len, const struct tile_limits *lim,
+                               const struct tile_v2_shm_source *shm, struct tile_grpc_infer_request *r,
+                               struct tile_error *e)
+{
     memset(r, 0, sizeof(*r));
-    struct infer_ctx c = {.r = r, .lim = lim, .e = e};
+    struct infer_ctx c = {.r = r, .lim = lim, .shm = shm, .e = e};
     int ninputs = 0;
     if (read_top(&c, msg, len, &ninputs) < 0 || read_inputs(&c, msg, len) < 0)
         return -1;

@@ -23,6 +23,7 @@
 
 #include "request.h"
 #include "tile.h"
+#include "v2.h" /* shared-memory references */
 
 #define TILE_GRPC_MAX_INPUTS 4
 #define TILE_GRPC_MAX_OUTPUTS 4
@@ -36,6 +37,7 @@ struct tile_grpc_str {
 struct tile_grpc_input {
     struct tile_grpc_str name;
     bool typed;             /* data came from `contents`, not raw */
+    bool in_shm;            /* data came from a shared-memory region */
     struct tile_tensor t;   /* owned: dtype, shape and elements */
 };
 
@@ -46,6 +48,7 @@ struct tile_grpc_infer_request {
     int ninputs, noutputs;
     struct tile_grpc_input inputs[TILE_GRPC_MAX_INPUTS];
     struct tile_grpc_str outputs[TILE_GRPC_MAX_OUTPUTS]; /* requested output names */
+    struct tile_v2_shm_ref output_shm[TILE_GRPC_MAX_OUTPUTS]; /* and where they go, when in shared memory */
 };
 
 /* Decodes one ModelInferRequest message. Errors are TILE_EINVAL with
@@ -54,6 +57,14 @@ struct tile_grpc_infer_request {
  * freeable on error. */
 int tile_grpc_infer_decode(const void *msg, size_t len, const struct tile_limits *lim,
                            struct tile_grpc_infer_request *r, struct tile_error *e);
+/* The same, with inputs that may name shared-memory regions through
+ * Triton's tensor parameters shared_memory_region, shared_memory_offset
+ * and shared_memory_byte_size, read through `shm` (NULL: such inputs are
+ * refused, as the extension is off). Requested outputs' references are
+ * in r->output_shm either way. */
+int tile_grpc_infer_decode_shm(const void *msg, size_t len, const struct tile_limits *lim,
+                               const struct tile_v2_shm_source *shm, struct tile_grpc_infer_request *r,
+                               struct tile_error *e);
 void tile_grpc_infer_request_free(struct tile_grpc_infer_request *r);
 
 /* The reply: one output, always as raw_output_contents (what Triton sends

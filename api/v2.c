@@ -142,15 +142,11 @@ static int in_binary_size(void *p)
 static int shm_region(void *p)
 {
     struct v2_ctx *c = p;
+    char name[TILE_V2_REGION_MAX + 1];
     size_t len;
-    char *name = c->ref->region;
-    if (tile_jr_string(&c->jr, "shared_memory_region", name, TILE_V2_REGION_MAX - 1, &len) < 0)
+    if (tile_jr_string(&c->jr, "shared_memory_region", name, sizeof(name), &len) < 0)
         return -1;
-    name[len] = '\0';
-    if (len == 0 || strlen(name) != len)
-        return tile_error_set(c->jr.e, TILE_EINVAL, "shared_memory_region must be a non-empty name");
-    c->ref->used = true;
-    return 0;
+    return tile_v2_shm_region_set(c->ref, name, len, c->jr.e);
 }
 
 static int shm_uint(struct v2_ctx *c, const char *what, uint64_t *out)
@@ -158,10 +154,7 @@ static int shm_uint(struct v2_ctx *c, const char *what, uint64_t *out)
     int64_t n;
     if (tile_jr_int(&c->jr, what, &n) < 0)
         return -1;
-    if (n < 0)
-        return tile_error_set(c->jr.e, TILE_EINVAL, "%s is %lld; it must be >= 0", what, (long long)n);
-    *out = (uint64_t)n;
-    return 0;
+    return tile_v2_shm_uint(what, n, out, c->jr.e);
 }
 
 static int shm_offset(void *p)
@@ -191,14 +184,7 @@ static int tensor_parameters(struct v2_ctx *c, struct tile_v2_shm_ref *ref, cons
     c->has_shm_offset = false;
     if (tile_jr_object(&c->jr, c, keys, 4, where, "binary_data_size or shared_memory_*", true) < 0)
         return -1;
-    if (!ref->used && (c->has_shm_offset || ref->has_byte_size))
-        return tile_error_set(c->jr.e, TILE_EINVAL,
-                              "'shared_memory_offset' and 'shared_memory_byte_size' need 'shared_memory_region' (%s)",
-                              what);
-    if (ref->used && !ref->has_byte_size)
-        return tile_error_set(c->jr.e, TILE_EINVAL, "%s names shared memory region '%s' without 'shared_memory_byte_size'",
-                              what, ref->region);
-    return 0;
+    return tile_v2_shm_ref_check(ref, c->has_shm_offset, what, c->jr.e);
 }
 
 static int in_parameters(void *p)
@@ -255,10 +241,7 @@ static int out_name(void *p)
     size_t len;
     if (tile_jr_string(&c->jr, "output name", name, sizeof(name), &len) < 0)
         return -1;
-    if (len != 6 || memcmp(name, "output", 6) != 0)
-        return tile_error_set(c->jr.e, TILE_EINVAL, "unknown output '%.*s' (the tile model has one output, 'output')",
-                              (int)len, name);
-    return 0;
+    return tile_v2_output_name(name, len, c->jr.e);
 }
 
 static int out_parameters(void *p)
@@ -373,59 +356,23 @@ static int read_json_tensor(struct v2_ctx *c, struct v2_input *in)
 
 static int read_binary_tensor(struct v2_ctx *c, struct v2_input *in, const void *bytes, uint64_t len)
 {
-    struct tile_query_tensor qt = {.has_dtype = true, .has_shape = true, .dtype = in->dtype, .rank = in->rank};
-    memcpy(qt.shape, in->shape, sizeof(in->shape[0]) * (size_t)in->rank);
-    struct tile_request tmp;
-    tile_request_init(&tmp);
-    if (tile_v1_raw_decode(bytes, (size_t)len, &qt, &c->lim, &tmp, c->jr.e) < 0) {
-        tile_request_free(&tmp);
-        return -1;
-    }
-    in->t = tmp.input; /* take the tensor */
-    return 0;
-}
-
-/* A fixed-width input whose bytes lie in memory that outlives the request,
- * aligned for its elements: the tensor borrows them. */
-static int borrow_tensor(struct v2_ctx *c, struct v2_input *in, const void *bytes)
-{
-    const struct tile_dtype_traits *t = tile_dtype_traits(in->dtype);
-    uint64_t nelem, need;
-    char shape[TILE_MAX_RANK * 24];
-    if (tile_shape_elems(in->shape, in->rank, &nelem, c->jr.e) < 0)
-        return -1;
-    if (__builtin_mul_overflow(nelem, t->size, &need) || need != in->shm.byte_size) {
-        tile_format_shape(in->shape, in->rank, true, shape, sizeof(shape));
-        return tile_error_set(c->jr.e, TILE_EINVAL,
-                              "input '%.*s' has shared_memory_byte_size %llu but datatype %s and shape %s need %llu",
-                              (int)in->name_len, in->name, (unsigned long long)in->shm.byte_size, t->kserve, shape,
-                              (unsigned long long)need);
-    }
-    in->t.dtype = in->dtype;
-    in->t.rank = in->rank;
-    memcpy(in->t.shape, in->shape, sizeof(in->shape[0]) * (size_t)in->rank);
-    in->t.data = (void *)bytes;
-    in->t.nelem = nelem;
-    in->t.owns_data = false;
-    return 0;
+    return tile_v2_raw_tensor(bytes, len, in->dtype, in->rank, in->shape, &c->lim, &in->t, c->jr.e);
 }
 
 static int read_shm_tensor(struct v2_ctx *c, struct v2_input *in)
 {
-    char name[40];
-    snprintf(name, sizeof(name), "%.*s", (int)in->name_len, in->name);
-    if (!c->shm)
-        return tile_error_set(c->jr.e, TILE_EINVAL,
-                              "input '%s' names shared memory region '%s', but shared memory is not enabled on this "
-                              "server (tiled serve --shared-memory system)",
-                              name, in->shm.region);
-    const void *bytes;
-    if (c->shm->resolve(c->shm->ctx, name, &in->shm, &bytes, c->jr.e) < 0)
-        return -1;
-    const struct tile_dtype_traits *t = tile_dtype_traits(in->dtype);
-    if (c->shm->borrow && c->r->out_shm.used && t->wire_size == t->size && t->size && (uintptr_t)bytes % t->size == 0)
-        return borrow_tensor(c, in, bytes);
-    return read_binary_tensor(c, in, bytes, in->shm.byte_size);
+    const struct tile_v2_tensor_desc d = {.name = in->name, .name_len = in->name_len, .dtype = in->dtype,
+                                          .rank = in->rank, .shape = in->shape, .shm = &in->shm};
+    return tile_v2_shm_input(c->shm, &d, c->r->out_shm.used, &c->lim, &in->t, c->jr.e);
+}
+
+/* Maps the decoded inputs onto the tile request (v2_model.c). */
+static int map_inputs(struct v2_ctx *c)
+{
+    struct tile_v2_named_tensor named[V2_MAX_INPUTS];
+    for (int i = 0; i < c->nin; i++)
+        named[i] = (struct tile_v2_named_tensor){.name = c->in[i].name, .name_len = c->in[i].name_len, .t = &c->in[i].t};
+    return tile_v2_map_inputs(c->r, named, c->nin, c->has_semantics, &c->lim, c->jr.e);
 }
 
 static int read_tensors(struct v2_ctx *c, const char *blob, uint64_t blob_len)
@@ -453,148 +400,6 @@ static int read_tensors(struct v2_ctx *c, const char *blob, uint64_t blob_len)
         return tile_error_set(c->jr.e, TILE_EINVAL,
                               "%llu bytes of binary data follow the header but the inputs account for %llu",
                               (unsigned long long)blob_len, (unsigned long long)off);
-    return 0;
-}
-
-/* ---- mapping inputs onto the tile request -------------------------------- */
-
-static struct v2_input *find_input(struct v2_ctx *c, const char *name)
-{
-    for (int i = 0; i < c->nin; i++) {
-        if (strlen(name) == c->in[i].name_len && memcmp(c->in[i].name, name, c->in[i].name_len) == 0)
-            return &c->in[i];
-    }
-    return NULL;
-}
-
-/* Element i of an integer tensor as int64 (any integer width). */
-static int int_element(const struct v2_input *in, uint64_t i, int64_t *out, struct tile_error *e)
-{
-    const struct tile_dtype_traits *t = tile_dtype_traits(in->t.dtype);
-    const unsigned char *p = (const unsigned char *)in->t.data + i * t->size;
-    uint64_t raw = 0;
-    memcpy(&raw, p, t->size); /* little-endian host */
-    if (t->cls == TILE_CLASS_INT && t->size < 8 && (raw >> (t->size * 8 - 1)) & 1)
-        raw |= ~UINT64_C(0) << (t->size * 8); /* sign-extend */
-    if (t->cls == TILE_CLASS_UINT && raw > INT64_MAX)
-        return tile_error_set(e, TILE_EINVAL, "%.*s[%llu] is %llu, above the int64 range", (int)in->name_len,
-                              in->name, (unsigned long long)i, (unsigned long long)raw);
-    *out = (int64_t)raw;
-    return 0;
-}
-
-static int check_integer_input(const struct v2_input *in, struct tile_error *e)
-{
-    enum tile_dtype_class cls = tile_dtype_traits(in->t.dtype)->cls;
-    if (cls != TILE_CLASS_INT && cls != TILE_CLASS_UINT)
-        return tile_error_set(e, TILE_EINVAL, "input '%.*s' must have an integer datatype (INT64 preferred), not %s",
-                              (int)in->name_len, in->name, tile_dtype_traits(in->t.dtype)->kserve);
-    return 0;
-}
-
-static int map_scalar(struct v2_ctx *c, const char *name, int64_t *out, bool *has)
-{
-    struct v2_input *in = find_input(c, name);
-    if (!in)
-        return tile_error_set(c->jr.e, TILE_EINVAL, "missing input '%s' (model version 1 takes input, tiles and axis)",
-                              name);
-    if (check_integer_input(in, c->jr.e) < 0)
-        return -1;
-    if (in->t.nelem != 1)
-        return tile_error_set(c->jr.e, TILE_EINVAL, "input '%s' must hold one value, not %llu", name,
-                              (unsigned long long)in->t.nelem);
-    *has = true;
-    return int_element(in, 0, out, c->jr.e);
-}
-
-static int map_repeats(struct v2_ctx *c)
-{
-    struct v2_input *in = find_input(c, "repeats");
-    if (!in)
-        return tile_error_set(c->jr.e, TILE_EINVAL, "missing input 'repeats' (INT64, one value per input axis)");
-    if (check_integer_input(in, c->jr.e) < 0)
-        return -1;
-    if (in->t.rank != 1)
-        return tile_error_set(c->jr.e, TILE_EINVAL, "input 'repeats' must have rank 1, not %d", in->t.rank);
-    if (in->t.nelem > (uint64_t)max_rank_of(c))
-        return tile_error_set(c->jr.e, TILE_EINVAL, "input 'repeats' has %llu values, above the maximum rank of %d",
-                              (unsigned long long)in->t.nelem, max_rank_of(c));
-    c->r->treq.has_repeats = true;
-    c->r->treq.nrepeats = (int)in->t.nelem;
-    for (uint64_t i = 0; i < in->t.nelem; i++) {
-        if (int_element(in, i, &c->r->treq.repeats[i], c->jr.e) < 0)
-            return -1;
-    }
-    return 0;
-}
-
-/* The model's tensors per version: ONNX Tile-1 takes tiles and axis, later
- * versions a repeats list. Their datatype names come from the dtype table. */
-static const struct tile_v2_tensor_sig inputs_tile1[] = {
-    {.name = "input", .dtype = TILE_FLOAT32, .dim = -1},
-    {.name = "tiles", .dtype = TILE_INT64, .dim = 1},
-    {.name = "axis", .dtype = TILE_INT64, .dim = 1},
-};
-static const struct tile_v2_tensor_sig inputs_tile6[] = {
-    {.name = "input", .dtype = TILE_FLOAT32, .dim = -1},
-    {.name = "repeats", .dtype = TILE_INT64, .dim = -1},
-};
-const struct tile_v2_tensor_sig tile_v2_model_output = {.name = "output", .dtype = TILE_FLOAT32, .dim = -1};
-
-const struct tile_v2_tensor_sig *tile_v2_model_inputs(int version, size_t *n)
-{
-    *n = version == 1 ? sizeof(inputs_tile1) / sizeof(inputs_tile1[0]) : sizeof(inputs_tile6) / sizeof(inputs_tile6[0]);
-    return version == 1 ? inputs_tile1 : inputs_tile6;
-}
-
-static int check_input_names(struct v2_ctx *c)
-{
-    size_t n;
-    const struct tile_v2_tensor_sig *want = tile_v2_model_inputs(c->r->version, &n);
-    for (int i = 0; i < c->nin; i++) {
-        bool known = false;
-        for (size_t k = 0; k < n; k++)
-            known |= strlen(want[k].name) == c->in[i].name_len &&
-                     memcmp(want[k].name, c->in[i].name, c->in[i].name_len) == 0;
-        if (!known)
-            return tile_error_set(c->jr.e, TILE_EINVAL, "unknown input '%.*s' for model version %d", (int)c->in[i].name_len,
-                                  c->in[i].name, c->r->version);
-        for (int j = 0; j < i; j++) {
-            if (c->in[j].name_len == c->in[i].name_len && memcmp(c->in[j].name, c->in[i].name, c->in[i].name_len) == 0)
-                return tile_error_set(c->jr.e, TILE_EINVAL, "input '%.*s' is given twice", (int)c->in[i].name_len,
-                                      c->in[i].name);
-        }
-    }
-    return 0;
-}
-
-static int map_inputs(struct v2_ctx *c)
-{
-    struct tile_v2_request *r = c->r;
-    bool v1 = r->version == 1;
-    if (check_input_names(c) < 0)
-        return -1;
-    struct v2_input *in = find_input(c, "input");
-    if (!in)
-        return tile_error_set(c->jr.e, TILE_EINVAL, "missing input 'input' (the tensor to tile)");
-    if (v1) {
-        if (c->has_semantics && r->treq.semantics != TILE_SEM_ONNX1)
-            return tile_error_set(c->jr.e, TILE_EINVAL, "model version 1 follows ONNX Tile-1 (semantics onnx1) only");
-        r->treq.semantics = TILE_SEM_ONNX1;
-        if (map_scalar(c, "tiles", &r->treq.tiles, &r->treq.has_tiles) < 0 ||
-            map_scalar(c, "axis", &r->treq.axis, &r->treq.has_axis) < 0)
-            return -1;
-    } else {
-        if (r->treq.semantics == TILE_SEM_ONNX1)
-            return tile_error_set(c->jr.e, TILE_EINVAL, "semantics onnx1 is served by model version 1");
-        if (r->version == 6 && !tile_dtype_traits(in->t.dtype)->in_opset6)
-            return tile_error_set(c->jr.e, TILE_EINVAL, "datatype %s is not allowed by model version 6 (ONNX Tile-6)",
-                                  tile_dtype_traits(in->t.dtype)->kserve);
-        if (map_repeats(c) < 0)
-            return -1;
-    }
-    r->treq.input = in->t;
-    memset(&in->t, 0, sizeof(in->t)); /* moved */
     return 0;
 }
 

@@ -99,6 +99,50 @@ extern const struct tile_v2_tensor_sig tile_v2_model_output;
  * clients written against Triton recognise it. */
 #define TILE_V2_PLATFORM "onnxruntime_onnx"
 
+/* ---- the model behind every codec (v2_model.c) ---- */
+
+/* A decoded input of an infer request, whatever carried it. */
+struct tile_v2_named_tensor {
+    const char *name;
+    size_t name_len;
+    struct tile_tensor *t; /* 'input' is moved out of it into the request */
+};
+/* Maps decoded inputs onto r->treq for version r->version (r->treq.semantics
+ * already holds the request's `semantics`; has_semantics says whether it
+ * was given): the version's input names, each once; 'input', and
+ * 'repeats' or, for version 1, 'tiles' and 'axis'. */
+int tile_v2_map_inputs(struct tile_v2_request *r, struct tile_v2_named_tensor *in, int n, bool has_semantics,
+                       const struct tile_limits *lim, struct tile_error *e);
+/* A requested output's name: the model has one, 'output'. */
+int tile_v2_output_name(const char *name, size_t len, struct tile_error *e);
+
+/* An input's description before its data is read. */
+struct tile_v2_tensor_desc {
+    const char *name;
+    size_t name_len;
+    enum tile_dtype dtype;
+    int rank;
+    const int64_t *shape;
+    const struct tile_v2_shm_ref *shm; /* where its bytes are, for tile_v2_shm_input */
+};
+/* Raw tensor bytes (the binary extension's layout) into `t`. */
+int tile_v2_raw_tensor(const void *bytes, uint64_t len, enum tile_dtype dtype, int rank, const int64_t *shape,
+                       const struct tile_limits *lim, struct tile_tensor *t, struct tile_error *e);
+/* The tensor of an input in shared memory, through `shm`'s resolver (NULL:
+ * shared memory is off, an error naming the flag). Fixed-width inputs are
+ * borrowed in place when the resolver allows it and the output goes to
+ * shared memory too (`out_in_shm`); others are copied. */
+int tile_v2_shm_input(const struct tile_v2_shm_source *shm, const struct tile_v2_tensor_desc *d, bool out_in_shm,
+                      const struct tile_limits *lim, struct tile_tensor *out, struct tile_error *e);
+/* A tensor's shared_memory_region parameter (`len` bytes). */
+int tile_v2_shm_region_set(struct tile_v2_shm_ref *ref, const char *name, size_t len, struct tile_error *e);
+/* Its shared_memory_offset or shared_memory_byte_size (`what`): >= 0. */
+int tile_v2_shm_uint(const char *what, int64_t n, uint64_t *out, struct tile_error *e);
+/* The parameters of a tensor's shared-memory reference agree: offset and
+ * byte size only with a region, and a region with its byte size. `what`
+ * names the tensor ("input 'x'"). */
+int tile_v2_shm_ref_check(const struct tile_v2_shm_ref *ref, bool has_offset, const char *what, struct tile_error *e);
+
 /* Model metadata / config JSON for one version (NUL-terminated, malloc'd;
  * NULL when out of memory). */
 char *tile_v2_model_metadata(int version);

@@ -107,11 +107,12 @@ struct tiled_req {
     enum tile_format in_fmt, out_fmt;
     /* Shared-memory views the request holds (v2_shm.c): inputs read in
      * place, and the output tiled into its region (shm_out.region NULL:
-     * the output goes in the body). shm_reply is the answer's JSON then. */
+     * the output goes in the body). shm_reply is the answer's body then. */
     struct tiled_shm_view shm_in[4];
     int nshm_in;
     struct tiled_shm_view shm_out;
     char *shm_reply;
+    size_t shm_reply_len;
     /* Query parameters, collected once. */
     struct tiled_kv {
         char key[32];

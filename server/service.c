@@ -82,11 +82,17 @@ struct tiled_req *tiled_req_new(struct tiled_server *srv, const struct tiled_hea
         new_request_id(req->request_id, srv->start_us, atomic_fetch_add(&srv->next_id, 1));
     req->content_type = header_or_empty(h, conn, "Content-Type");
     req->accept = header_or_empty(h, conn, "Accept");
-    req->accept_encoding = header_or_empty(h, conn, "Accept-Encoding");
-    req->content_encoding = header_or_empty(h, conn, "Content-Encoding");
-    req->infer_header_len = h->header(conn, "Inference-Header-Content-Length");
-    const char *te = h->header(conn, "TE");
-    req->want_trailers = te && strcasestr(te, "trailers");
+    req->accept_encoding = req->content_encoding = "";
+    if (h->transport == TILED_TRANSPORT_HTTP) {
+        /* gRPC has its own message encoding (the transport checks it), and
+         * its "te: trailers" is mandatory, not a wish for a chunked body:
+         * a gRPC reply is sent whole, its length known. */
+        req->accept_encoding = header_or_empty(h, conn, "Accept-Encoding");
+        req->content_encoding = header_or_empty(h, conn, "Content-Encoding");
+        req->infer_header_len = h->header(conn, "Inference-Header-Content-Length");
+        const char *te = h->header(conn, "TE");
+        req->want_trailers = te && strcasestr(te, "trailers");
+    }
     atomic_fetch_add(&srv->inflight, 1);
     return req;
 }

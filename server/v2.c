@@ -45,6 +45,21 @@ void tiled_handle_server_metadata(struct tiled_req *req)
 
 /* ---- infer ---------------------------------------------------------------- */
 
+int tiled_v2_plan(struct tiled_req *req, uint64_t *data_bytes, struct tile_error *e)
+{
+    /* Inputs held in regions were copied unless the output goes to one. */
+    if (!req->v2.out_shm.used && tiled_v2_shm_release(req, e) < 0)
+        return -1;
+    if (tiled_work_plan(req, e) < 0)
+        return -1;
+    *data_bytes = req->plan.out_bytes;
+    if (req->plan.dtype == TILE_STRING &&
+        tile_plan_string_wire_bytes(&req->plan, tile_tensor_string_bytes(&req->treq.input), req->srv->lim.max_stream,
+                                    data_bytes, e) < 0)
+        return -1;
+    return 0;
+}
+
 static int v2_prepare(struct tiled_req *req, struct tile_error *e)
 {
     struct tile_v2_request *v = &req->v2;
@@ -65,19 +80,17 @@ static int v2_prepare(struct tiled_req *req, struct tile_error *e)
     if (rc < 0)
         return -1;
     req->tm.decode_us = tiled_now_us() - t0;
-    /* Inputs held in regions were copied unless the output goes to one. */
-    if (!v->out_shm.used && tiled_v2_shm_release(req, e) < 0)
+    uint64_t data_bytes;
+    if (tiled_v2_plan(req, &data_bytes, e) < 0)
         return -1;
-    if (tiled_work_plan(req, e) < 0)
-        return -1;
-    uint64_t data_bytes = req->plan.out_bytes;
-    if (req->plan.dtype == TILE_STRING &&
-        tile_plan_string_wire_bytes(&req->plan, tile_tensor_string_bytes(&req->treq.input), req->srv->lim.max_stream,
-                                    &data_bytes, e) < 0)
-        return -1;
-    if (v->out_shm.used)
-        return tiled_v2_shm_output(req, data_bytes, e);
     char head[TILE_ENCODE_HEAD_MAX];
+    if (v->out_shm.used) {
+        size_t len;
+        tiled_copy_str(req->reply.content_type, sizeof(req->reply.content_type), "application/json");
+        return tile_v2_response_shm(v, &req->plan, head, sizeof(head), &len, e) < 0
+                   ? -1
+                   : tiled_v2_shm_output(req, data_bytes, head, len, e);
+    }
     struct tile_encode_frame f = {.head = head, .complex_flat = true};
     if (tile_v2_response_frame(v, &req->plan, data_bytes, head, sizeof(head), &f.head_len, &f.tail, &f.tail_len, e) < 0)
         return -1;

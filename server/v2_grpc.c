@@ -199,6 +199,7 @@ static const struct {
     {INFERENCE "ModelMetadata", model_metadata},
     {INFERENCE "ModelConfig", model_config},
     {INFERENCE "ModelStatistics", model_statistics},
+    {INFERENCE "ModelInfer", tiled_grpc_model_infer},
     {HEALTH "Check", health_check},
     {HEALTH "Watch", unimplemented}, /* a stream: UNIMPLEMENTED tells clients not to retry */
 };

@@ -14,4 +14,8 @@ void tiled_grpc_reply(struct tiled_req *req, struct tile_grpc_buf *b);
  * newest) addresses (v2_model.h's rules); 0 with the error reply set. */
 int tiled_grpc_model(struct tiled_req *req, struct tile_grpc_str name, struct tile_grpc_str version);
 
+/* ModelInfer (v2_grpc_infer.c): hands the request to the work path; the
+ * reply is set when it is done (`b` is not used). */
+void tiled_grpc_model_infer(struct tiled_req *req, struct tile_grpc_buf *b);
+
 #endif

@@ -6,6 +6,9 @@
 #define TILED_V2_MODEL_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
 
 #include "grpc_msgs.h" /* struct tile_grpc_model_stats */
 
@@ -17,6 +20,12 @@ struct tiled_server;
  * model is a 404 (INVALID_ARGUMENT over gRPC, as Triton answers), an
  * unknown version a 404 naming the served ones. */
 int tiled_v2_model_version(struct tiled_req *req, const char *model, size_t len, int version);
+
+/* After an infer request was decoded into req->v2 and req->treq: lets
+ * shared-memory inputs go unless the output goes to a region too (they
+ * were copied), plans the output, and gives the bytes of its data
+ * (strings: with their length prefixes). */
+int tiled_v2_plan(struct tiled_req *req, uint64_t *data_bytes, struct tile_error *e);
 
 /* The protocol extensions the server supports (server metadata). */
 #define TILED_V2_MAX_EXTENSIONS 8

@@ -55,7 +55,8 @@ const struct tile_v2_shm_source *tiled_v2_shm_source(struct tiled_req *req, stru
     return src;
 }
 
-int tiled_v2_shm_output(struct tiled_req *req, uint64_t data_bytes, struct tile_error *e)
+int tiled_v2_shm_output(struct tiled_req *req, uint64_t data_bytes, const void *reply, size_t reply_len,
+                        struct tile_error *e)
 {
     const struct tile_v2_shm_ref *ref = &req->v2.out_shm;
     if (!req->srv->shm)
@@ -68,13 +69,13 @@ int tiled_v2_shm_output(struct tiled_req *req, uint64_t data_bytes, struct tile_
                               "shared memory size specified with the request for output 'output' (%llu bytes) should "
                               "be at least %llu bytes to hold the results",
                               (unsigned long long)ref->byte_size, (unsigned long long)data_bytes);
-    char head[TILE_ENCODE_HEAD_MAX];
-    size_t len;
-    if (tile_v2_response_shm(&req->v2, &req->plan, head, sizeof(head), &len, e) < 0 ||
-        tiled_shm_acquire(req->srv->shm, ref->region, ref->offset, ref->byte_size, "output 'output'", &req->shm_out,
+    if (tiled_shm_acquire(req->srv->shm, ref->region, ref->offset, ref->byte_size, "output 'output'", &req->shm_out,
                           e) < 0)
         return -1;
-    req->shm_reply = strdup(head);
+    req->shm_reply = malloc(reply_len ? reply_len : 1);
+    if (req->shm_reply)
+        memcpy(req->shm_reply, reply, reply_len);
+    req->shm_reply_len = reply_len;
     struct tile_encode_frame f = {.head = "", .tail = ""};
     req->enc = tile_encoder_new(TILE_FMT_RAW, &req->plan, &req->treq, &f, data_bytes, e);
     if (!req->shm_reply || !req->enc)
@@ -101,8 +102,10 @@ int tiled_v2_shm_produce(struct tiled_req *req, struct tile_error *e)
     req->tm.tile_us += tiled_now_us() - t0;
     if (tiled_v2_shm_release(req, e) < 0)
         return -1;
-    tiled_reply_json(&req->reply, TILED_OK, req->shm_reply);
-    return req->reply.body ? 0 : tile_error_set(e, TILE_ENOMEM, "out of memory");
+    req->reply.status = TILED_OK;
+    tiled_reply_set_body(&req->reply, req->shm_reply, req->shm_reply_len, NULL); /* taken over */
+    req->shm_reply = NULL;
+    return 0;
 }
 
 /* ---- endpoints -------------------------------------------------------------- */

@@ -3,6 +3,9 @@
 #ifndef TILED_V2_SHM_H
 #define TILED_V2_SHM_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "error.h"
 #include "v2.h"
 
@@ -14,8 +17,10 @@ const struct tile_v2_shm_source *tiled_v2_shm_source(struct tiled_req *req, stru
 
 /* After planning a request whose output names a region: checks the
  * region can hold `data_bytes`, takes it, sets up the encoder that tiles
- * into it and the JSON answer. */
-int tiled_v2_shm_output(struct tiled_req *req, uint64_t data_bytes, struct tile_error *e);
+ * into it and keeps `reply` (the answer's body, in the protocol's form;
+ * the caller sets the content type) for when it is done. */
+int tiled_v2_shm_output(struct tiled_req *req, uint64_t data_bytes, const void *reply, size_t reply_len,
+                        struct tile_error *e);
 
 /* Tiles the output into its region, lets every view go and sets the reply;
  * -1 with `e` when a region was truncated meanwhile. */

@@ -78,8 +78,9 @@ static int produce(struct tiled_req *req, struct tile_error *e)
         return -1;
     }
     /* The body depends on Accept-Encoding, compressed or not: caches must
-     * key on it. */
-    tiled_reply_header(r, "Vary", "Accept-Encoding");
+     * key on it (an HTTP matter: gRPC replies are never compressed here). */
+    if (req->transport == TILED_TRANSPORT_HTTP)
+        tiled_reply_header(r, "Vary", "Accept-Encoding");
     r->status = TILED_OK;
     return 0;
 }

@@ -624,6 +624,160 @@ static void test_reply_head(void **state)
     assert_int_equal(buf[head - 1], 5);
 }
 
+
+/* ---- shared memory --------------------------------------------------------- */
+
+/* A registry of one region "r" over `region`, for the decoder. */
+static int64_t region[4] = {7, 8, 9, 10};
+
+static int resolve(void *ctx, const char *tensor, const struct tile_v2_shm_ref *ref, const void **data,
+                   struct tile_error *e)
+{
+    int *calls = ctx;
+    (*calls)++;
+    if (strcmp(ref->region, "r") != 0)
+        return tile_error_set(e, TILE_EINVAL, "no region '%s' for %s", ref->region, tensor);
+    if (ref->offset > sizeof(region) || ref->byte_size > sizeof(region) - ref->offset)
+        return tile_error_set(e, TILE_EINVAL, "out of range");
+    *data = (const char *)region + ref->offset;
+    return 0;
+}
+
+static void append(struct msg *m, const struct msg *fields)
+{
+    memcpy(m->buf + m->len, fields->buf, fields->len);
+    m->len += fields->len;
+}
+
+/* An input or output `parameters` entry. */
+static void put_tensor_parameter(struct msg *m, uint32_t number, const char *key, const char *s, int64_t v,
+                                 uint32_t choice)
+{
+    struct msg value = {.len = 0}, entry = {.len = 0};
+    if (s)
+        put_str(&value, 3, s);
+    else
+        put_varint_field(&value, choice, (uint64_t)v);
+    put_str(&entry, 1, key);
+    put_sub(&entry, 2, &value);
+    put_sub(m, number, &entry);
+}
+
+/* InferInputTensor INT64 [n] whose parameters are `params`. */
+static void put_shm_input(struct msg *req, const char *name, int64_t n, const struct msg *params)
+{
+    struct msg in = {.len = 0};
+    put_str(&in, 1, name);
+    put_str(&in, 2, "INT64");
+    put_packed_varints(&in, 3, &n, 1);
+    append(&in, params); /* its map entries, fields 4 */
+    put_sub(req, 5, &in);
+}
+
+static void shm_decode_bad(const struct msg *m, const struct tile_v2_shm_source *src, const char *substr)
+{
+    struct tile_grpc_infer_request r;
+    struct tile_error e = {0};
+    assert_int_equal(tile_grpc_infer_decode_shm(m->buf, m->len, &limits, src, &r, &e), -1);
+    assert_error_has(&e, TILE_EINVAL, substr);
+    tile_grpc_infer_request_free(&r);
+}
+
+static void test_shared_memory(void **state)
+{
+    (void)state;
+    int calls = 0;
+    struct tile_v2_shm_source src = {.resolve = resolve, .ctx = &calls, .borrow = true};
+    struct msg params = {.len = 0}, req = {.len = 0};
+    put_tensor_parameter(&params, 4, "shared_memory_region", "r", 0, 0);
+    put_tensor_parameter(&params, 4, "shared_memory_byte_size", NULL, 16, 2);
+    put_tensor_parameter(&params, 4, "shared_memory_offset", NULL, 8, 5); /* uint64_param is taken too */
+    put_shm_input(&req, "input", 2, &params);
+    int64_t two = 2;
+    struct msg contents = {.len = 0};
+    put_varint_field(&contents, 3, 3);
+    int64_t one = 1;
+    put_input(&req, "repeats", "INT64", &one, 1, &contents);
+    struct msg out = {.len = 0}, out_params = {.len = 0};
+    put_str(&out, 1, "output");
+    put_tensor_parameter(&out_params, 2, "shared_memory_region", "o", 0, 0);
+    put_tensor_parameter(&out_params, 2, "shared_memory_byte_size", NULL, 64, 2);
+    append(&out, &out_params); /* map entries, fields 2 */
+    put_sub(&req, 6, &out);
+    struct tile_grpc_infer_request r;
+    struct tile_error e = {0};
+    if (tile_grpc_infer_decode_shm(req.buf, req.len, &limits, &src, &r, &e) != 0)
+        fail_msg("%s", e.text);
+    assert_int_equal(calls, 1);
+    assert_int_equal(r.ninputs, 2);
+    assert_true(r.inputs[0].in_shm);
+    assert_int_equal(((int64_t *)r.inputs[0].t.data)[0], 8); /* offset 8: elements 1 and 2 of the region */
+    assert_int_equal(((int64_t *)r.inputs[0].t.data)[1], 9);
+    assert_ptr_equal(r.inputs[0].t.data, &region[1]); /* read in place: the output goes to shared memory too */
+    assert_true(r.output_shm[0].used);
+    assert_string_equal(r.output_shm[0].region, "o");
+    assert_int_equal(r.output_shm[0].byte_size, 64);
+    assert_int_equal(r.output_shm[0].offset, 0);
+    tile_grpc_infer_request_free(&r);
+
+    /* without an output in shared memory, the input is copied */
+    req.len = 0;
+    put_shm_input(&req, "input", 2, &params);
+    assert_int_equal(tile_grpc_infer_decode_shm(req.buf, req.len, &limits, &src, &r, &e), 0);
+    assert_ptr_not_equal(r.inputs[0].t.data, &region[1]);
+    assert_int_equal(((int64_t *)r.inputs[0].t.data)[1], 9);
+    tile_grpc_infer_request_free(&r);
+
+    shm_decode_bad(&req, NULL, "input 'input' names shared memory region 'r', but shared memory is not enabled");
+    req.len = 0;
+    struct msg in = {.len = 0};
+    put_str(&in, 1, "input");
+    put_str(&in, 2, "INT64");
+    put_packed_varints(&in, 3, &two, 1);
+    append(&in, &params);
+    put_sub(&in, 5, &contents);
+    put_sub(&req, 5, &in);
+    shm_decode_bad(&req, &src, "must set exactly one of 'contents', an entry of 'raw_input_contents' and "
+                               "'shared_memory_region'");
+
+    /* one input's parameters (up to two) and what the decoder says of them */
+    static const struct {
+        struct param {
+            const char *key, *s;
+            int64_t v;
+        } p[2];
+        const char *error;
+    } bad_cases[] = {
+        {{{"shared_memory_offset", NULL, 8}},
+         "'shared_memory_offset' and 'shared_memory_byte_size' need 'shared_memory_region' (input 'input')"},
+        {{{"shared_memory_region", "r", 0}},
+         "input 'input' names shared memory region 'r' without 'shared_memory_byte_size'"},
+        {{{"shared_memory_region", NULL, 1}}, "parameter 'shared_memory_region' must be a string_param"},
+        {{{"shared_memory_region", "r", 0}, {"shared_memory_byte_size", NULL, -1}},
+         "shared_memory_byte_size is -1; it must be >= 0"},
+        {{{"shared_memory_region", "r", 0}, {"shared_memory_byte_size", "16", 0}},
+         "parameter 'shared_memory_byte_size' must be an int64_param or uint64_param"},
+        {{{"shared_memory_region", "", 0}}, "shared_memory_region must be a non-empty name"},
+        {{{"shared_memory_region", "nowhere", 0}, {"shared_memory_byte_size", NULL, 16}},
+         "no region 'nowhere' for input"}, /* the registry's own answer */
+    };
+    for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
+        struct msg bad = {.len = 0};
+        for (int k = 0; k < 2 && bad_cases[i].p[k].key; k++)
+            put_tensor_parameter(&bad, 4, bad_cases[i].p[k].key, bad_cases[i].p[k].s, bad_cases[i].p[k].v, 2);
+        req.len = 0;
+        put_shm_input(&req, "input", 2, &bad);
+        shm_decode_bad(&req, &src, bad_cases[i].error);
+    }
+    req.len = 0;
+    out.len = 0;
+    put_str(&out, 1, "output");
+    put_tensor_parameter(&out, 2, "shared_memory_byte_size", NULL, 64, 2);
+    put_input(&req, "input", "INT64", &one, 1, &contents);
+    put_sub(&req, 6, &out);
+    shm_decode_bad(&req, &src, "need 'shared_memory_region' (output 'output')");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -637,6 +791,7 @@ int main(void)
         cmocka_unit_test(test_parameters_and_limits),
         cmocka_unit_test(test_real_client_bytes),
         cmocka_unit_test(test_reply_head),
+        cmocka_unit_test(test_shared_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,6 +21,7 @@
 #include "grpc_msgs.h"
 #include "pbwire.h"
 #include "service.h"
+#include "stream.h"
 
 #define srv fake_srv
 
@@ -42,6 +43,38 @@ static void put_raw(struct msg *m, uint32_t number, const void *data, size_t len
 static void put_str(struct msg *m, uint32_t number, const char *s)
 {
     put_raw(m, number, s, strlen(s));
+}
+
+static void put_varint(struct msg *m, uint32_t number, uint64_t v)
+{
+    uint8_t *p = tile_pb_put_tag(m->buf + m->len, number, TILE_PB_VARINT);
+    m->len = (size_t)(tile_pb_put_varint(p, v) - m->buf);
+}
+
+static void put_sub(struct msg *m, uint32_t number, const struct msg *sub)
+{
+    put_raw(m, number, sub->buf, sub->len);
+}
+
+static void append(struct msg *m, const struct msg *fields)
+{
+    assert_true(m->len + fields->len <= sizeof(m->buf));
+    memcpy(m->buf + m->len, fields->buf, fields->len);
+    m->len += fields->len;
+}
+
+/* One map<string, InferParameter> entry: a string_param (s) or, with s
+ * NULL, an int64_param (v). */
+static void put_param(struct msg *m, uint32_t number, const char *key, const char *s, int64_t v)
+{
+    struct msg value = {.len = 0}, entry = {.len = 0};
+    if (s)
+        put_str(&value, 3, s);
+    else
+        put_varint(&value, 2, (uint64_t)v);
+    put_str(&entry, 1, key);
+    put_sub(&entry, 2, &value);
+    put_sub(m, number, &entry);
 }
 
 /* {name = 1, version = 2}: the model RPCs' request. */
@@ -453,6 +486,409 @@ static void model_statistics(void **state)
     memset(&srv.v2_stats[1], 0, sizeof(srv.v2_stats[1]));
 }
 
+
+/* ---- ModelInfer ------------------------------------------------------------------ */
+
+/* An input of a ModelInferRequest: raw bytes, typed contents or (params)
+ * shared-memory parameters. */
+struct tensor_in {
+    const char *name, *datatype;
+    int rank;
+    int64_t shape[8];
+    const void *raw;
+    size_t raw_len;
+    const struct msg *contents, *params;
+};
+
+struct infer_req {
+    const char *model, *version, *id, *semantics;
+    const struct tensor_in *in;
+    int nin;
+    const char *output;         /* requested output name, NULL: none */
+    const struct msg *out_params;
+};
+
+static struct msg *infer_msg(const struct infer_req *q)
+{
+    struct msg *m = calloc(1, sizeof(*m));
+    assert_non_null(m);
+    put_str(m, 1, q->model ? q->model : "tile");
+    if (q->version)
+        put_str(m, 2, q->version);
+    if (q->id)
+        put_str(m, 3, q->id);
+    if (q->semantics)
+        put_param(m, 4, "semantics", q->semantics, 0);
+    for (int i = 0; i < q->nin; i++) {
+        const struct tensor_in *t = &q->in[i];
+        struct msg in = {.len = 0}, shape = {.len = 0};
+        put_str(&in, 1, t->name);
+        put_str(&in, 2, t->datatype);
+        for (int d = 0; d < t->rank; d++)
+            shape.len = (size_t)(tile_pb_put_varint(shape.buf + shape.len, (uint64_t)t->shape[d]) - shape.buf);
+        if (t->rank)
+            put_sub(&in, 3, &shape);
+        if (t->params) /* map entries: fields 4 of the tensor */
+            append(&in, t->params);
+        if (t->contents)
+            put_sub(&in, 5, t->contents);
+        put_sub(m, 5, &in);
+    }
+    if (q->output) {
+        struct msg out = {.len = 0};
+        put_str(&out, 1, q->output);
+        if (q->out_params) /* map entries: fields 2 */
+            append(&out, q->out_params);
+        put_sub(m, 6, &out);
+    }
+    for (int i = 0; i < q->nin; i++) {
+        if (q->in[i].raw)
+            put_raw(m, 7, q->in[i].raw, q->in[i].raw_len);
+    }
+    return m;
+}
+
+static struct tiled_req *infer(const struct infer_req *q)
+{
+    struct msg *m = infer_msg(q);
+    struct tiled_req *req = call(RPC "ModelInfer", m);
+    free(m);
+    return req;
+}
+
+static void infer_fails(const struct infer_req *q, int code, const char *contains)
+{
+    struct tiled_req *req = infer(q);
+    expect_grpc_error(req, code, contains);
+    end(req);
+}
+
+/* The whole reply message, read from the stream when it is one (waiting
+ * for the producer as a transport does); malloc'd. */
+static uint8_t *whole_reply(struct tiled_req *req, size_t *len)
+{
+    assert_int_equal(req->reply.status, TILED_OK);
+    assert_string_equal(req->reply.content_type, "application/grpc");
+    for (int i = 0; i < req->reply.nheaders; i++)
+        assert_string_not_equal(req->reply.headers[i][0], "Vary"); /* gRPC replies are never compressed */
+    if (!req->reply.stream) {
+        *len = (size_t)req->reply.body_len;
+        uint8_t *p = malloc(*len ? *len : 1);
+        memcpy(p, req->reply.body, *len);
+        return p;
+    }
+    uint64_t size = tiled_stream_size(req->reply.stream);
+    assert_true(size != UINT64_MAX); /* a gRPC message's length is known up front */
+    uint8_t *p = malloc(size ? size : 1);
+    struct fake_conn *c = req->conn;
+    uint64_t pos = 0;
+    for (;;) {
+        pthread_mutex_lock(&c->lock);
+        int resumes = c->resumes;
+        pthread_mutex_unlock(&c->lock);
+        long n = tiled_stream_read(req->reply.stream, pos, (char *)p + pos, (size_t)(size - pos));
+        assert_true(n != TILED_STREAM_ERROR);
+        if (n == TILED_STREAM_END)
+            break;
+        if (n == 0) { /* not ready: the producer resumes the connection */
+            pthread_mutex_lock(&c->lock);
+            while (c->resumes == resumes)
+                pthread_cond_wait(&c->woken, &c->lock);
+            pthread_mutex_unlock(&c->lock);
+        }
+        pos += (uint64_t)n;
+    }
+    assert_int_equal(pos, size);
+    *len = (size_t)size;
+    return p;
+}
+
+/* The reply's one output: datatype, shape and its raw_output_contents. */
+struct infer_out {
+    char datatype[16];
+    int rank;
+    int64_t shape[8];
+    const uint8_t *raw;
+    size_t raw_len;
+};
+
+static void read_output(const uint8_t *p, size_t len, const char *version, const char *id, struct infer_out *o)
+{
+    expect_str(p, len, 1, 0, "tile");
+    expect_str(p, len, 2, 0, version);
+    struct tile_pb_field f, t;
+    if (id)
+        expect_str(p, len, 3, 0, id);
+    else
+        assert_int_equal(field(p, len, 3, 0, &f), 0);
+    assert_int_equal(field(p, len, 5, 0, &t), 1);
+    assert_int_equal(field(p, len, 5, 1, &f), 0); /* one output */
+    assert_int_equal(field_of(&t, 1, 0, &f), 1);
+    assert_true(field_is(&f, "output"));
+    assert_int_equal(field_of(&t, 2, 0, &f), 1);
+    assert_true(f.len < sizeof(o->datatype));
+    memcpy(o->datatype, f.data, f.len);
+    o->datatype[f.len] = '\0';
+    struct dims d = {.n = 0};
+    struct tile_error e = {0};
+    if (field_of(&t, 3, 0, &f))
+        assert_int_equal(tile_pb_scalars(&f, TILE_PB_VARINT, collect_dim, &d, "shape", &e), 0);
+    o->rank = (int)d.n;
+    memcpy(o->shape, d.v, sizeof(d.v));
+    assert_int_equal(field(p, len, 6, 0, &f), 1); /* raw_output_contents, always (Triton's and tritonclient's way) */
+    assert_int_equal(field(p, len, 6, 1, &t), 0);
+    o->raw = f.data;
+    o->raw_len = f.len;
+}
+
+/* Runs `q`; the reply names `version` and `id`, and *o points into the
+ * returned copy of its message (free it). */
+static uint8_t *infer_ok(const struct infer_req *q, const char *version, const char *id, struct infer_out *o)
+{
+    struct tiled_req *req = infer(q);
+    size_t len;
+    uint8_t *p = whole_reply(req, &len);
+    read_output(p, len, version, id, o);
+    end(req);
+    return p;
+}
+
+static const float in22[4] = {1, 2, 3, 4};
+static const int64_t rep23[2] = {2, 3};
+
+#define FP32_22 {.name = "input", .datatype = "FP32", .rank = 2, .shape = {2, 2}, .raw = in22, .raw_len = 16}
+#define REPEATS(r, n) {.name = "repeats", .datatype = "INT64", .rank = 1, .shape = {n}, .raw = r, .raw_len = 8 * (n)}
+
+/* Checks an FP32 output against index-by-index tiling of in22 ([2,2]). */
+static void expect_tiled_22(const struct infer_out *o, int64_t rows, int64_t cols)
+{
+    assert_string_equal(o->datatype, "FP32");
+    assert_int_equal(o->rank, 2);
+    assert_int_equal(o->shape[0], rows);
+    assert_int_equal(o->shape[1], cols);
+    assert_int_equal(o->raw_len, (size_t)(rows * cols * 4));
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++) {
+            float v;
+            memcpy(&v, o->raw + 4 * (i * cols + j), 4);
+            assert_true(v == in22[(i % 2) * 2 + j % 2]);
+        }
+}
+
+static void infer_raw(void **state)
+{
+    (void)state;
+    const struct tensor_in in[] = {FP32_22, REPEATS(rep23, 2)};
+    static const char *const versions[] = {"", "13", "6"};
+    for (int v = 0; v < 3; v++) {
+        struct infer_req q = {.version = versions[v], .id = "r1", .in = in, .nin = 2, .output = "output"};
+        struct tiled_req *req = infer(&q);
+        struct fake_conn *c = req->conn;
+        assert_int_equal(c->suspends, 0); /* small: answered on the transport's thread */
+        size_t len;
+        uint8_t *p = whole_reply(req, &len);
+        struct infer_out o;
+        read_output(p, len, v == 2 ? "6" : "13", "r1", &o);
+        expect_tiled_22(&o, 4, 6);
+        free(p);
+        end(req);
+    }
+    struct infer_req q = {.in = in, .nin = 2}; /* no outputs named: all of them; no id: none echoed */
+    struct infer_out o;
+    uint8_t *p = infer_ok(&q, "13", NULL, &o);
+    expect_tiled_22(&o, 4, 6);
+    free(p);
+}
+
+/* Typed contents: INT32 in int_contents, repeats in int64_contents, on
+ * version 6; and version 1's tiles and axis. */
+static void infer_typed_and_version1(void **state)
+{
+    (void)state;
+    struct msg ints = {.len = 0}, reps = {.len = 0};
+    for (int i = 1; i <= 3; i++)
+        put_varint(&ints, 2, (uint64_t)(int64_t)-i);
+    put_varint(&reps, 3, 2);
+    const struct tensor_in in[] = {
+        {.name = "input", .datatype = "INT32", .rank = 1, .shape = {3}, .contents = &ints},
+        {.name = "repeats", .datatype = "INT64", .rank = 1, .shape = {1}, .contents = &reps},
+    };
+    struct infer_req q = {.version = "6", .in = in, .nin = 2};
+    struct infer_out o;
+    uint8_t *p = infer_ok(&q, "6", NULL, &o);
+    assert_string_equal(o.datatype, "INT32");
+    assert_int_equal(o.shape[0], 6);
+    for (int i = 0; i < 6; i++) {
+        int32_t v;
+        memcpy(&v, o.raw + 4 * i, 4);
+        assert_int_equal(v, -(i % 3 + 1));
+    }
+    free(p);
+
+    static const int64_t tiles = 3, axis = 1;
+    const struct tensor_in v1[] = {
+        FP32_22,
+        {.name = "tiles", .datatype = "INT64", .rank = 1, .shape = {1}, .raw = &tiles, .raw_len = 8},
+        {.name = "axis", .datatype = "INT64", .rank = 1, .shape = {1}, .raw = &axis, .raw_len = 8},
+    };
+    q = (struct infer_req){.version = "1", .in = v1, .nin = 3};
+    p = infer_ok(&q, "1", NULL, &o);
+    expect_tiled_22(&o, 2, 6);
+    free(p);
+}
+
+/* BYTES in and out: 4-byte little-endian lengths before each element. */
+static void infer_bytes(void **state)
+{
+    (void)state;
+    static const uint8_t strings[] = {2, 0, 0, 0, 'a', 'b', 0, 0, 0, 0};
+    static const int64_t two = 2;
+    const struct tensor_in in[] = {
+        {.name = "input", .datatype = "BYTES", .rank = 1, .shape = {2}, .raw = strings, .raw_len = sizeof(strings)},
+        REPEATS(&two, 1),
+    };
+    struct infer_req q = {.in = in, .nin = 2, .output = "output"};
+    struct infer_out o;
+    uint8_t *p = infer_ok(&q, "13", NULL, &o);
+    assert_string_equal(o.datatype, "BYTES");
+    assert_int_equal(o.shape[0], 4);
+    assert_int_equal(o.raw_len, 2 * sizeof(strings));
+    assert_memory_equal(o.raw, strings, sizeof(strings));
+    assert_memory_equal(o.raw + sizeof(strings), strings, sizeof(strings));
+    free(p);
+}
+
+static void infer_semantics(void **state)
+{
+    (void)state;
+    static const int64_t two = 2;
+    const struct tensor_in in[] = {FP32_22, REPEATS(&two, 1)};
+    struct infer_req q = {.in = in, .nin = 2};
+    struct tiled_req *req = infer(&q); /* onnx: one repeat per axis */
+    expect_grpc_error(req, TILED_GRPC_INVALID_ARGUMENT, "repeats");
+    end(req);
+    q.semantics = "numpy"; /* numpy.tile promotes the repeats */
+    struct infer_out o;
+    uint8_t *p = infer_ok(&q, "13", NULL, &o);
+    expect_tiled_22(&o, 2, 4);
+    free(p);
+    q.semantics = "onnx1";
+    infer_fails(&q, TILED_GRPC_INVALID_ARGUMENT, "semantics onnx1 is served by model version 1");
+    q.semantics = "nope";
+    infer_fails(&q, TILED_GRPC_INVALID_ARGUMENT, "nope");
+}
+
+/* The same rules and messages as HTTP v2, with Triton's gRPC codes. */
+static void infer_errors(void **state)
+{
+    (void)state;
+    const struct tensor_in ok[] = {FP32_22, REPEATS(rep23, 2)};
+    struct infer_req q = {.model = "other", .in = ok, .nin = 2};
+    infer_fails(&q, TILED_GRPC_INVALID_ARGUMENT, "unknown model 'other' (this server serves the model 'tile')");
+    q = (struct infer_req){.version = "7", .in = ok, .nin = 2};
+    infer_fails(&q, TILED_GRPC_NOT_FOUND, "unknown version 7 of model 'tile' (versions: 13, 6, 1)");
+    q = (struct infer_req){.in = ok, .nin = 2, .output = "out"};
+    infer_fails(&q, TILED_GRPC_INVALID_ARGUMENT, "unknown output 'out' (the tile model has one output, 'output')");
+    q = (struct infer_req){.in = ok, .nin = 1};
+    infer_fails(&q, TILED_GRPC_INVALID_ARGUMENT, "missing input 'repeats'");
+    const struct tensor_in extra[] = {FP32_22, REPEATS(rep23, 2), {.name = "tiles", .datatype = "INT64", .rank = 1,
+                                                                    .shape = {1}, .raw = rep23, .raw_len = 8}};
+    q = (struct infer_req){.in = extra, .nin = 3};
+    infer_fails(&q, TILED_GRPC_INVALID_ARGUMENT, "unknown input 'tiles' for model version 13");
+    const struct tensor_in twice[] = {FP32_22, FP32_22, REPEATS(rep23, 2)};
+    q = (struct infer_req){.in = twice, .nin = 3};
+    infer_fails(&q, TILED_GRPC_INVALID_ARGUMENT, "input 'input' is given twice");
+    const struct tensor_in bf16[] = {{.name = "input", .datatype = "BF16", .rank = 1, .shape = {1}, .raw = in22,
+                                      .raw_len = 2},
+                                     REPEATS(rep23, 1)};
+    q = (struct infer_req){.version = "6", .in = bf16, .nin = 2};
+    infer_fails(&q, TILED_GRPC_INVALID_ARGUMENT, "datatype BF16 is not allowed by model version 6");
+    const struct tensor_in short_raw[] = {{.name = "input", .datatype = "FP32", .rank = 2, .shape = {2, 2}, .raw = in22,
+                                           .raw_len = 12},
+                                          REPEATS(rep23, 2)};
+    q = (struct infer_req){.in = short_raw, .nin = 2};
+    infer_fails(&q, TILED_GRPC_INVALID_ARGUMENT, "input 'input': ");
+    struct msg garbage = {.buf = {0x0a, 0x04, 't', 'i', 'l', 'e', 0x2a, 0x05, 0x0a}, .len = 9}; /* truncated input */
+    call_fails(RPC "ModelInfer", &garbage, TILED_GRPC_INVALID_ARGUMENT, "not a valid protobuf message");
+    static const int64_t big[2] = {1000000, 1000000};
+    q = (struct infer_req){.in = (const struct tensor_in[]){FP32_22, REPEATS(big, 2)}, .nin = 2};
+    infer_fails(&q, TILED_GRPC_RESOURCE_EXHAUSTED, "limit"); /* 16 TB of output: past --max-stream */
+    const struct tensor_in deep[] = {{.name = "input", .datatype = "FP32", .rank = 7, .shape = {1, 1, 1, 1, 1, 1, 1},
+                                      .raw = in22, .raw_len = 4},
+                                     REPEATS(rep23, 1)};
+    int64_t max_rank = srv.lim.max_rank;
+    srv.lim.max_rank = 6;
+    q = (struct infer_req){.in = deep, .nin = 2};
+    infer_fails(&q, TILED_GRPC_INVALID_ARGUMENT, "above the maximum rank of 6");
+    srv.lim.max_rank = (int)max_rank;
+}
+
+/* Output size limits: --max-output for a materialised message, and
+ * --max-grpc-message for any, naming the limit and the size. */
+static void infer_limits(void **state)
+{
+    (void)state;
+    const struct tensor_in in[] = {FP32_22, REPEATS(rep23, 2)}; /* 96 bytes of output */
+    struct infer_req q = {.in = in, .nin = 2};
+    int64_t max_message = srv.cfg.max_grpc_message;
+    srv.cfg.max_grpc_message = 100;
+    struct tiled_req *req = infer(&q);
+    expect_grpc_error(req, TILED_GRPC_RESOURCE_EXHAUSTED, "exceeds the max-grpc-message limit of 100 bytes");
+    assert_non_null(strstr(req->reply.message, "the response message of 1")); /* its size: head + 96 */
+    end(req);
+    srv.cfg.max_grpc_message = max_message;
+    uint64_t max_output = srv.lim.max_output;
+    srv.lim.max_output = 64;
+    infer_fails(&q, TILED_GRPC_RESOURCE_EXHAUSTED, "exceeds the max-output limit of 64 bytes");
+    srv.lim.max_output = max_output;
+}
+
+/* Above --stream-threshold the message is produced by a stream on the
+ * workers, as an HTTP binary body is; above --inline-max the request runs
+ * on a worker. */
+static void infer_streamed(void **state)
+{
+    (void)state;
+    static const int64_t reps[2] = {300, 200}; /* [600, 400] FP32: 960000 bytes */
+    const struct tensor_in in[] = {FP32_22, REPEATS(reps, 2)};
+    struct infer_req q = {.id = "big", .in = in, .nin = 2};
+    int64_t threshold = srv.cfg.stream_threshold, chunk = srv.cfg.stream_chunk, inline_max = srv.cfg.inline_max;
+    srv.cfg.stream_threshold = 4096;
+    srv.cfg.stream_chunk = 65536;
+    srv.cfg.inline_max = 0;
+    struct tiled_req *req = infer(&q);
+    struct fake_conn *c = req->conn;
+    assert_int_equal(c->suspends >= 1, 1); /* handed to a worker */
+    assert_non_null(req->reply.stream);
+    size_t len;
+    uint8_t *p = whole_reply(req, &len);
+    struct infer_out o;
+    read_output(p, len, "13", "big", &o);
+    expect_tiled_22(&o, 600, 400);
+    free(p);
+    end(req);
+    srv.cfg.stream_threshold = threshold;
+    srv.cfg.stream_chunk = chunk;
+    srv.cfg.inline_max = inline_max;
+}
+
+/* Statistics of the version the request addressed, as HTTP v2 keeps them. */
+static void infer_statistics(void **state)
+{
+    (void)state;
+    memset(&srv.v2_stats[1], 0, sizeof(srv.v2_stats[1]));
+    const struct tensor_in in[] = {FP32_22, REPEATS(rep23, 2)};
+    struct infer_req q = {.version = "6", .in = in, .nin = 2};
+    end(infer(&q));
+    end(infer(&q));
+    q.output = "nope";
+    end(infer(&q));
+    assert_int_equal(atomic_load(&srv.v2_stats[1].success_count), 2);
+    assert_int_equal(atomic_load(&srv.v2_stats[1].fail_count), 1);
+    assert_true(atomic_load(&srv.v2_stats[1].last_ms) > 0);
+    memset(&srv.v2_stats[1], 0, sizeof(srv.v2_stats[1]));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -464,6 +900,14 @@ int main(void)
         cmocka_unit_test(model_metadata),
         cmocka_unit_test(model_config),
         cmocka_unit_test(model_statistics),
+        cmocka_unit_test(infer_raw),
+        cmocka_unit_test(infer_typed_and_version1),
+        cmocka_unit_test(infer_bytes),
+        cmocka_unit_test(infer_semantics),
+        cmocka_unit_test(infer_errors),
+        cmocka_unit_test(infer_limits),
+        cmocka_unit_test(infer_streamed),
+        cmocka_unit_test(infer_statistics),
     };
     return cmocka_run_group_tests(tests, fake_setup, fake_teardown);
 }
