@@ -32,7 +32,7 @@ ifeq ($(SAN),thread)
   LDFLAGS += -fsanitize=thread
 endif
 
-PKGS        := libmicrohttpd jansson zlib
+PKGS        := libmicrohttpd jansson zlib libnghttp2 gnutls
 PKG_CFLAGS   = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS     = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CMOCKA_LIBS  = $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
@@ -46,6 +46,9 @@ API_LIBS     = $(shell pkg-config --libs jansson 2>/dev/null || echo -ljansson)
 #   api/     codecs (no sockets)               -Icore -Iapi
 #   cli/     tiled tile, tiled probe, main()   -Icore -Iapi -Icli
 #   server/  the daemon                        -Icore -Iapi -Iserver
+# Within server/, one directory per transport holds the only code that
+# includes its library: server/mhd/ (microhttpd.h), server/grpc/
+# (nghttp2.h, gnutls.h); the test checks that too.
 LAYER_core   := -Icore
 LAYER_api    := -Icore -Iapi
 LAYER_cli    := -Icore -Iapi -Icli
@@ -57,7 +60,7 @@ layer_of = $(LAYER_$(firstword $(filter core api cli server,$(subst /, ,$(1)))))
 CORE_SRC   := $(wildcard core/*.c)
 API_SRC    := $(wildcard api/*.c)
 CLI_SRC    := $(wildcard cli/*.c)
-SERVER_SRC := $(wildcard server/*.c server/mhd/*.c)
+SERVER_SRC := $(wildcard server/*.c server/mhd/*.c server/grpc/*.c)
 GEN_OBJ    := $(BUILD)/obj/gen/openapi.o
 LIB_OBJ    := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC) $(API_SRC) $(SERVER_SRC)) $(GEN_OBJ)
 CORE_OBJ   := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC))

@@ -27,7 +27,7 @@ bool tile_grpc_deframer_idle(const struct tile_grpc_deframer *d)
     return d->prefix_have == 0 && !d->has_msg;
 }
 
-/* The prefix is complete: check it and allocate the message. */
+/* The prefix is complete: check it before any message byte is taken. */
 static int start_message(struct tile_grpc_deframer *d, struct tile_error *e)
 {
     uint32_t len = (uint32_t)d->prefix[1] << 24 | (uint32_t)d->prefix[2] << 16 | (uint32_t)d->prefix[3] << 8 |
@@ -39,22 +39,18 @@ static int start_message(struct tile_grpc_deframer *d, struct tile_error *e)
     if (len > d->max)
         return tile_error_set(e, TILE_ETOOBIG, "gRPC message of %lu bytes is larger than the limit of %llu bytes",
                               (unsigned long)len, (unsigned long long)d->max);
-    d->msg = malloc(len ? len : 1);
-    if (!d->msg)
-        return tile_error_set(e, TILE_ENOMEM, "cannot allocate a gRPC message of %lu bytes", (unsigned long)len);
     d->msg_len = len;
     d->msg_have = 0;
     d->has_msg = true;
     return 0;
 }
 
-long long tile_grpc_deframe(struct tile_grpc_deframer *d, const void *data, size_t len, uint8_t **done,
-                            size_t *done_len, struct tile_error *e)
+long long tile_grpc_deframe_step(struct tile_grpc_deframer *d, const void *data, size_t len,
+                                 struct tile_grpc_piece *out, struct tile_error *e)
 {
     const uint8_t *p = data;
     size_t used = 0;
-    *done = NULL;
-    *done_len = 0;
+    *out = (struct tile_grpc_piece){0};
     if (!d->has_msg) {
         size_t n = TILE_GRPC_PREFIX - d->prefix_have;
         n = n < len ? n : len;
@@ -65,21 +61,50 @@ long long tile_grpc_deframe(struct tile_grpc_deframer *d, const void *data, size
             return (long long)used;
         if (start_message(d, e) < 0)
             return -1;
+        out->start = true;
+        out->msg_len = d->msg_len;
     }
     size_t n = d->msg_len - d->msg_have;
     n = n < len - used ? n : len - used;
-    if (n)
-        memcpy(d->msg + d->msg_have, p + used, n);
+    out->bytes = p + used;
+    out->n = n;
     d->msg_have += n;
     used += n;
     if (d->msg_have == d->msg_len) {
-        *done = d->msg;
-        *done_len = d->msg_len;
-        d->msg = NULL;
+        out->end = true;
         d->has_msg = false;
         d->prefix_have = 0;
     }
     return (long long)used;
+}
+
+long long tile_grpc_deframe(struct tile_grpc_deframer *d, const void *data, size_t len, uint8_t **done,
+                            size_t *done_len, struct tile_error *e)
+{
+    struct tile_grpc_piece pc;
+    *done = NULL;
+    *done_len = 0;
+    size_t have = d->msg_have;
+    long long used = tile_grpc_deframe_step(d, data, len, &pc, e);
+    if (used < 0)
+        return -1;
+    if (pc.start) {
+        have = 0;
+        d->msg = malloc(pc.msg_len ? pc.msg_len : 1);
+        if (!d->msg) {
+            d->has_msg = false; /* nothing to fill: the next call starts over */
+            return tile_error_set(e, TILE_ENOMEM, "cannot allocate a gRPC message of %lu bytes",
+                                  (unsigned long)pc.msg_len);
+        }
+    }
+    if (pc.n)
+        memcpy(d->msg + have, pc.bytes, pc.n);
+    if (pc.end) {
+        *done = d->msg;
+        *done_len = d->msg_len;
+        d->msg = NULL;
+    }
+    return used;
 }
 
 void tile_grpc_put_prefix(uint8_t out[TILE_GRPC_PREFIX], uint32_t len)

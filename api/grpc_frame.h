@@ -21,9 +21,20 @@ struct tile_grpc_deframer {
     uint64_t max;
     uint8_t prefix[TILE_GRPC_PREFIX];
     size_t prefix_have;
-    uint8_t *msg; /* malloc'd, msg_len bytes once the prefix is complete */
+    uint8_t *msg; /* tile_grpc_deframe only: malloc'd, msg_len bytes */
     size_t msg_len, msg_have;
-    bool has_msg; /* the prefix is complete and msg is allocated */
+    bool has_msg; /* the prefix is complete: inside a message */
+};
+
+/* What one tile_grpc_deframe_step found in the bytes it took: a message's
+ * prefix completed (`start`, its length in msg_len), message bytes (`n` at
+ * `bytes`, pointing into the caller's data), the message's last byte
+ * (`end`). Any combination; a message of length 0 is start and end. */
+struct tile_grpc_piece {
+    bool start, end;
+    size_t msg_len;
+    const uint8_t *bytes;
+    size_t n;
 };
 
 void tile_grpc_deframer_init(struct tile_grpc_deframer *d, uint64_t max);
@@ -36,6 +47,12 @@ void tile_grpc_deframer_free(struct tile_grpc_deframer *d);
  * no grpc-encoding is accepted) or no memory. */
 long long tile_grpc_deframe(struct tile_grpc_deframer *d, const void *data, size_t len, uint8_t **done,
                             size_t *done_len, struct tile_error *e);
+/* The same without a copy: the caller takes the message bytes where they
+ * are (a transport appending them to its own buffer). Checks the prefix
+ * like tile_grpc_deframe (limit, compressed flag) before any message byte
+ * is passed on. Returns the bytes used (> 0 when len > 0), or -1. */
+long long tile_grpc_deframe_step(struct tile_grpc_deframer *d, const void *data, size_t len,
+                                 struct tile_grpc_piece *out, struct tile_error *e);
 /* True between messages (no partial prefix or message pending). */
 bool tile_grpc_deframer_idle(const struct tile_grpc_deframer *d);
 

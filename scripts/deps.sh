@@ -17,7 +17,8 @@ set -eu
 want=""
 for group in "$@"; do
   case "$group" in
-    build) want="$want gcc libc6-dev make pkg-config libmicrohttpd-dev libjansson-dev zlib1g-dev libcmocka-dev" ;;
+    build) want="$want gcc libc6-dev make pkg-config libmicrohttpd-dev libjansson-dev zlib1g-dev libcmocka-dev
+                 libnghttp2-dev libgnutls28-dev" ;;
     test)  want="$want curl openssl procps python3 python3-numpy python3-venv python3-yaml valgrind prometheus
                  man=man-db kubectl=kubernetes-client systemd strace nginx-light wrk" ;;
     bench) want="$want wrk nginx-light curl python3-numpy" ;;

@@ -47,7 +47,7 @@ static const struct tiled_option tiled_options[] = {
     {.flag = "workers", .env = "TILED_WORKERS", .type = OPT_INT, .offset = OFF(workers),
      .def = "0", .min = 0, .max = 1024, .help = "tiling worker threads; 0 = one per online CPU"},
     {.flag = "http-threads", .env = "TILED_HTTP_THREADS", .type = OPT_INT, .offset = OFF(http_threads),
-     .def = "1", .min = 1, .max = 64, .help = "HTTP event-loop threads"},
+     .def = "1", .min = 1, .max = 64, .help = "HTTP event-loop threads, and as many for gRPC"},
     {.flag = "grpc-port", .env = "TILED_GRPC_PORT", .type = OPT_INT, .offset = OFF(grpc_port),
      .def = "-1", .min = -1, .max = 65535,
      .help = "TCP port of the Open Inference Protocol over gRPC (8081 in the container image); -1 = off, 0 picks a "

@@ -18,6 +18,7 @@
 #include "auth.h"
 #include "base.h"
 #include "bodycache.h"
+#include "grpc/grpc.h"
 #include "mhd/http.h"
 #include "jsontext.h"
 #include "log.h"
@@ -41,6 +42,7 @@ static void drain(struct tiled_server *srv)
 {
     atomic_store(&srv->draining, true);
     tiled_http_quiesce(srv);
+    tiled_grpc_quiesce(srv);
     tiled_log_event(TILED_LOG_INFO, "drain", "{s:i, s:I}", "inflight", atomic_load(&srv->inflight), "timeout_s",
                     (json_int_t)srv->cfg.drain_timeout);
     uint64_t deadline = tiled_now_us() + (uint64_t)srv->cfg.drain_timeout * 1000000u;
@@ -92,6 +94,8 @@ static int serve(struct tiled_server *srv)
         if (!srv->bodies)
             tile_error_set(&e, TILE_ENOMEM, "cannot allocate the body cache");
         rc = srv->pool && srv->bodies && shm_start(srv, &e) == 0 ? tiled_http_start(srv, &e) : -1;
+        if (rc == 0 && (rc = tiled_grpc_start(srv, &e)) < 0)
+            tiled_http_stop(srv);
     }
     if (rc < 0) {
         tiled_log_error("exit", e.text);
@@ -102,9 +106,12 @@ static int serve(struct tiled_server *srv)
         tiled_auth_free();
         return 1;
     }
-    tiled_log_event(TILED_LOG_INFO, "listening", "{s:o, s:i, s:i}", "host", tiled_json_text(srv->cfg.host), "port",
-                    (int)srv->port, "workers", tile_pool_size(srv->pool));
+    tiled_log_event(TILED_LOG_INFO, "listening", "{s:o, s:i, s:i, s:i}", "host", tiled_json_text(srv->cfg.host),
+                    "port", (int)srv->port, "grpc_port", srv->grpc ? (int)srv->grpc_port : -1, "workers",
+                    tile_pool_size(srv->pool));
     printf("listening on %s://%s:%u\n", srv->tls_cert_pem ? "https" : "http", srv->cfg.host, srv->port);
+    if (srv->grpc)
+        printf("listening on %s://%s:%u\n", srv->tls_cert_pem ? "grpcs" : "grpc", srv->cfg.host, srv->grpc_port);
     fflush(stdout);
 
     int sig = 0;
@@ -126,6 +133,7 @@ static int serve(struct tiled_server *srv)
     pthread_mutex_unlock(&srv->submit_lock);
     tiled_streams_abort();
     wait_idle(srv);
+    tiled_grpc_stop(srv);
     tiled_http_stop(srv);
     tile_pool_free(srv->pool);
     tiled_bodycache_free(srv->bodies); /* after MHD: it has given back every body */

@@ -51,6 +51,8 @@ struct tiled_server {
     struct tile_pool *pool;
     struct tiled_bodycache *bodies; /* reused response bodies (bodycache.h) */
     void *transport;          /* the transport's own state (server/mhd/) */
+    void *grpc;               /* the gRPC transport's (server/grpc/); NULL when off */
+    uint16_t grpc_port;
     atomic_uint_fast64_t header_timeouts; /* connections cut for a late request head */
     uint16_t port;
     atomic_bool draining;

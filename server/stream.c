@@ -326,6 +326,9 @@ void tiled_stream_free(void *cls)
     struct tiled_stream *s = cls;
     pthread_mutex_lock(&s->lock);
     s->released = true;
+    /* No resume after this: the transport may free its connection (or
+     * reuse it for another request) as soon as it lets go of the body. */
+    s->suspended = false;
     bool destroy = !s->producing;
     pthread_mutex_unlock(&s->lock);
     if (destroy)

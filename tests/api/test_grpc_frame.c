@@ -71,6 +71,46 @@ static void test_reassembly_any_split(void **state)
     }
 }
 
+/* The copy-free step: every message's start, bytes and end seen in order,
+ * the bytes pointing into the caller's data, whatever the split. */
+static void test_step_any_split(void **state)
+{
+    (void)state;
+    uint8_t stream[400];
+    size_t total = stream_of_three(stream);
+    for (size_t piece = 1; piece <= total; piece++) {
+        struct tile_grpc_deframer d;
+        struct tile_error e = {0};
+        tile_grpc_deframer_init(&d, 1000);
+        size_t lens[3] = {0}, have[3] = {0}, starts = 0, ends = 0;
+        for (size_t off = 0; off < total;) {
+            size_t len = total - off < piece ? total - off : piece;
+            struct tile_grpc_piece pc;
+            long long used = tile_grpc_deframe_step(&d, stream + off, len, &pc, &e);
+            assert_true(used > 0 && (size_t)used <= len);
+            if (pc.start) {
+                assert_int_equal(starts, ends); /* one message at a time */
+                lens[starts++] = pc.msg_len;
+            }
+            if (pc.n) {
+                assert_true(pc.bytes >= stream + off && pc.bytes + pc.n <= stream + off + (size_t)used);
+                for (size_t i = 0; i < pc.n; i++)
+                    assert_int_equal(pc.bytes[i], (uint8_t)((starts - 1) * 100 + have[starts - 1] + i));
+                have[starts - 1] += pc.n;
+            }
+            if (pc.end) {
+                assert_int_equal(have[ends], lens[ends]);
+                ends++;
+            }
+            off += (size_t)used;
+        }
+        assert_int_equal(starts, 3);
+        assert_int_equal(ends, 3);
+        assert_true(lens[0] == 300 && lens[1] == 0 && lens[2] == 7);
+        assert_true(tile_grpc_deframer_idle(&d));
+    }
+}
+
 static void test_limit_and_compression(void **state)
 {
     (void)state;
@@ -154,6 +194,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reassembly_any_split),
+        cmocka_unit_test(test_step_any_split),
         cmocka_unit_test(test_limit_and_compression),
         cmocka_unit_test(test_timeout),
         cmocka_unit_test(test_message_encode),

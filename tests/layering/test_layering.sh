@@ -5,7 +5,8 @@
 #     the layering, not a broken probe);
 #   - the modules' include graph has no cycle (include_graph.py), and the
 #     checker finds a planted one;
-#   - only the transport (server/mhd/) includes microhttpd.h;
+#   - only server/mhd/ includes microhttpd.h, only server/grpc/ nghttp2 and
+#     GnuTLS;
 #   - the CLI links without server/ (BUILD/tiled-cli) and says so for serve.
 #
 #   sh tests/layering/test_layering.sh [BUILD]     (run by make test-unit)
@@ -44,9 +45,16 @@ probe server cli.h fails       # nor the daemon on the CLI
 if python3 tests/layering/include_graph.py .; then ok; else bad "the include graph has a cycle"; fi
 if python3 tests/layering/include_graph.py --self-test; then ok; else bad "the cycle checker missed a planted cycle"; fi
 
-# One transport knows libmicrohttpd: server/mhd/.
-others=$(grep -rl 'microhttpd\.h' core api cli server | grep -v '^server/mhd/')
-if [ -z "$others" ] && grep -rlq 'microhttpd\.h' server/mhd; then ok; else bad "microhttpd.h outside server/mhd/: $others"; fi
+# Each transport's library is known to its directory only: libmicrohttpd
+# to server/mhd/, nghttp2 and GnuTLS to server/grpc/ (libmicrohttpd does
+# its own TLS).
+only_in() { # only_in HEADER_REGEX DIR
+  others=$(grep -rlE "#include *<$1" core api cli server | grep -v "^$2/")
+  if [ -z "$others" ] && grep -rlqE "#include *<$1" "$2"; then ok; else bad "$1 included outside $2/: $others"; fi
+}
+only_in 'microhttpd\.h' server/mhd
+only_in 'nghttp2/' server/grpc
+only_in 'gnutls/' server/grpc
 
 cli="$build/tiled-cli"
 if [ -x "$cli" ] && "$cli" tile --help | grep -q -- "--repeats"; then ok; else bad "$cli tile --help"; fi

@@ -55,6 +55,13 @@ class Daemon:
         if not m:
             raise RuntimeError(f"unexpected first line {line!r}")
         self.host, self.port = m.group(1), int(m.group(2))
+        self.grpc_port = None
+        if "--grpc-port" in args and args[args.index("--grpc-port") + 1] != "-1":
+            line = self.proc.stdout.readline().decode()
+            m = re.fullmatch(r"listening on " + ("grpcs" if scheme == "https" else "grpc") + r"://([0-9.]+):(\d+)\n", line)
+            if not m:
+                raise RuntimeError(f"unexpected second line {line!r}")
+            self.grpc_port = int(m.group(2))
 
     def request(self, method, path, body=None, headers=None, timeout=60):
         conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)

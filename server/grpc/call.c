@@ -1,0 +1,506 @@
+/* call.c - one gRPC call, an HTTP/2 stream, as one service request
+ * (the interface is service.h; gRPC's rules are PROTOCOL-HTTP2.md).
+ *
+ * DESIGN. The call describes its metadata to the service like server/mhd/
+ * describes an HTTP head, feeds the request message to it as DATA arrives
+ * (the 5-byte prefixes found by api/grpc_frame.c's deframer, whatever the
+ * DATA frame boundaries), dispatches at END_STREAM, and sends the reply:
+ * an error as Trailers-Only (one HEADERS frame with grpc-status and the
+ * percent-encoded grpc-message), a message as HEADERS, DATA (prefix and
+ * body, or the stream read as it is produced) and trailers with
+ * grpc-status 0 and server-timing.
+ *
+ * What belongs to the transport is refused here before the service sees a
+ * byte of the message: a content-type that is not gRPC (HTTP 415), a
+ * grpc-encoding other than identity (UNIMPLEMENTED), a message above
+ * --max-grpc-message (RESOURCE_EXHAUSTED, before it is allocated), a second
+ * message in a unary call, and, once the draining has begun, every new call
+ * (UNAVAILABLE, with Triton's words).
+ *
+ * Lifetime: the request ends (logs, metrics, free) once its stream is
+ * closed, whichever way, and no worker holds it: a call a worker holds
+ * (parked) waits for the worker's resume even when the client cancelled,
+ * the deadline passed or the connection died; its reply is then dropped
+ * and the request ends as 499.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "h2.h"
+
+#include "base.h"
+#include "server.h"
+#include "service.h"
+#include "stream.h"
+
+static const char SHUTTING_DOWN[] = "GRPC server is shutting down and has stopped accepting new requests.";
+
+/* Parking is known from tiled_service_dispatch's answer and a stream's
+ * "not ready" from its read of 0 bytes, both on this thread: nothing to do
+ * when the service says it suspends. */
+static void conn_suspend(void *call)
+{
+    (void)call;
+}
+
+static const struct tiled_conn_ops grpc_conn_ops = {.suspend = conn_suspend, .resume = grpc_call_resume};
+
+/* ---- metadata ------------------------------------------------------------------ */
+
+void grpc_call_header(struct grpc_call *call, const uint8_t *name, size_t nlen, const uint8_t *value, size_t vlen)
+{
+    if (call->state != CALL_HEAD) /* trailers from the client: nothing gRPC defines */
+        return;
+    if (call->nfields >= GRPC_HEAD_FIELDS || nlen + vlen + 2 > GRPC_HEAD_BYTES - call->head_used) {
+        call->head_overflow = true;
+        return;
+    }
+    char *p = call->head + call->head_used;
+    memcpy(p, name, nlen);
+    p[nlen] = '\0';
+    memcpy(p + nlen + 1, value, vlen);
+    p[nlen + 1 + vlen] = '\0';
+    call->field[call->nfields++] = (uint16_t)call->head_used;
+    call->head_used += (uint32_t)(nlen + vlen + 2);
+}
+
+static const char *field(const struct grpc_call *call, const char *name)
+{
+    for (int i = 0; i < call->nfields; i++) {
+        const char *f = call->head + call->field[i];
+        if (strcasecmp(f, name) == 0)
+            return f + strlen(f) + 1;
+    }
+    return NULL;
+}
+
+/* The service's view of the metadata. HTTP's transfer headers are hidden:
+ * in gRPC, te: trailers and accept-encoding describe the HTTP/2 exchange
+ * and message compression is grpc-encoding's, so the service must not
+ * answer them with chunking or a compressed body. */
+static const char *service_header(void *call, const char *name)
+{
+    static const char *const hidden[] = {"te", "accept-encoding", "content-encoding", "content-length"};
+    for (size_t i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++) {
+        if (strcasecmp(name, hidden[i]) == 0)
+            return NULL;
+    }
+    return field(call, name);
+}
+
+/* ---- sending ---------------------------------------------------------------------- */
+
+/* A HEADERS block being built: names are literals or lower-cased copies. */
+struct nvs {
+    nghttp2_nv nv[24];
+    size_t n;
+    char lower[6][64];
+    int nlower;
+};
+
+static void add(struct nvs *h, const char *name, const char *value)
+{
+    if (h->n < sizeof(h->nv) / sizeof(h->nv[0]))
+        h->nv[h->n++] = (nghttp2_nv){(uint8_t *)name, (uint8_t *)value, strlen(name), strlen(value),
+                                     NGHTTP2_NV_FLAG_NONE};
+}
+
+/* The reply's own headers as metadata (lower-case, as HTTP/2 requires),
+ * less those HTTP/2 forbids or that this transport sets itself. */
+static void add_reply_headers(struct nvs *h, const struct tiled_reply *r)
+{
+    static const char *const skip[] = {"connection", "keep-alive", "transfer-encoding", "upgrade",
+                                       "content-type", "content-length", "content-encoding"};
+    for (int i = 0; i < r->nheaders && h->nlower < 6; i++) {
+        const char *name = r->headers[i][0], *value = r->headers[i][1];
+        if (!name || !value || strlen(name) >= sizeof(h->lower[0]))
+            continue;
+        char *low = h->lower[h->nlower];
+        size_t k = 0;
+        for (; name[k]; k++)
+            low[k] = (char)(name[k] >= 'A' && name[k] <= 'Z' ? name[k] + 32 : name[k]);
+        low[k] = '\0';
+        bool skipped = false;
+        for (size_t j = 0; j < sizeof(skip) / sizeof(skip[0]); j++)
+            skipped |= strcmp(low, skip[j]) == 0;
+        if (!skipped) {
+            h->nlower++;
+            add(h, low, value);
+        }
+    }
+}
+
+static void submit(struct grpc_call *call, const struct nvs *h, const nghttp2_data_provider *body)
+{
+    call->state = CALL_REPLY;
+    if (nghttp2_submit_response(call->conn->h2, call->id, h->nv, h->n, body) != 0)
+        nghttp2_submit_rst_stream(call->conn->h2, NGHTTP2_FLAG_NONE, call->id, NGHTTP2_INTERNAL_ERROR);
+    grpc_loop_mark_dirty(call->conn);
+}
+
+/* An error as Trailers-Only: one HEADERS frame that ends the stream.
+ * `r` adds its headers (grpc-accept-encoding, retry-after...); may be NULL. */
+static void send_status(struct grpc_call *call, int code, const char *message, const struct tiled_reply *r,
+                        const char *timing)
+{
+    char status[12], encoded[1024];
+    struct nvs h = {.n = 0};
+    snprintf(status, sizeof(status), "%d", code);
+    add(&h, ":status", "200");
+    add(&h, "content-type", "application/grpc");
+    add(&h, "grpc-status", status);
+    if (message && message[0]) {
+        tile_grpc_message_encode(message, encoded, sizeof(encoded));
+        add(&h, "grpc-message", encoded);
+    }
+    add(&h, "server-timing", timing);
+    add(&h, "x-request-id", call->req->request_id);
+    if (r)
+        add_reply_headers(&h, r);
+    submit(call, &h, NULL);
+}
+
+/* A refusal in HTTP's own terms (415, 405): the client is not speaking gRPC. */
+static void send_http(struct grpc_call *call, const char *timing)
+{
+    const struct tiled_reply *r = &call->req->reply;
+    char status[12];
+    struct nvs h = {.n = 0};
+    snprintf(status, sizeof(status), "%d", r->status);
+    add(&h, ":status", status);
+    add(&h, "server-timing", timing);
+    add(&h, "x-request-id", call->req->request_id);
+    add_reply_headers(&h, r);
+    submit(call, &h, NULL);
+}
+
+static void send_trailers(struct grpc_call *call)
+{
+    char timing[256];
+    struct nvs h = {.n = 0};
+    tiled_server_timing(&call->req->tm, timing, sizeof(timing)); /* a stream's figures are final only now */
+    add(&h, "grpc-status", "0");
+    add(&h, "server-timing", timing);
+    nghttp2_submit_trailer(call->conn->h2, call->id, h.nv, h.n);
+}
+
+/* nghttp2's DATA source: the 5-byte prefix, then the message from the
+ * reply's body or stream; the trailers follow the last byte. */
+static ssize_t read_message(nghttp2_session *s, int32_t id, uint8_t *buf, size_t cap, uint32_t *flags,
+                            nghttp2_data_source *src, void *user)
+{
+    (void)s;
+    (void)id;
+    (void)user;
+    struct grpc_call *call = src->ptr;
+    const struct tiled_reply *r = &call->req->reply;
+    uint64_t total = TILE_GRPC_PREFIX + call->msg_len;
+    size_t k = 0;
+    while (k < cap && call->sent < total) {
+        uint64_t want = total - call->sent < cap - k ? total - call->sent : cap - k;
+        long n;
+        if (call->sent < TILE_GRPC_PREFIX) {
+            n = (long)(TILE_GRPC_PREFIX - call->sent < want ? TILE_GRPC_PREFIX - call->sent : want);
+            memcpy(buf + k, call->prefix + call->sent, (size_t)n);
+        } else if (r->stream) {
+            n = tiled_stream_read(r->stream, call->sent - TILE_GRPC_PREFIX, (char *)buf + k, (size_t)want);
+            if (n == 0)
+                break; /* not produced yet: the producer resumes the call */
+            if (n < 0)
+                return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* cut short: RST_STREAM */
+        } else {
+            n = (long)want;
+            memcpy(buf + k, r->body + (call->sent - TILE_GRPC_PREFIX), (size_t)n);
+        }
+        k += (size_t)n;
+        call->sent += (uint64_t)n;
+    }
+    if (call->sent == total) {
+        *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
+        send_trailers(call);
+    } else if (k == 0) {
+        return NGHTTP2_ERR_DEFERRED;
+    }
+    return (ssize_t)k;
+}
+
+static void send_message(struct grpc_call *call)
+{
+    const struct tiled_reply *r = &call->req->reply;
+    struct nvs h = {.n = 0};
+    tile_grpc_put_prefix(call->prefix, (uint32_t)call->msg_len);
+    call->sent = 0;
+    add(&h, ":status", "200");
+    add(&h, "content-type", "application/grpc");
+    add(&h, "x-request-id", call->req->request_id);
+    add_reply_headers(&h, r);
+    nghttp2_data_provider body = {.source.ptr = call, .read_callback = read_message};
+    submit(call, &h, &body);
+}
+
+/* Replaces the reply with an error (the request is not with a worker). */
+static void set_error(struct grpc_call *call, int status, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void set_error(struct grpc_call *call, int status, int code, const char *fmt, ...)
+{
+    struct tiled_reply *r = &call->req->reply;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    tiled_reply_free(r);
+    memset(r, 0, sizeof(*r));
+    tiled_reply_error(r, status, "%s", msg);
+    if (code >= 0)
+        tiled_reply_set_grpc_status(r, code);
+}
+
+/* The reply's message length, refused when it cannot be framed or is
+ * above --max-grpc-message (the handlers check first; this is the last
+ * guard, as the client would refuse it anyway). */
+static void check_message_size(struct grpc_call *call)
+{
+    const struct tiled_reply *r = &call->req->reply;
+    uint64_t max = (uint64_t)call->loop->t->srv->cfg.max_grpc_message;
+    if (r->stream && tiled_stream_size(r->stream) == UINT64_MAX) {
+        set_error(call, TILED_INTERNAL_ERROR, -1, "the reply has no length to frame as a gRPC message");
+        return;
+    }
+    call->msg_len = r->stream ? tiled_stream_size(r->stream) : r->body_len;
+    if (call->msg_len > max)
+        set_error(call, TILED_TOO_LARGE, -1,
+                  "response message of %llu bytes is larger than the max-grpc-message limit of %llu bytes",
+                  (unsigned long long)call->msg_len, (unsigned long long)max);
+}
+
+static void send_reply(struct grpc_call *call)
+{
+    struct tiled_reply *r = &call->req->reply;
+    char timing[256];
+    if (call->closed || call->state == CALL_REPLY)
+        return;
+    int code = call->http_only ? -1 : tiled_reply_grpc_status(r);
+    if (code == 0) {
+        check_message_size(call);
+        code = tiled_reply_grpc_status(r);
+    }
+    tiled_service_sending(call->req, timing, sizeof(timing));
+    if (call->http_only)
+        send_http(call, timing);
+    else if (code != 0)
+        send_status(call, code, r->message, r, timing);
+    else
+        send_message(call);
+}
+
+/* Refuses the call from what the transport sees: the reply becomes the
+ * error and goes out at once. */
+static void refuse(struct grpc_call *call, int status, int code, const char *what)
+{
+    set_error(call, status, code, "%s", what);
+    send_reply(call);
+}
+
+/* ---- the request ---------------------------------------------------------------- */
+
+static bool is_grpc_content_type(const char *ct)
+{
+    static const char grpc[] = "application/grpc";
+    return ct && strncasecmp(ct, grpc, sizeof(grpc) - 1) == 0 &&
+           (ct[sizeof(grpc) - 1] == '\0' || ct[sizeof(grpc) - 1] == '+' || ct[sizeof(grpc) - 1] == ';');
+}
+
+/* What the head alone refuses; the reply is set when it returns true. */
+static bool head_refused(struct grpc_call *call, const char *method)
+{
+    struct tiled_reply *r = &call->req->reply;
+    const char *ct = field(call, "content-type"), *enc = field(call, "grpc-encoding");
+    const char *timeout = field(call, "grpc-timeout");
+    uint64_t ns;
+    if (call->head_overflow) {
+        set_error(call, TILED_TOO_LARGE, -1, "the request metadata is larger than %d bytes", GRPC_HEAD_BYTES);
+    } else if (atomic_load(&call->loop->t->srv->draining)) {
+        set_error(call, TILED_UNAVAILABLE, -1, "%s", SHUTTING_DOWN);
+    } else if (strcmp(method, "POST") != 0) {
+        call->http_only = true;
+        set_error(call, TILED_METHOD_NOT_ALLOWED, -1, "gRPC calls are POST requests, not %s", method);
+        tiled_reply_header(r, "Allow", "POST");
+    } else if (!is_grpc_content_type(ct)) {
+        call->http_only = true;
+        set_error(call, TILED_UNSUPPORTED_MEDIA_TYPE, -1,
+                  "content-type '%.60s' is not gRPC (application/grpc)", ct ? ct : "");
+    } else if (enc && strcmp(enc, "identity") != 0) {
+        set_error(call, TILED_UNSUPPORTED_MEDIA_TYPE, TILED_GRPC_UNIMPLEMENTED,
+                  "grpc-encoding '%.40s' is not supported; this server accepts identity only", enc);
+        tiled_reply_header(r, "grpc-accept-encoding", "identity");
+    } else if (timeout && tile_grpc_timeout_parse(timeout, &ns) < 0) {
+        set_error(call, TILED_BAD_REQUEST, TILED_GRPC_INTERNAL, "grpc-timeout '%.20s' is not a gRPC timeout",
+                  timeout);
+    } else {
+        if (timeout) {
+            uint64_t us = ns / 1000, now = tiled_now_us();
+            call->deadline_us = us > UINT64_MAX - now ? UINT64_MAX : now + us;
+            call->timeout = timeout;
+            grpc_loop_deadline(call->loop, call->deadline_us);
+        }
+        return false;
+    }
+    return true;
+}
+
+void grpc_call_head_done(struct grpc_call *call, bool end_stream)
+{
+    struct tiled_server *srv = call->loop->t->srv;
+    const char *method = field(call, ":method"), *path = field(call, ":path");
+    struct tiled_head head = {.transport = TILED_TRANSPORT_GRPC,
+                              .method = method ? method : "",
+                              .path = path ? path : "",
+                              .header = service_header};
+    call->state = CALL_BODY;
+    tile_grpc_deframer_init(&call->deframer, (uint64_t)srv->cfg.max_grpc_message);
+    call->req = tiled_req_new(srv, &head, call, &grpc_conn_ops);
+    if (!call->req) {
+        call->state = CALL_REPLY;
+        nghttp2_submit_rst_stream(call->conn->h2, NGHTTP2_FLAG_NONE, call->id, NGHTTP2_INTERNAL_ERROR);
+        return;
+    }
+    tiled_copy_str(call->req->remote, sizeof(call->req->remote), call->conn->remote);
+    if (head_refused(call, head.method) || tiled_service_route(call->req, field(call, "authorization")))
+        send_reply(call);
+    else if (end_stream)
+        grpc_call_request_end(call);
+}
+
+/* The deframer's refusal: too large, or the compressed flag (allowed only
+ * with a grpc-encoding, and every encoding but identity was refused). */
+static void refuse_message(struct grpc_call *call, const struct tile_error *e)
+{
+    if (e->code == TILE_ETOOBIG)
+        refuse(call, TILED_TOO_LARGE, TILED_GRPC_RESOURCE_EXHAUSTED, e->text);
+    else if (e->code == TILE_EUNSUPPORTED)
+        refuse(call, TILED_BAD_REQUEST, TILED_GRPC_INTERNAL, e->text);
+    else
+        refuse(call, TILED_UNAVAILABLE, -1, e->text);
+}
+
+void grpc_call_data(struct grpc_call *call, const uint8_t *data, size_t len)
+{
+    while (len > 0 && call->state == CALL_BODY) {
+        struct tile_grpc_piece pc;
+        struct tile_error e = {0};
+        long long used = tile_grpc_deframe_step(&call->deframer, data, len, &pc, &e);
+        if (used < 0) {
+            refuse_message(call, &e);
+            return;
+        }
+        if (pc.start && call->messages++ > 0) {
+            refuse(call, TILED_BAD_REQUEST, TILED_GRPC_INTERNAL,
+                   "a unary call takes one request message; a second one began");
+            return;
+        }
+        if (pc.start) {
+            char n[24];
+            snprintf(n, sizeof(n), "%zu", pc.msg_len);
+            if (tiled_service_expect_body(call->req, n)) {
+                send_reply(call);
+                return;
+            }
+        }
+        if (pc.n)
+            tiled_service_body(call->req, (const char *)pc.bytes, pc.n);
+        data += used;
+        len -= (size_t)used;
+    }
+}
+
+void grpc_call_request_end(struct grpc_call *call)
+{
+    if (call->state != CALL_BODY)
+        return;
+    if (!tile_grpc_deframer_idle(&call->deframer)) {
+        refuse(call, TILED_BAD_REQUEST, TILED_GRPC_INTERNAL, "the request ended inside a gRPC message");
+    } else if (call->messages == 0) {
+        refuse(call, TILED_BAD_REQUEST, TILED_GRPC_INTERNAL, "a unary call takes one request message; none came");
+    } else {
+        call->state = CALL_WORK;
+        if (tiled_service_dispatch(call->req)) {
+            send_reply(call);
+        } else {
+            call->parked = true; /* a worker has the request: do not read it until it resumes us */
+            call->loop->parked++;
+        }
+    }
+}
+
+/* ---- the end -------------------------------------------------------------------- */
+
+static void finish(struct grpc_call *call)
+{
+    if (call->parked || !call->closed)
+        return;
+    if (call->req) {
+        int status = call->sent_all && !call->abandoned ? call->req->reply.status : TILED_CLIENT_GONE;
+        tiled_service_end(call->req, status);
+        call->req = NULL;
+    }
+    tile_grpc_deframer_free(&call->deframer);
+    grpc_call_release(call);
+}
+
+void grpc_call_stream_closed(struct grpc_call *call)
+{
+    struct grpc_conn *c = call->conn;
+    if (call->prev)
+        call->prev->next = call->next;
+    else
+        c->calls = call->next;
+    if (call->next)
+        call->next->prev = call->prev;
+    c->ncalls--;
+    call->conn = NULL;
+    call->closed = true;
+    call->abandoned |= !call->sent_all; /* cancelled (RST_STREAM), or the connection died */
+    call->state = CALL_REPLY;
+    finish(call);
+}
+
+void grpc_call_resumed(struct grpc_call *call)
+{
+    if (call->parked) {
+        call->parked = false;
+        call->loop->parked--;
+        if (call->closed)
+            finish(call);
+        else if (call->state == CALL_WORK)
+            send_reply(call);
+        /* else the deadline was answered: the stream's close ends it */
+        return;
+    }
+    if (!call->closed && call->conn) { /* stream bytes are ready */
+        nghttp2_session_resume_data(call->conn->h2, call->id);
+        grpc_loop_mark_dirty(call->conn);
+    }
+}
+
+void grpc_call_check_deadline(struct grpc_call *call, uint64_t now)
+{
+    if (!call->deadline_us || call->state == CALL_REPLY || call->closed)
+        return;
+    if (now < call->deadline_us) {
+        grpc_loop_deadline(call->loop, call->deadline_us);
+        return;
+    }
+    /* The client stops waiting now: the request ends as 499 once its
+     * stream closes (and its worker, if any, is done). Its own reply and
+     * timings may be in a worker's hands: this answer reads neither. */
+    char msg[128], timing[48];
+    snprintf(msg, sizeof(msg), "deadline exceeded: the grpc-timeout of %s passed before the reply was ready",
+             call->timeout);
+    snprintf(timing, sizeof(timing), "total;dur=%.3f", (double)(now - call->req->t_start) / 1e3);
+    call->abandoned = true;
+    send_status(call, TILED_GRPC_DEADLINE_EXCEEDED, msg, NULL, timing);
+}

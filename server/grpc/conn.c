@@ -1,0 +1,401 @@
+/* conn.c - one HTTP/2 connection of the gRPC transport: bytes from the
+ * socket (or TLS) into its nghttp2 session, and the session's output back.
+ *
+ * DESIGN. nghttp2 is used without its I/O callbacks: received bytes go in
+ * with nghttp2_session_mem_recv, and nghttp2_session_mem_send's frames
+ * are gathered in one buffer per connection, written once per loop turn
+ * (loop.c), so many small replies cost one syscall. Reply bytes are copied
+ * once, from the reply body or stream into nghttp2's frame, as libmicro-
+ * httpd copies them into its buffer for HTTP: DATA frames are not sent
+ * with NGHTTP2_DATA_FLAG_NO_COPY, which would mean a writev queue of
+ * borrowed pieces for a saving the 64 MiB benchmark does not need. A
+ * frame is written straight from nghttp2's buffer when nothing waits
+ * before it. When the socket is full, no more frames are produced
+ * (nghttp2 keeps them queued) and reading stops once MAX_PENDING bytes
+ * wait, so a client that does not read cannot make the server buffer
+ * without bound.
+ *
+ * Windows: the client may send up to STREAM_WINDOW per stream and
+ * CONN_WINDOW in all before a WINDOW_UPDATE (nghttp2 sends them as bytes
+ * are consumed, and the body is copied out at once), so a multi-MB tensor
+ * does not wait a round trip per 64 KiB as with the protocol's default.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include "h2.h"
+
+#include "base.h"
+#include "log.h"
+#include "server.h"
+
+#define STREAM_WINDOW (8 << 20)
+#define CONN_WINDOW (64 << 20)
+/* Streams open at once on one connection: more than perf_analyzer's or
+ * tritonclient's share of a channel; each may hold up to --max-body. */
+#define MAX_STREAMS 256
+#define MAX_FRAME (1 << 20)
+#define OUT_BATCH (256 * 1024)  /* written once this much is gathered */
+#define MAX_PENDING (4u << 20)  /* unwritten bytes above which reading pauses */
+
+/* ---- nghttp2 callbacks ------------------------------------------------------ */
+
+static struct grpc_call *call_of(nghttp2_session *s, int32_t id)
+{
+    return nghttp2_session_get_stream_user_data(s, id);
+}
+
+static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *user)
+{
+    struct grpc_conn *c = user;
+    if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST)
+        return 0;
+    struct grpc_call *call = grpc_call_alloc(c, f->hd.stream_id);
+    if (!call)
+        return nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, f->hd.stream_id, NGHTTP2_INTERNAL_ERROR) == 0
+                   ? NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE
+                   : NGHTTP2_ERR_CALLBACK_FAILURE;
+    if (nghttp2_session_set_stream_user_data(s, f->hd.stream_id, call) != 0) {
+        grpc_call_stream_closed(call); /* no stream to close it later */
+        return 0;
+    }
+    return 0;
+}
+
+static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *name, size_t nlen,
+                     const uint8_t *value, size_t vlen, uint8_t flags, void *user)
+{
+    (void)flags;
+    (void)user;
+    struct grpc_call *call = call_of(s, f->hd.stream_id);
+    if (call && f->hd.type == NGHTTP2_HEADERS)
+        grpc_call_header(call, name, nlen, value, vlen);
+    return 0;
+}
+
+static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *user)
+{
+    (void)user;
+    struct grpc_call *call = f->hd.stream_id ? call_of(s, f->hd.stream_id) : NULL;
+    if (!call)
+        return 0;
+    bool end = f->hd.flags & NGHTTP2_FLAG_END_STREAM;
+    if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST)
+        grpc_call_head_done(call, end);
+    else if ((f->hd.type == NGHTTP2_DATA || f->hd.type == NGHTTP2_HEADERS) && end)
+        grpc_call_request_end(call);
+    return 0;
+}
+
+static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t *data, size_t len, void *user)
+{
+    (void)flags;
+    (void)user;
+    struct grpc_call *call = call_of(s, id);
+    if (call)
+        grpc_call_data(call, data, len);
+    return 0;
+}
+
+static int on_frame_send(nghttp2_session *s, const nghttp2_frame *f, void *user)
+{
+    (void)user;
+    if ((f->hd.type == NGHTTP2_HEADERS || f->hd.type == NGHTTP2_DATA) && (f->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
+        struct grpc_call *call = call_of(s, f->hd.stream_id);
+        if (call)
+            call->sent_all = true;
+        /* Answered before the request ended (an error, a deadline): the
+         * client is told to stop sending, and the stream closes now. */
+        if (nghttp2_session_get_stream_remote_close(s, f->hd.stream_id) == 0)
+            nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, f->hd.stream_id, NGHTTP2_NO_ERROR);
+    }
+    return 0;
+}
+
+static int on_stream_close(nghttp2_session *s, int32_t id, uint32_t error_code, void *user)
+{
+    (void)error_code; /* sent_all tells a finished reply from a cut one */
+    (void)user;
+    struct grpc_call *call = call_of(s, id);
+    if (call) {
+        nghttp2_session_set_stream_user_data(s, id, NULL);
+        grpc_call_stream_closed(call);
+    }
+    return 0;
+}
+
+nghttp2_session_callbacks *grpc_conn_callbacks_new(void)
+{
+    nghttp2_session_callbacks *cbs;
+    if (nghttp2_session_callbacks_new(&cbs) != 0)
+        return NULL;
+    nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, on_begin_headers);
+    nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
+    nghttp2_session_callbacks_set_on_frame_send_callback(cbs, on_frame_send);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
+    return cbs;
+}
+
+/* ---- socket I/O --------------------------------------------------------------- */
+
+static long sock_send(struct grpc_conn *c, const uint8_t *p, size_t n)
+{
+    if (c->tls) {
+        long r = grpc_tls_send(c->tls, p, n, c->tls_again);
+        c->tls_again = r == -1;
+        return r;
+    }
+    ssize_t r = send(c->fd, p, n, MSG_NOSIGNAL);
+    if (r >= 0)
+        return r;
+    return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? -1 : -2;
+}
+
+static long sock_recv(struct grpc_conn *c, uint8_t *buf, size_t cap)
+{
+    if (c->tls)
+        return grpc_tls_recv(c->tls, buf, cap);
+    ssize_t r = recv(c->fd, buf, cap, 0);
+    if (r >= 0)
+        return r;
+    return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? -1 : -2;
+}
+
+static void watch(struct grpc_conn *c, uint32_t events)
+{
+    if (events == c->events || c->dead)
+        return;
+    struct epoll_event ev = {.events = events, .data.ptr = c};
+    if (epoll_ctl(c->loop->epfd, EPOLL_CTL_MOD, c->fd, &ev) < 0)
+        c->dead = true;
+    c->events = events;
+}
+
+/* Writes the pending output: true when all of it went. */
+static bool write_pending(struct grpc_conn *c)
+{
+    while (c->out_off < c->out_len) {
+        long n = sock_send(c, c->out + c->out_off, c->out_len - c->out_off);
+        if (n == -1)
+            return false;
+        if (n < 0) {
+            c->dead = true;
+            return false;
+        }
+        c->out_off += (size_t)n;
+    }
+    c->out_off = c->out_len = 0;
+    return true;
+}
+
+static bool append(struct grpc_conn *c, const uint8_t *p, size_t n)
+{
+    if (c->out_cap - c->out_len < n) {
+        size_t cap = c->out_cap ? c->out_cap : 64 * 1024;
+        while (cap - c->out_len < n)
+            cap *= 2;
+        uint8_t *nb = realloc(c->out, cap);
+        if (!nb) {
+            c->dead = true;
+            return false;
+        }
+        c->out = nb;
+        c->out_cap = cap;
+    }
+    memcpy(c->out + c->out_len, p, n);
+    c->out_len += n;
+    return true;
+}
+
+/* Takes one frame from nghttp2: written at once when it is large and
+ * nothing waits before it (no copy), else gathered. False when the
+ * socket is full (the rest waits for EPOLLOUT) or the connection failed. */
+static bool take_frame(struct grpc_conn *c, const uint8_t *p, size_t n)
+{
+    if (c->out_len - c->out_off + n > OUT_BATCH && !write_pending(c)) {
+        append(c, p, n);
+        return false;
+    }
+    if (c->out_len == 0 && n >= OUT_BATCH / 4 && !c->tls) {
+        long w = sock_send(c, p, n);
+        if (w == -2) {
+            c->dead = true;
+            return false;
+        }
+        size_t done = w > 0 ? (size_t)w : 0;
+        return append(c, p + done, n - done) && done == n;
+    }
+    return append(c, p, n);
+}
+
+void grpc_conn_flush(struct grpc_conn *c)
+{
+    if (c->handshaking || c->dead)
+        return;
+    bool room = write_pending(c);
+    while (room) {
+        const uint8_t *p;
+        ssize_t n = nghttp2_session_mem_send(c->h2, &p);
+        if (n < 0) {
+            c->dead = true;
+            return;
+        }
+        if (n == 0)
+            break;
+        room = take_frame(c, p, (size_t)n);
+    }
+    if (room)
+        room = write_pending(c);
+    if (c->dead)
+        return;
+    bool pending = c->out_len > c->out_off;
+    if (!pending && !nghttp2_session_want_read(c->h2) && !nghttp2_session_want_write(c->h2)) {
+        c->dead = true; /* GOAWAY exchanged, or a fatal protocol error answered */
+        return;
+    }
+    uint32_t ev = (pending ? EPOLLOUT : 0) | (c->out_len - c->out_off > MAX_PENDING ? 0 : EPOLLIN);
+    watch(c, ev);
+}
+
+static void read_input(struct grpc_conn *c)
+{
+    uint8_t *buf = c->loop->rbuf;
+    long n;
+    do {
+        n = sock_recv(c, buf, sizeof(c->loop->rbuf));
+        if (n == -1)
+            return;
+        if (n <= 0) {
+            c->dead = true; /* closed or failed: its calls end as cut short */
+            return;
+        }
+        c->last_active_us = tiled_now_us();
+        ssize_t used = nghttp2_session_mem_recv(c->h2, buf, (size_t)n);
+        if (used < 0) {
+            tiled_log_event(TILED_LOG_DEBUG, "grpc_protocol_error", "{s:s}", "error", nghttp2_strerror((int)used));
+            c->dead = true;
+            return;
+        }
+        grpc_loop_mark_dirty(c);
+    } while (c->tls && grpc_tls_pending(c->tls)); /* buffered records wake no epoll */
+}
+
+void grpc_conn_io(struct grpc_conn *c, uint32_t events)
+{
+    if (c->dead)
+        return;
+    if (c->handshaking) {
+        bool want_write = false;
+        int rc = grpc_tls_handshake(c->tls, &want_write);
+        if (rc < 0) {
+            c->dead = true;
+        } else if (rc == 0) {
+            watch(c, want_write ? EPOLLOUT : EPOLLIN);
+            return;
+        } else {
+            c->handshaking = false;
+            watch(c, EPOLLIN);
+            grpc_loop_mark_dirty(c); /* the SETTINGS waiting since accept */
+        }
+    }
+    if (!c->dead && (events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+        read_input(c);
+    if (!c->dead && (events & EPOLLOUT))
+        grpc_loop_mark_dirty(c);
+    if (c->dead)
+        grpc_loop_mark_dirty(c); /* closed at the turn's end, after the others flushed */
+}
+
+/* ---- lifecycle ------------------------------------------------------------------- */
+
+static int send_settings(nghttp2_session *h2)
+{
+    const nghttp2_settings_entry iv[] = {
+        {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, MAX_STREAMS},
+        {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, STREAM_WINDOW},
+        {NGHTTP2_SETTINGS_MAX_FRAME_SIZE, MAX_FRAME},
+        {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, GRPC_HEAD_BYTES},
+    };
+    if (nghttp2_submit_settings(h2, NGHTTP2_FLAG_NONE, iv, sizeof(iv) / sizeof(iv[0])) != 0)
+        return -1;
+    return nghttp2_session_set_local_window_size(h2, NGHTTP2_FLAG_NONE, 0, CONN_WINDOW);
+}
+
+static void remote_address(int fd, char *dst, size_t cap)
+{
+    struct sockaddr_in in;
+    socklen_t len = sizeof(in);
+    dst[0] = '\0';
+    if (getpeername(fd, (struct sockaddr *)&in, &len) == 0 && in.sin_family == AF_INET)
+        inet_ntop(AF_INET, &in.sin_addr, dst, (socklen_t)cap);
+}
+
+struct grpc_conn *grpc_conn_new(struct grpc_loop *l, int fd)
+{
+    struct grpc_conn *c = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    c->loop = l;
+    c->fd = fd;
+    c->last_active_us = tiled_now_us();
+    if (tiled_log_enabled(TILED_LOG_INFO)) /* for the access log only */
+        remote_address(fd, c->remote, sizeof(c->remote));
+    if (nghttp2_session_server_new(&c->h2, l->t->callbacks, c) != 0) {
+        free(c);
+        return NULL;
+    }
+    if (send_settings(c->h2) != 0 || (l->t->tls && !(c->tls = grpc_tls_conn_new(l->t->tls, fd)))) {
+        nghttp2_session_del(c->h2);
+        free(c);
+        return NULL;
+    }
+    c->handshaking = c->tls != NULL;
+    return c;
+}
+
+void grpc_conn_goaway_notice(struct grpc_conn *c)
+{
+    if (!c->dead && !c->handshaking && nghttp2_submit_shutdown_notice(c->h2) == 0)
+        grpc_loop_mark_dirty(c);
+}
+
+void grpc_conn_goaway_final(struct grpc_conn *c)
+{
+    if (!c->dead && !c->handshaking) {
+        nghttp2_submit_goaway(c->h2, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(c->h2),
+                              NGHTTP2_NO_ERROR, NULL, 0);
+        grpc_conn_flush(c); /* best effort: the socket is closed next */
+    }
+    c->dead = true;
+    grpc_loop_mark_dirty(c);
+}
+
+void grpc_conn_close(struct grpc_conn *c)
+{
+    struct grpc_loop *l = c->loop;
+    /* nghttp2_session_del does not report its streams closed: end the
+     * calls here (a call a worker holds waits for its resume, detached). */
+    while (c->calls)
+        grpc_call_stream_closed(c->calls);
+    nghttp2_session_del(c->h2);
+    grpc_tls_conn_free(c->tls);
+    epoll_ctl(l->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+    close(c->fd);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        l->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    atomic_fetch_sub(&l->t->nconns, 1);
+    free(c->out);
+    free(c);
+}

@@ -1,0 +1,20 @@
+/* grpc.h - the gRPC transport's lifecycle (server/grpc/): the Open
+ * Inference Protocol's RPCs over HTTP/2 (libnghttp2), with TLS (GnuTLS,
+ * ALPN "h2") when --tls-cert is given, on --grpc-port. */
+#ifndef TILED_GRPC_H
+#define TILED_GRPC_H
+
+#include "error.h"
+
+struct tiled_server;
+
+/* Listens on cfg.host:cfg.grpc_port (nothing when it is -1) and sets
+ * srv->grpc_port to the port bound. After tiled_http_start (TLS's PEM). */
+int tiled_grpc_start(struct tiled_server *srv, struct tile_error *e);
+/* Drain: stops accepting and announces the shutdown (GOAWAY); calls in
+ * flight go on, new ones on open connections get UNAVAILABLE. */
+void tiled_grpc_quiesce(struct tiled_server *srv);
+/* Closes every connection (calls still open end as 499) and stops. */
+void tiled_grpc_stop(struct tiled_server *srv);
+
+#endif

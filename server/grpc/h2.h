@@ -1,0 +1,181 @@
+/* h2.h - the gRPC transport's own types, shared by the files of
+ * server/grpc/ and seen nowhere else (serve.c sees grpc.h only).
+ *
+ *   loop.c  event-loop threads: listener, epoll, wake-ups from workers,
+ *           deadlines and idle connections, drain and stop
+ *   conn.c  one HTTP/2 connection: socket or TLS bytes <-> its nghttp2 session
+ *   call.c  one gRPC call (an HTTP/2 stream) <-> one service request
+ *   tls.c   GnuTLS credentials and sessions (ALPN "h2")
+ *
+ * Threads: a connection, its session and its calls belong to the loop
+ * thread that accepted it (nghttp2 is not thread-safe); other threads
+ * reach a call only through tiled_grpc_call_resume() (the service's
+ * ops->resume), which queues it on its loop's ready list under a lock.
+ */
+#ifndef TILED_GRPC_H2_H
+#define TILED_GRPC_H2_H
+
+#include <nghttp2/nghttp2.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "grpc_frame.h"
+
+struct tiled_server;
+struct tiled_req;
+struct tiled_grpc_tls;
+struct tiled_grpc_tls_conn;
+
+/* gRPC's suggested bound on request metadata (PROTOCOL-HTTP2.md: 8 KiB);
+ * also what SETTINGS_MAX_HEADER_LIST_SIZE announces. */
+#define GRPC_HEAD_BYTES 8192
+#define GRPC_HEAD_FIELDS 64
+
+struct grpc_loop;
+struct grpc_conn;
+
+/* Where a call is in its life (one way only). */
+enum grpc_call_state {
+    CALL_HEAD,  /* request metadata arriving */
+    CALL_BODY,  /* request messages arriving, fed to the service */
+    CALL_WORK,  /* dispatched: the reply is being made (maybe by a worker) */
+    CALL_REPLY, /* a response is submitted: nothing more is decided */
+};
+
+struct grpc_call {
+    struct grpc_loop *loop;
+    struct grpc_conn *conn; /* NULL once its stream is closed */
+    struct grpc_call *prev, *next; /* the connection's open calls */
+    int32_t id;
+    enum grpc_call_state state;
+    struct tiled_req *req;
+    struct tile_grpc_deframer deframer;
+    int messages;            /* request messages begun */
+    uint64_t deadline_us;    /* 0: no grpc-timeout */
+    const char *timeout;     /* the grpc-timeout value, for the message */
+    bool parked;             /* a worker holds the request until it resumes the call */
+    bool closed;             /* the HTTP/2 stream is gone */
+    bool sent_all;           /* END_STREAM went out */
+    bool abandoned;          /* the reply no longer reaches the client: ends as 499 */
+    bool http_only;          /* refused as HTTP, not gRPC (415, 405): no grpc-status */
+    /* The reply message being sent: 5-byte prefix, then the body or stream. */
+    uint8_t prefix[TILE_GRPC_PREFIX];
+    uint64_t msg_len, sent;
+    /* Resumed calls (loop->ready), under loop->ready_lock. */
+    struct grpc_call *ready_next;
+    bool in_ready, dead;
+    /* Request metadata: "name\0value\0" pairs, names lower-case (HTTP/2). */
+    uint16_t nfields;
+    uint16_t field[GRPC_HEAD_FIELDS];
+    bool head_overflow;
+    uint32_t head_used;
+    char head[GRPC_HEAD_BYTES];
+};
+
+struct grpc_conn {
+    struct grpc_loop *loop;
+    struct grpc_conn *prev, *next; /* the loop's connections */
+    struct grpc_conn *dirty_next;  /* on loop->dirty: has output to produce */
+    bool dirty, dead;
+    int fd;
+    nghttp2_session *h2;
+    struct tiled_grpc_tls_conn *tls; /* NULL: plain TCP */
+    bool handshaking;
+    struct grpc_call *calls;
+    int ncalls;
+    /* Bytes produced by nghttp2 not yet taken by the socket. */
+    uint8_t *out;
+    size_t out_off, out_len, out_cap;
+    bool tls_again;       /* GnuTLS wants the last send repeated */
+    uint32_t events;      /* what epoll watches now */
+    uint64_t last_active_us;
+    char remote[64];
+};
+
+struct grpc_transport {
+    struct tiled_server *srv;
+    int lfd;
+    uint16_t port;
+    struct tiled_grpc_tls *tls; /* NULL without --tls-cert */
+    nghttp2_session_callbacks *callbacks;
+    atomic_int nconns;
+    atomic_bool quiescing, stopping;
+    int nloops;
+    struct grpc_loop *loops;
+};
+
+struct grpc_loop {
+    struct grpc_transport *t;
+    pthread_t thread;
+    int epfd, evfd;
+    struct grpc_conn *conns;
+    struct grpc_conn *dirty;
+    struct grpc_call *free_calls; /* reused: metadata arena and all */
+    int nfree_calls;
+    int parked;                   /* calls a worker still holds */
+    bool quiesced;
+    uint64_t next_tick_us, next_deadline_us;
+    pthread_mutex_t ready_lock;
+    struct grpc_call *ready, *ready_tail;
+    bool wake_pending;            /* the eventfd was written since the last drain of `ready` */
+    uint8_t rbuf[256 * 1024];
+};
+
+/* ---- loop.c ------------------------------------------------------------ */
+/* The connection has output to produce: flushed once this loop turn ends,
+ * so every reply decided in one turn leaves in one write. */
+void grpc_loop_mark_dirty(struct grpc_conn *c);
+/* A call for `c` (from the loop's free list); NULL when out of memory. */
+struct grpc_call *grpc_call_alloc(struct grpc_conn *c, int32_t id);
+/* Gives a finished call back (later, if it is still on the ready list). */
+void grpc_call_release(struct grpc_call *call);
+/* The service's ops->resume (any thread). */
+void grpc_call_resume(void *call);
+/* Keeps the loop's next wake-up no later than `deadline_us`. */
+void grpc_loop_deadline(struct grpc_loop *l, uint64_t deadline_us);
+
+/* ---- conn.c ------------------------------------------------------------ */
+/* The session callbacks every connection's session is made with. */
+nghttp2_session_callbacks *grpc_conn_callbacks_new(void);
+struct grpc_conn *grpc_conn_new(struct grpc_loop *l, int fd);
+/* Socket readable / writable (epoll events). */
+void grpc_conn_io(struct grpc_conn *c, uint32_t events);
+/* Produces and writes what the session has to send; marks the connection
+ * dead when it is over. */
+void grpc_conn_flush(struct grpc_conn *c);
+/* Ends every call (as cut short) and frees the connection. */
+void grpc_conn_close(struct grpc_conn *c);
+/* Drain: GOAWAY announcing shutdown (new streams still get an answer). */
+void grpc_conn_goaway_notice(struct grpc_conn *c);
+/* Stop: the final GOAWAY, written if the socket takes it. */
+void grpc_conn_goaway_final(struct grpc_conn *c);
+
+/* ---- call.c ------------------------------------------------------------ */
+void grpc_call_header(struct grpc_call *call, const uint8_t *name, size_t nlen, const uint8_t *value, size_t vlen);
+void grpc_call_head_done(struct grpc_call *call, bool end_stream);
+void grpc_call_data(struct grpc_call *call, const uint8_t *data, size_t len);
+void grpc_call_request_end(struct grpc_call *call);
+void grpc_call_stream_closed(struct grpc_call *call);
+/* Taken from the ready list: a worker finished, or stream bytes are ready. */
+void grpc_call_resumed(struct grpc_call *call);
+/* Checks the call's deadline at `now`. */
+void grpc_call_check_deadline(struct grpc_call *call, uint64_t now);
+
+/* ---- tls.c ------------------------------------------------------------- */
+struct tiled_grpc_tls *grpc_tls_new(const char *cert_pem, const char *key_pem, struct tile_error *e);
+void grpc_tls_free(struct tiled_grpc_tls *tls);
+struct tiled_grpc_tls_conn *grpc_tls_conn_new(struct tiled_grpc_tls *tls, int fd);
+void grpc_tls_conn_free(struct tiled_grpc_tls_conn *tc);
+/* 1: handshake done, 0: call again when the socket is ready for the
+ * direction *want_write says, -1: failed (the connection is dropped). */
+int grpc_tls_handshake(struct tiled_grpc_tls_conn *tc, bool *want_write);
+/* Like recv/send: bytes, 0 at EOF (recv), -1 with errno EAGAIN, -2 on an
+ * error. After -1 from send, the next send must repeat the same bytes. */
+long grpc_tls_recv(struct tiled_grpc_tls_conn *tc, uint8_t *buf, size_t cap);
+long grpc_tls_send(struct tiled_grpc_tls_conn *tc, const uint8_t *p, size_t n, bool again);
+/* Decrypted bytes already buffered (epoll cannot see them). */
+bool grpc_tls_pending(struct tiled_grpc_tls_conn *tc);
+
+#endif

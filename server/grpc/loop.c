@@ -1,0 +1,417 @@
+/* loop.c - the gRPC transport's event-loop threads (see h2.h, grpc.h).
+ *
+ * DESIGN. --http-threads loops, each with its own epoll set, share one
+ * listening socket (EPOLLEXCLUSIVE: one loop is woken per connection) and
+ * own the connections they accept, so a session is only ever touched by
+ * one thread, as nghttp2 requires, without a lock on the hot path. A
+ * worker that finishes a call (or a stream producer with bytes ready)
+ * cannot touch the session: grpc_call_resume() puts the call on its loop's
+ * ready list under a small lock and writes the loop's eventfd once per
+ * batch; the loop then sends. Output is produced per connection once per
+ * loop turn (the "dirty" list), so the replies of every call decided in
+ * one turn leave in one write, whatever the number of streams.
+ *
+ * Time: each turn waits at most until the nearest grpc-timeout deadline
+ * or the next one-second tick (idle connections, drain and stop).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "grpc.h"
+#include "h2.h"
+
+#include "base.h"
+#include "log.h"
+#include "server.h"
+
+/* Free calls kept per loop for reuse: enough for a busy connection's
+ * streams without returning memory to malloc on every call. */
+#define FREE_CALLS_MAX 256
+
+static char listener_tag, wake_tag; /* epoll data of the two non-connection fds */
+
+/* ---- calls: allocation and wake-ups ------------------------------------- */
+
+struct grpc_call *grpc_call_alloc(struct grpc_conn *c, int32_t id)
+{
+    struct grpc_loop *l = c->loop;
+    struct grpc_call *call = l->free_calls;
+    if (call) {
+        l->free_calls = call->next;
+        l->nfree_calls--;
+    } else if (!(call = malloc(sizeof(*call)))) {
+        return NULL;
+    }
+    /* Everything before the metadata arena; the arena is filled as used. */
+    memset(call, 0, offsetof(struct grpc_call, head));
+    call->loop = l;
+    call->conn = c;
+    call->id = id;
+    call->next = c->calls;
+    if (c->calls)
+        c->calls->prev = call;
+    c->calls = call;
+    c->ncalls++;
+    return call;
+}
+
+static void call_free(struct grpc_call *call)
+{
+    struct grpc_loop *l = call->loop;
+    if (l->nfree_calls >= FREE_CALLS_MAX) {
+        free(call);
+        return;
+    }
+    call->next = l->free_calls;
+    l->free_calls = call;
+    l->nfree_calls++;
+}
+
+void grpc_call_release(struct grpc_call *call)
+{
+    struct grpc_loop *l = call->loop;
+    pthread_mutex_lock(&l->ready_lock);
+    bool queued = call->in_ready;
+    call->dead = queued; /* the ready list lets go of it */
+    pthread_mutex_unlock(&l->ready_lock);
+    if (!queued)
+        call_free(call);
+}
+
+void grpc_call_resume(void *p)
+{
+    struct grpc_call *call = p;
+    struct grpc_loop *l = call->loop;
+    pthread_mutex_lock(&l->ready_lock);
+    if (!call->in_ready) {
+        call->in_ready = true;
+        call->ready_next = NULL;
+        if (l->ready_tail)
+            l->ready_tail->ready_next = call;
+        else
+            l->ready = call;
+        l->ready_tail = call;
+    }
+    bool wake = !l->wake_pending;
+    l->wake_pending = true;
+    pthread_mutex_unlock(&l->ready_lock);
+    if (wake) {
+        uint64_t one = 1;
+        ssize_t n = write(l->evfd, &one, sizeof(one));
+        (void)n; /* a full counter still wakes the loop */
+    }
+}
+
+static void take_ready(struct grpc_loop *l)
+{
+    uint64_t v;
+    ssize_t n = read(l->evfd, &v, sizeof(v));
+    (void)n;
+    pthread_mutex_lock(&l->ready_lock);
+    struct grpc_call *list = l->ready;
+    l->ready = l->ready_tail = NULL;
+    l->wake_pending = false;
+    pthread_mutex_unlock(&l->ready_lock);
+    while (list) {
+        struct grpc_call *call = list;
+        pthread_mutex_lock(&l->ready_lock);
+        list = call->ready_next;
+        call->in_ready = false;
+        bool dead = call->dead;
+        pthread_mutex_unlock(&l->ready_lock);
+        if (dead)
+            call_free(call);
+        else
+            grpc_call_resumed(call);
+    }
+}
+
+/* ---- output batching ------------------------------------------------------ */
+
+void grpc_loop_mark_dirty(struct grpc_conn *c)
+{
+    if (c->dirty)
+        return;
+    c->dirty = true;
+    c->dirty_next = c->loop->dirty;
+    c->loop->dirty = c;
+}
+
+static void flush_dirty(struct grpc_loop *l)
+{
+    while (l->dirty) {
+        struct grpc_conn *c = l->dirty;
+        l->dirty = c->dirty_next;
+        c->dirty = false;
+        if (!c->dead)
+            grpc_conn_flush(c);
+        if (c->dead)
+            grpc_conn_close(c);
+    }
+}
+
+void grpc_loop_deadline(struct grpc_loop *l, uint64_t deadline_us)
+{
+    if (!l->next_deadline_us || deadline_us < l->next_deadline_us)
+        l->next_deadline_us = deadline_us;
+}
+
+/* ---- accepting ---------------------------------------------------------- */
+
+static void accept_all(struct grpc_loop *l)
+{
+    struct grpc_transport *t = l->t;
+    for (int i = 0; i < 64; i++) {
+        int fd = accept4(t->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0)
+            return; /* EAGAIN, or another loop took it */
+        if (atomic_load(&t->quiescing)) {
+            close(fd);
+            continue;
+        }
+        if (atomic_fetch_add(&t->nconns, 1) >= t->srv->cfg.max_connections) {
+            atomic_fetch_sub(&t->nconns, 1);
+            close(fd); /* --max-connections, like the HTTP listener: refused at once */
+            continue;
+        }
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)); /* replies are small and latency-bound */
+        struct grpc_conn *c = grpc_conn_new(l, fd);
+        if (!c) {
+            atomic_fetch_sub(&t->nconns, 1);
+            close(fd);
+            continue;
+        }
+        c->next = l->conns;
+        if (l->conns)
+            l->conns->prev = c;
+        l->conns = c;
+        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
+        c->events = EPOLLIN;
+        if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+            c->dead = true;
+        grpc_loop_mark_dirty(c); /* the server's SETTINGS */
+    }
+}
+
+/* ---- time ----------------------------------------------------------------- */
+
+static void check_deadlines(struct grpc_loop *l, uint64_t now)
+{
+    l->next_deadline_us = 0;
+    for (struct grpc_conn *c = l->conns; c; c = c->next) {
+        for (struct grpc_call *call = c->calls, *next; call; call = next) {
+            next = call->next; /* the check may end the call */
+            grpc_call_check_deadline(call, now);
+        }
+    }
+}
+
+/* Once a second: idle connections, drain and stop. */
+static void tick(struct grpc_loop *l, uint64_t now)
+{
+    struct grpc_transport *t = l->t;
+    uint64_t idle_us = (uint64_t)t->srv->cfg.idle_timeout * 1000000u;
+    bool stopping = atomic_load(&t->stopping);
+    if (atomic_load(&t->quiescing) && !l->quiesced) {
+        l->quiesced = true;
+        epoll_ctl(l->epfd, EPOLL_CTL_DEL, t->lfd, NULL);
+        for (struct grpc_conn *c = l->conns; c; c = c->next)
+            grpc_conn_goaway_notice(c);
+    }
+    for (struct grpc_conn *c = l->conns; c; c = c->next) {
+        /* An idle connection (no call open) is closed like an idle
+         * HTTP/1.1 keep-alive: clients reconnect on their next call. */
+        if (stopping || (c->ncalls == 0 && now - c->last_active_us > idle_us))
+            grpc_conn_goaway_final(c);
+    }
+    l->next_tick_us = now + 1000000u;
+}
+
+static int wait_ms(const struct grpc_loop *l, uint64_t now)
+{
+    uint64_t until = l->next_tick_us;
+    if (l->next_deadline_us && l->next_deadline_us < until)
+        until = l->next_deadline_us;
+    return until <= now ? 0 : (int)((until - now + 999) / 1000);
+}
+
+static void *loop_main(void *arg)
+{
+    struct grpc_loop *l = arg;
+    struct epoll_event evs[64];
+    for (;;) {
+        uint64_t now = tiled_now_us();
+        if (atomic_load(&l->t->stopping) && !l->conns && l->parked == 0)
+            break;
+        int n = epoll_wait(l->epfd, evs, 64, wait_ms(l, now));
+        for (int i = 0; i < n; i++) {
+            void *tag = evs[i].data.ptr;
+            if (tag == &listener_tag)
+                accept_all(l);
+            else if (tag == &wake_tag)
+                take_ready(l);
+            else
+                grpc_conn_io(tag, evs[i].events);
+        }
+        now = tiled_now_us();
+        if (l->next_deadline_us && now >= l->next_deadline_us)
+            check_deadlines(l, now);
+        /* Drain and stop are announced by a wake-up: act on them at once. */
+        bool news = (atomic_load(&l->t->quiescing) && !l->quiesced) || atomic_load(&l->t->stopping);
+        if (news || now >= l->next_tick_us)
+            tick(l, now);
+        flush_dirty(l);
+    }
+    return NULL;
+}
+
+/* ---- lifecycle ------------------------------------------------------------ */
+
+static int listen_socket(struct grpc_transport *t, const struct tiled_config *cfg, struct tile_error *e)
+{
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)cfg->grpc_port)};
+    if (inet_pton(AF_INET, cfg->host, &addr.sin_addr) != 1)
+        return tile_error_set(e, TILE_EINVAL, "host '%s' is not an IPv4 address", cfg->host);
+    t->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (t->lfd < 0 || setsockopt(t->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+        bind(t->lfd, (struct sockaddr *)&addr, sizeof(addr)) < 0 || listen(t->lfd, 1024) < 0)
+        return tile_error_set(e, TILE_EIO, "cannot listen for gRPC on %s:%lld: %s", cfg->host,
+                              (long long)cfg->grpc_port, strerror(errno));
+    socklen_t len = sizeof(addr);
+    getsockname(t->lfd, (struct sockaddr *)&addr, &len);
+    t->port = ntohs(addr.sin_port);
+    return 0;
+}
+
+static int loop_init(struct grpc_loop *l, struct grpc_transport *t, struct tile_error *e)
+{
+    l->t = t;
+    l->epfd = epoll_create1(EPOLL_CLOEXEC);
+    l->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    pthread_mutex_init(&l->ready_lock, NULL);
+    l->next_tick_us = tiled_now_us() + 1000000u;
+    struct epoll_event lev = {.events = EPOLLIN | EPOLLEXCLUSIVE, .data.ptr = &listener_tag};
+    struct epoll_event wev = {.events = EPOLLIN, .data.ptr = &wake_tag};
+    if (l->epfd < 0 || l->evfd < 0 || epoll_ctl(l->epfd, EPOLL_CTL_ADD, t->lfd, &lev) < 0 ||
+        epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->evfd, &wev) < 0)
+        return tile_error_set(e, TILE_EIO, "cannot set up the gRPC event loop: %s", strerror(errno));
+    return 0;
+}
+
+static void loop_free(struct grpc_loop *l)
+{
+    while (l->free_calls) {
+        struct grpc_call *call = l->free_calls;
+        l->free_calls = call->next;
+        free(call);
+    }
+    if (l->epfd >= 0)
+        close(l->epfd);
+    if (l->evfd >= 0)
+        close(l->evfd);
+    pthread_mutex_destroy(&l->ready_lock);
+}
+
+static void wake_all(struct grpc_transport *t)
+{
+    for (int i = 0; i < t->nloops; i++) {
+        uint64_t one = 1;
+        ssize_t n = write(t->loops[i].evfd, &one, sizeof(one));
+        (void)n;
+    }
+}
+
+static void transport_free(struct grpc_transport *t, int started)
+{
+    for (int i = 0; i < t->nloops; i++) {
+        if (i < started)
+            pthread_join(t->loops[i].thread, NULL);
+        loop_free(&t->loops[i]);
+    }
+    free(t->loops);
+    if (t->lfd >= 0)
+        close(t->lfd);
+    grpc_tls_free(t->tls);
+    nghttp2_session_callbacks_del(t->callbacks);
+    free(t);
+}
+
+int tiled_grpc_start(struct tiled_server *srv, struct tile_error *e)
+{
+    if (srv->cfg.grpc_port < 0)
+        return 0;
+    struct grpc_transport *t = calloc(1, sizeof(*t));
+    if (!t)
+        return tile_error_set(e, TILE_ENOMEM, "cannot allocate the gRPC transport");
+    t->srv = srv;
+    t->lfd = -1;
+    t->nloops = (int)(srv->cfg.http_threads > 0 ? srv->cfg.http_threads : 1);
+    t->loops = calloc((size_t)t->nloops, sizeof(*t->loops));
+    for (int i = 0; t->loops && i < t->nloops; i++)
+        t->loops[i].epfd = t->loops[i].evfd = -1;
+    t->callbacks = grpc_conn_callbacks_new();
+    if (!t->loops || !t->callbacks) {
+        transport_free(t, 0);
+        return tile_error_set(e, TILE_ENOMEM, "cannot allocate the gRPC event loops");
+    }
+    if (srv->tls_cert_pem && !(t->tls = grpc_tls_new(srv->tls_cert_pem, srv->tls_key_pem, e))) {
+        transport_free(t, 0);
+        return -1;
+    }
+    if (listen_socket(t, &srv->cfg, e) < 0) {
+        transport_free(t, 0);
+        return -1;
+    }
+    int started = 0;
+    for (; started < t->nloops; started++) {
+        if (loop_init(&t->loops[started], t, e) < 0 ||
+            pthread_create(&t->loops[started].thread, NULL, loop_main, &t->loops[started]) != 0)
+            break;
+    }
+    if (started < t->nloops) {
+        if (!e->text[0])
+            tile_error_set(e, TILE_EIO, "cannot start the gRPC event-loop threads");
+        atomic_store(&t->stopping, true);
+        wake_all(t);
+        transport_free(t, started);
+        return -1;
+    }
+    srv->grpc = t;
+    srv->grpc_port = t->port;
+    return 0;
+}
+
+void tiled_grpc_quiesce(struct tiled_server *srv)
+{
+    struct grpc_transport *t = srv->grpc;
+    if (!t)
+        return;
+    /* New connections fail at once; the loops announce the shutdown on
+     * the open ones (GOAWAY) at their next turn. */
+    atomic_store(&t->quiescing, true);
+    shutdown(t->lfd, SHUT_RDWR);
+    wake_all(t);
+}
+
+void tiled_grpc_stop(struct tiled_server *srv)
+{
+    struct grpc_transport *t = srv->grpc;
+    if (!t)
+        return;
+    atomic_store(&t->quiescing, true);
+    atomic_store(&t->stopping, true);
+    wake_all(t);
+    transport_free(t, t->nloops);
+    srv->grpc = NULL;
+}

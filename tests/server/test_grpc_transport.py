@@ -1,0 +1,582 @@
+"""The gRPC transport (server/grpc/): HTTP/2 and gRPC's framing rules, seen
+from grpcio (raw bytes in and out, no generated stubs) and from a hand-driven
+HTTP/2 client for what grpcio never sends (DATA split anywhere, a wrong
+content-type, the compressed flag, two messages, RST_STREAM, GOAWAY).
+
+Run from tests/server with the venv's Python (grpcio, hpack):
+    TILED_BIN=../../build/tiled ../../build/venv/bin/python -m unittest test_grpc_transport
+"""
+import json
+import os
+import signal
+import socket
+import ssl
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+import grpc
+import hpack
+
+sys.path.insert(0, os.path.dirname(__file__))
+from test_http import BIN, Daemon  # noqa: E402
+
+SERVICE = "/inference.GRPCInferenceService/"
+LIVE = SERVICE + "ServerLive"
+LIVE_REPLY = b"\x08\x01"  # ServerLiveResponse{live: true}
+SHUTTING_DOWN = "GRPC server is shutting down and has stopped accepting new requests."
+
+
+def message(payload, flag=0):
+    """A gRPC Length-Prefixed-Message."""
+    return bytes([flag]) + struct.pack(">I", len(payload)) + payload
+
+
+def unknown_field(n):
+    """A valid protobuf message of n-ish bytes that every decoder skips
+    (field 15, length-delimited), so any RPC takes it as empty."""
+    size, varint = n, b""
+    while True:
+        b = size & 0x7F
+        size >>= 7
+        varint += bytes([b | (0x80 if size else 0)])
+        if not size:
+            return b"\x7a" + varint + b"x" * n
+
+
+def raw_method(channel, path):
+    """A unary call on `path` with bytes in and out."""
+    return channel.unary_unary(path, request_serializer=None, response_deserializer=None)
+
+
+def daemon_args(*extra):
+    return ("--grpc-port", "0", *extra)
+
+
+# ---- a hand-driven HTTP/2 client ----------------------------------------------
+
+DATA, HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY, WINDOW_UPDATE, CONTINUATION = 0, 1, 3, 4, 6, 7, 8, 9
+END_STREAM, END_HEADERS, ACK = 0x1, 0x4, 0x1
+CANCEL = 8
+
+
+class Stream:
+    def __init__(self):
+        self.headers, self.trailers, self.data = None, None, b""
+        self.frames = []  # the kinds of frame received, in order
+        self.ended, self.reset = False, None
+
+    def header(self, name):
+        return dict(self.headers or ()).get(name)
+
+    def status(self):
+        """grpc-status and grpc-message, from the trailers or a Trailers-Only HEADERS."""
+        block = dict(self.trailers or self.headers or ())
+        return (int(block["grpc-status"]) if "grpc-status" in block else None), block.get("grpc-message")
+
+
+class H2Client:
+    """Frames written and read by hand; HPACK through the hpack package."""
+
+    def __init__(self, port, tls_context=None, host="127.0.0.1"):
+        sock = socket.create_connection((host, port), timeout=10)
+        self.sock = tls_context.wrap_socket(sock, server_hostname="localhost") if tls_context else sock
+        self.enc, self.dec = hpack.Encoder(), hpack.Decoder()
+        self.buf, self.streams, self.goaways, self.next_id = b"", {}, [], 1
+        self.closed = False
+        self.sock.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        self.frame(SETTINGS, 0, 0, b"")
+
+    def frame(self, kind, flags, sid, payload):
+        self.sock.sendall(struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + struct.pack(">I", sid) +
+                          payload)
+
+    def start(self, path=LIVE, content_type="application/grpc", metadata=(), method="POST", end=False):
+        """Opens a stream with a request head; returns its id."""
+        sid = self.next_id
+        self.next_id += 2
+        fields = [(":method", method), (":scheme", "http"), (":path", path), (":authority", "localhost"),
+                  ("te", "trailers")]
+        if content_type:
+            fields.append(("content-type", content_type))
+        self.streams[sid] = Stream()
+        self.frame(HEADERS, END_HEADERS | (END_STREAM if end else 0), sid, self.enc.encode(fields + list(metadata)))
+        return sid
+
+    def send(self, sid, data, end=False, piece=None):
+        """DATA frames of `piece` bytes (all of it in one by default)."""
+        piece = piece or max(len(data), 1)
+        chunks = [data[i:i + piece] for i in range(0, len(data), piece)] or [b""]
+        for i, chunk in enumerate(chunks):
+            self.frame(DATA, END_STREAM if end and i == len(chunks) - 1 else 0, sid, chunk)
+
+    def call(self, path=LIVE, body=message(b""), piece=None, **kw):
+        sid = self.start(path, **kw)
+        self.send(sid, body, end=True, piece=piece)
+        return self.wait(sid)
+
+    def cancel(self, sid):
+        self.frame(RST_STREAM, 0, sid, struct.pack(">I", CANCEL))
+
+    def wait(self, sid, timeout=10):
+        self.pump(lambda: self.streams[sid].ended or self.streams[sid].reset is not None, timeout)
+        return self.streams[sid]
+
+    def pump(self, done, timeout=10):
+        """Reads frames until done() or the connection closes; False on a timeout."""
+        deadline = time.monotonic() + timeout
+        while not done():
+            if self.closed:
+                return False
+            while len(self.buf) >= 9 and len(self.buf) >= 9 + int.from_bytes(self.buf[:3], "big"):
+                n = int.from_bytes(self.buf[:3], "big")
+                kind, flags, sid = self.buf[3], self.buf[4], int.from_bytes(self.buf[5:9], "big") & 0x7FFFFFFF
+                payload, self.buf = self.buf[9:9 + n], self.buf[9 + n:]
+                self.on_frame(kind, flags, sid, payload)
+                if done():
+                    return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            self.sock.settimeout(left)
+            try:
+                chunk = self.sock.recv(65536)
+            except (socket.timeout, TimeoutError):
+                return False
+            except (ConnectionResetError, ssl.SSLError):
+                chunk = b""
+            if not chunk:
+                self.closed = True
+            self.buf += chunk
+        return True
+
+    def on_frame(self, kind, flags, sid, payload):
+        s = self.streams.get(sid)
+        if s:
+            s.frames.append(kind)
+        if kind == SETTINGS and not flags & ACK:
+            self.frame(SETTINGS, ACK, 0, b"")
+        elif kind == PING and not flags & ACK:
+            self.frame(PING, ACK, 0, payload)
+        elif kind == GOAWAY:
+            self.goaways.append((int.from_bytes(payload[:4], "big") & 0x7FFFFFFF, int.from_bytes(payload[4:8], "big")))
+        elif kind == HEADERS and s:
+            block = self.dec.decode(payload)
+            if s.headers is None:
+                s.headers = block
+            else:
+                s.trailers = block
+        elif kind == DATA and s:
+            s.data += payload
+            if payload:  # keep the windows open
+                self.frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", len(payload)))
+                self.frame(WINDOW_UPDATE, 0, sid, struct.pack(">I", len(payload)))
+        elif kind == RST_STREAM and s:
+            s.reset = int.from_bytes(payload, "big")
+        if s and flags & END_STREAM and kind in (DATA, HEADERS):
+            s.ended = True
+
+    def close(self):
+        self.sock.close()
+
+
+def access_lines(d, request_id):
+    return [json.loads(line) for line in d.log_lines()
+            if line.startswith("{") and f'"request_id":"{request_id}"' in line and '"event":"access"' in line]
+
+
+def wait_for(cond, timeout=10):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.02)
+    return cond()
+
+
+class GrpcCase(unittest.TestCase):
+    daemon_args = daemon_args()
+
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon(*cls.daemon_args)
+        cls.target = f"127.0.0.1:{cls.d.grpc_port}"
+        cls.channel = grpc.insecure_channel(cls.target)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.channel.close()
+        assert cls.d.stop() == 0, "daemon exit status"
+
+    def h2(self):
+        c = H2Client(self.d.grpc_port)
+        self.addCleanup(c.close)
+        return c
+
+
+class Unary(GrpcCase):
+    def test_server_live_with_timing_in_trailers(self):
+        reply, call = raw_method(self.channel, LIVE).with_call(b"", timeout=10)
+        self.assertEqual(reply, LIVE_REPLY)
+        trailing = dict(call.trailing_metadata())
+        self.assertRegex(trailing["server-timing"], r"total;dur=[0-9.]+")
+        self.assertTrue(dict(call.initial_metadata())["x-request-id"])
+
+    def test_request_id_metadata_is_kept_and_logged(self):
+        _, call = raw_method(self.channel, LIVE).with_call(b"", metadata=(("x-request-id", "grpc-rid-1"),),
+                                                           timeout=10)
+        self.assertEqual(dict(call.initial_metadata())["x-request-id"], "grpc-rid-1")
+        self.assertTrue(wait_for(lambda: access_lines(self.d, "grpc-rid-1")))
+        line = access_lines(self.d, "grpc-rid-1")[0]
+        self.assertEqual((line["status"], line["path"], line["method"]), (200, LIVE, "POST"))
+
+    def test_unknown_method_is_unimplemented(self):
+        with self.assertRaises(grpc.RpcError) as cm:
+            raw_method(self.channel, "/no.Such/Method")(b"", timeout=10)
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.UNIMPLEMENTED)
+        self.assertEqual(cm.exception.details(), "unknown method /no.Such/Method")
+        self.assertIn("server-timing", dict(cm.exception.trailing_metadata()))
+
+    def test_error_is_trailers_only_with_percent_encoded_message(self):
+        s = self.h2().call(path="/no.Such/100%")
+        self.assertEqual(s.frames, [HEADERS], "one HEADERS frame ends the stream")
+        self.assertTrue(s.ended)
+        self.assertEqual(s.header(":status"), "200")
+        self.assertEqual(s.header("content-type"), "application/grpc")
+        code, msg = s.status()
+        self.assertEqual(code, 12)
+        self.assertEqual(msg, "unknown method /no.Such/100%25")
+        self.assertIn("total;dur=", s.header("server-timing"))
+
+    def test_ok_reply_is_headers_data_trailers(self):
+        s = self.h2().call()
+        self.assertEqual(s.frames[0], HEADERS)
+        self.assertEqual(s.frames[-1], HEADERS)
+        self.assertEqual(set(s.frames[1:-1]), {DATA})
+        self.assertEqual(s.data, message(LIVE_REPLY))
+        self.assertEqual(s.status(), (0, None))
+        self.assertIn("total;dur=", dict(s.trailers)["server-timing"])
+
+    def test_message_split_across_data_frames(self):
+        body = message(unknown_field(3000))
+        c = self.h2()
+        for piece in (1, 2, 3, 4, 5, 6, 7, 1000):
+            s = c.call(body=body, piece=piece)
+            self.assertEqual((s.status(), s.data), ((0, None), message(LIVE_REPLY)), f"DATA frames of {piece} bytes")
+
+    def test_prefix_and_end_stream_in_separate_frames(self):
+        c = self.h2()
+        sid = c.start()
+        c.send(sid, b"\x00\x00")
+        c.send(sid, b"\x00\x00\x00")
+        c.send(sid, b"", end=True)
+        s = c.wait(sid)
+        self.assertEqual(s.status(), (0, None))
+
+    def test_many_streams_interleaved_on_one_connection(self):
+        c = self.h2()
+        body = message(unknown_field(200))
+        sids = [c.start() for _ in range(20)]
+        for i in range(len(body)):  # byte i of every stream, in turn
+            for sid in sids:
+                c.send(sid, body[i:i + 1], end=i == len(body) - 1)
+        for sid in sids:
+            s = c.wait(sid)
+            self.assertEqual((s.status(), s.data), ((0, None), message(LIVE_REPLY)))
+
+    def test_non_grpc_content_type_is_415(self):
+        c = self.h2()
+        for ct in ("application/json", "application/grpc-web", None):
+            s = c.call(content_type=ct)
+            self.assertEqual(s.header(":status"), "415", ct)
+            self.assertIsNone(s.header("grpc-status"), "an HTTP refusal, not a gRPC status")
+        self.assertEqual(c.call(content_type="application/grpc+proto").status(), (0, None))
+
+    def test_method_other_than_post_is_405(self):
+        s = self.h2().call(method="PUT")
+        self.assertEqual((s.header(":status"), s.header("allow")), ("405", "POST"))
+
+    def test_compression_is_unimplemented(self):
+        with self.assertRaises(grpc.RpcError) as cm:
+            raw_method(self.channel, LIVE)(b"", compression=grpc.Compression.Gzip, timeout=10)
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.UNIMPLEMENTED)
+        self.assertIn("grpc-encoding 'gzip' is not supported", cm.exception.details())
+        s = self.h2().call(metadata=[("grpc-encoding", "deflate")])
+        self.assertEqual(s.status()[0], 12)
+        self.assertEqual(s.header("grpc-accept-encoding"), "identity")
+
+    def test_compressed_flag_without_encoding_is_internal(self):
+        code, msg = self.h2().call(body=message(b"\x08\x01", flag=1)).status()
+        self.assertEqual(code, 13)
+        self.assertIn("compressed", msg)
+
+    def test_two_messages_in_a_unary_call(self):
+        code, msg = self.h2().call(body=message(b"") + message(b"")).status()
+        self.assertEqual(code, 13)
+        self.assertIn("one request message", msg)
+
+    def test_no_message_or_a_cut_one(self):
+        self.assertIn("none came", self.h2().call(body=b"").status()[1])
+        self.assertIn("inside a gRPC message", self.h2().call(body=message(b"abc")[:6]).status()[1])
+
+    def test_invalid_grpc_timeout(self):
+        code, msg = self.h2().call(metadata=[("grpc-timeout", "12x")]).status()
+        self.assertEqual(code, 13)
+        self.assertIn("grpc-timeout '12x'", msg)
+
+    def test_hundred_concurrent_calls_on_one_channel(self):
+        channel = grpc.insecure_channel(self.target)
+        self.addCleanup(channel.close)
+        live = raw_method(channel, LIVE)
+        body = unknown_field(50000)
+        futures = [live.future(body, timeout=30) for _ in range(100)]
+        self.assertEqual([f.result() for f in futures], [LIVE_REPLY] * 100)
+
+    def test_client_gone_mid_response_does_not_disturb_others(self):
+        results, errors = [], []
+
+        def steady():
+            live = raw_method(self.channel, LIVE)
+            for _ in range(200):
+                try:
+                    results.append(live(b"", timeout=10))
+                except grpc.RpcError as e:
+                    errors.append(e)
+
+        t = threading.Thread(target=steady)
+        t.start()
+        for _ in range(10):  # many calls, none of whose replies is read, then the socket closes
+            c = H2Client(self.d.grpc_port)
+            c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            for _ in range(100):
+                c.send(c.start(), message(unknown_field(1000)), end=True)
+            c.close()
+        t.join()
+        self.assertEqual(errors, [])
+        self.assertEqual(results, [LIVE_REPLY] * 200)
+        self.assertEqual(raw_method(self.channel, LIVE)(b"", timeout=10), LIVE_REPLY)
+
+    def test_cancel_mid_request_ends_it_as_499(self):
+        c = self.h2()
+        sid = c.start(metadata=[("x-request-id", "grpc-cancel-1")])
+        c.send(sid, message(unknown_field(5000))[:2000])
+        c.cancel(sid)
+        self.assertTrue(wait_for(lambda: access_lines(self.d, "grpc-cancel-1")))
+        self.assertEqual(access_lines(self.d, "grpc-cancel-1")[0]["status"], 499)
+        self.assertEqual(c.call().status(), (0, None), "the connection goes on")
+
+    def test_deadline_passes_while_the_request_is_incomplete(self):
+        c = self.h2()
+        sid = c.start(metadata=[("grpc-timeout", "200m"), ("x-request-id", "grpc-deadline-1")])
+        c.send(sid, message(unknown_field(100))[:50])
+        t0 = time.monotonic()
+        s = c.wait(sid)
+        self.assertLess(time.monotonic() - t0, 5)
+        code, msg = s.status()
+        self.assertEqual(code, 4)
+        self.assertIn("grpc-timeout of 200m", msg)
+        self.assertTrue(wait_for(lambda: access_lines(self.d, "grpc-deadline-1")))
+        self.assertEqual(access_lines(self.d, "grpc-deadline-1")[0]["status"], 499)
+
+    def test_deadline_met(self):
+        reply = raw_method(self.channel, LIVE)(b"", timeout=5)
+        self.assertEqual(reply, LIVE_REPLY)
+        self.assertEqual(self.h2().call(metadata=[("grpc-timeout", "5S")]).status(), (0, None))
+
+    def test_ping_is_answered(self):
+        c = self.h2()
+        c.frame(PING, 0, 0, b"12345678")
+        acks = []
+        orig = c.on_frame
+
+        def spy(kind, flags, sid, payload):
+            if kind == PING and flags & ACK:
+                acks.append(payload)
+            orig(kind, flags, sid, payload)
+
+        c.on_frame = spy
+        self.assertTrue(c.pump(lambda: acks, 5))
+        self.assertEqual(acks, [b"12345678"])
+
+
+class Limits(GrpcCase):
+    daemon_args = daemon_args("--max-grpc-message", "1000", "--max-body", "500", "--max-connections", "3")
+
+    def test_message_above_max_grpc_message(self):
+        with self.assertRaises(grpc.RpcError) as cm:
+            raw_method(self.channel, LIVE)(unknown_field(2000), timeout=10)
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
+        self.assertIn(f"{len(unknown_field(2000))} bytes", cm.exception.details())
+        self.assertIn("limit of 1000 bytes", cm.exception.details())
+
+    def test_refused_from_the_prefix_alone(self):
+        c = self.h2()
+        sid = c.start()
+        c.send(sid, b"\x00\x7f\xff\xff\xff")  # 2 GiB announced, none sent: refused before any allocation
+        code, msg = c.wait(sid).status()
+        self.assertEqual(code, 8)
+        self.assertIn("2147483647 bytes", msg)
+
+    def test_message_above_max_body(self):
+        with self.assertRaises(grpc.RpcError) as cm:
+            raw_method(self.channel, LIVE)(unknown_field(800), timeout=10)
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
+        self.assertIn("max-body limit of 500 bytes", cm.exception.details())
+
+    def test_max_connections(self):
+        self.assertEqual(raw_method(self.channel, LIVE)(b"", timeout=10), LIVE_REPLY)  # the channel's connection
+        held = [self.h2(), self.h2()]
+        for c in held:
+            self.assertEqual(c.call().status(), (0, None))
+        try:
+            extra = self.h2()
+            extra.pump(lambda: False, 5)
+            self.assertTrue(extra.closed, "the connection above the limit is closed")
+        except OSError:
+            pass  # closed before the preface was written
+        for c in held:
+            c.close()
+        self.assertTrue(wait_for(lambda: self.h2().call().status() == (0, None)), "room again")
+
+
+class IdleTimeout(GrpcCase):
+    daemon_args = daemon_args("--idle-timeout", "1")
+
+    def test_idle_connection_gets_goaway_and_is_closed(self):
+        c = self.h2()
+        self.assertEqual(c.call().status(), (0, None))
+        c.pump(lambda: False, 4)
+        self.assertTrue(c.closed)
+        self.assertEqual(c.goaways, [(1, 0)], "GOAWAY naming the last stream, NO_ERROR")
+        self.assertEqual(raw_method(self.channel, LIVE)(b"", timeout=10), LIVE_REPLY, "clients reconnect")
+
+
+class ApiKeys(GrpcCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.keyfile = tempfile.NamedTemporaryFile("w", suffix=".keys", delete=False)
+        cls.keyfile.write("grpc-secret-key\n")
+        cls.keyfile.close()
+        cls.daemon_args = daemon_args("--api-key-file", cls.keyfile.name)
+        super().setUpClass()
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        os.unlink(cls.keyfile.name)
+
+    def test_health_is_open(self):
+        self.assertEqual(raw_method(self.channel, LIVE)(b"", timeout=10), LIVE_REPLY)
+
+    def test_other_rpcs_need_the_key_in_authorization_metadata(self):
+        metadata_rpc = raw_method(self.channel, SERVICE + "ServerMetadata")
+        for md in ((), (("authorization", "Bearer wrong"),)):
+            with self.assertRaises(grpc.RpcError) as cm:
+                metadata_rpc(b"", metadata=md, timeout=10)
+            self.assertEqual(cm.exception.code(), grpc.StatusCode.UNAUTHENTICATED)
+            self.assertIn("API key", cm.exception.details())
+        try:
+            metadata_rpc(b"", metadata=(("authorization", "Bearer grpc-secret-key"),), timeout=10)
+        except grpc.RpcError as e:  # the key passed; whatever the RPC answers, it is not about the key
+            self.assertNotEqual(e.code(), grpc.StatusCode.UNAUTHENTICATED)
+
+
+class Tls(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.TemporaryDirectory()
+        cls.cert, cls.key = os.path.join(cls.dir.name, "cert.pem"), os.path.join(cls.dir.name, "key.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
+                        "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", cls.key,
+                        "-out", cls.cert], check=True, capture_output=True)
+        cls.d = Daemon(*daemon_args("--tls-cert", cls.cert, "--tls-key", cls.key), scheme="https")
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.d.stop() == 0, "daemon exit status"
+        cls.dir.cleanup()
+
+    def test_grpcio_over_tls(self):
+        with open(self.cert, "rb") as f:
+            creds = grpc.ssl_channel_credentials(root_certificates=f.read())
+        with grpc.secure_channel(f"localhost:{self.d.grpc_port}", creds) as channel:
+            reply, call = raw_method(channel, LIVE).with_call(b"", timeout=10)
+            self.assertEqual(reply, LIVE_REPLY)
+            self.assertIn("server-timing", dict(call.trailing_metadata()))
+
+    def test_alpn_selects_h2(self):
+        ctx = ssl.create_default_context(cafile=self.cert)
+        ctx.set_alpn_protocols(["h2"])
+        c = H2Client(self.d.grpc_port, tls_context=ctx)
+        self.addCleanup(c.close)
+        self.assertEqual(c.sock.selected_alpn_protocol(), "h2")
+        s = c.call(body=message(unknown_field(100000)), piece=7000)
+        self.assertEqual((s.status(), s.data), ((0, None), message(LIVE_REPLY)))
+
+    def test_plain_client_on_the_tls_port_fails_cleanly(self):
+        with grpc.insecure_channel(f"127.0.0.1:{self.d.grpc_port}") as channel:
+            with self.assertRaises(grpc.RpcError) as cm:
+                raw_method(channel, LIVE)(b"", timeout=3)
+            self.assertEqual(cm.exception.code(), grpc.StatusCode.UNAVAILABLE)
+
+
+class Lifecycle(unittest.TestCase):
+    def test_grpc_line_and_port_zero(self):
+        d = Daemon(*daemon_args())
+        try:
+            self.assertNotEqual(d.grpc_port, 0)
+            self.assertNotEqual(d.grpc_port, d.port)
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+    def test_no_grpc_listener_by_default(self):
+        d = Daemon()
+        try:
+            self.assertIsNone(d.grpc_port)
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+    def test_port_in_use_is_a_clear_error(self):
+        d = Daemon(*daemon_args())
+        try:
+            p = subprocess.run([BIN, "serve", "--port", "0", "--grpc-port", str(d.grpc_port)], capture_output=True,
+                               text=True, timeout=30)
+            self.assertEqual(p.returncode, 1)
+            self.assertIn(f"cannot listen for gRPC on 127.0.0.1:{d.grpc_port}", p.stderr)
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+    def test_drain(self):
+        d = Daemon(*daemon_args("--drain-timeout", "20"))
+        c = H2Client(d.grpc_port)
+        try:
+            inflight = c.start(metadata=[("x-request-id", "grpc-drain-inflight")])
+            body = message(unknown_field(1000))
+            c.send(inflight, body[:100])
+            self.assertEqual(c.call().status(), (0, None))
+            d.proc.send_signal(signal.SIGTERM)
+            self.assertTrue(c.pump(lambda: c.goaways, 10), "GOAWAY on drain")
+            self.assertEqual(c.goaways[0], (2**31 - 1, 0), "the shutdown notice: streams still accepted")
+            code, msg = c.call().status()
+            self.assertEqual((code, msg), (14, SHUTTING_DOWN))
+            try:  # no new connections: refused, or closed unanswered
+                late = H2Client(d.grpc_port)
+                self.assertIsNone(late.call().status()[0])
+                late.close()
+            except OSError:
+                pass
+            c.send(inflight, body[100:], end=True)
+            self.assertEqual(c.wait(inflight).status(), (0, None), "the call in flight finishes")
+            self.assertEqual(d.proc.wait(20), 0)
+            self.assertEqual(access_lines(d, "grpc-drain-inflight")[0]["status"], 200)
+        finally:
+            c.close()
+            d.stop()
+
+
+if __name__ == "__main__":
+    unittest.main()
