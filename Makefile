@@ -231,12 +231,16 @@ bench:
 	$(BENCH_BIN)
 	TILED_BIN=$(BUILD)/tiled sh bench/bench_http.sh
 	TILED_BIN=$(BUILD)/tiled sh bench/perf_analyzer.sh
+	TILED_BIN=$(BUILD)/tiled sh bench/perf_analyzer.sh 1000 grpc
+	python3 bench/bench_grpc.py $(BUILD)/tiled
 	@$(MAKE) --no-print-directory $(BUILD)/bench/bench_shm_kernel
 	python3 bench/bench_shm.py $(BUILD)/tiled $(BUILD)/bench/bench_shm_kernel 9 --report
 
-# Triton's perf_analyzer, binary in/out, concurrency 1-8 (downloads it once).
+# Triton's perf_analyzer, binary in/out, concurrency 1-8, over HTTP and gRPC
+# (downloads it once).
 bench-perf-analyzer: $(BUILD)/tiled
 	TILED_BIN=$(BUILD)/tiled sh bench/perf_analyzer.sh
+	TILED_BIN=$(BUILD)/tiled sh bench/perf_analyzer.sh 1000 grpc
 
 clean:
 	rm -rf build build-address build-thread build-clang

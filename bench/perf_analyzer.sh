@@ -1,7 +1,8 @@
 #!/bin/sh
-# perf_analyzer.sh [WINDOW_MS] - Triton's perf_analyzer (unmodified, through
-# scripts/perf_analyzer.sh) against the daemon over HTTP: binary tensor data
-# in and out, concurrency 1 to 8, WINDOW_MS windows per level (default 1000).
+# perf_analyzer.sh [WINDOW_MS] [http|grpc] - Triton's perf_analyzer
+# (unmodified, through scripts/perf_analyzer.sh) against the daemon over HTTP
+# (binary tensor data in and out) or gRPC (raw contents), concurrency 1 to 8,
+# WINDOW_MS windows per level (default 1000).
 #
 #   1. rank 1: input FP32 [1024], repeats [4]        (the metadata's own rank:
 #      only --input-data is needed)
@@ -11,9 +12,10 @@
 # (which perf_analyzer reads) do not count the requests it sent. Prints
 # infer/s and client latency percentiles per concurrency.
 #
-# Reproduce: make bench-perf-analyzer   (or: sh bench/perf_analyzer.sh [window-ms])
+# Reproduce: make bench-perf-analyzer   (or: sh bench/perf_analyzer.sh [window-ms] [http|grpc])
 set -eu
 WINDOW_MS=${1:-1000}
+PROTOCOL=${2:-http}
 TILED=${TILED_BIN:-build/tiled}
 PA="sh scripts/perf_analyzer.sh"
 WORK=$(mktemp -d /tmp/tiled-pa.XXXXXX)
@@ -25,10 +27,10 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 $PA --version >/dev/null 2>&1 # fetches perf_analyzer and its libraries once
-"$TILED" serve --port 0 --log-level warn > "$WORK/tiled.out" 2> "$WORK/tiled.err" &
+"$TILED" serve --port 0 --grpc-port 0 --log-level warn > "$WORK/tiled.out" 2> "$WORK/tiled.err" &
 TPID=$!
 tries=0
-until grep -q listening "$WORK/tiled.out" 2>/dev/null; do
+until grep -q "listening on grpc" "$WORK/tiled.out" 2>/dev/null; do
   tries=$((tries + 1))
   if [ "$tries" -gt 200 ] || ! kill -0 "$TPID" 2>/dev/null; then
     cat "$WORK/tiled.err" >&2
@@ -37,7 +39,7 @@ until grep -q listening "$WORK/tiled.out" 2>/dev/null; do
   fi
   sleep 0.05
 done
-URL=$(sed -n 's|^listening on http://||p' "$WORK/tiled.out")
+URL=$(sed -n "s|^listening on $PROTOCOL://||p" "$WORK/tiled.out")
 
 python3 - "$WORK" <<'PY'
 import json, sys
@@ -62,7 +64,7 @@ run() { # name, extra perf_analyzer flags
     # One process per level: perf_analyzer keeps every response of a run in
     # memory. Windows of WINDOW_MS until three agree within 10x (-s 1000):
     # the machine is shared, stability is not what is tested here.
-    if ! $PA -m tile -x 13 -u "$URL" -i http --input-data "$WORK/$name.json" "$@" --concurrency-range "$c" \
+    if ! $PA -m tile -x 13 -u "$URL" -i "$PROTOCOL" --input-data "$WORK/$name.json" "$@" --concurrency-range "$c" \
         --measurement-interval "$WINDOW_MS" -s 1000 -r 10 -f "$WORK/$name-$c.csv" > "$WORK/$name-$c.log" 2>&1 ||
         grep -qi "error" "$WORK/$name-$c.log"; then
       cat "$WORK/$name-$c.log" >&2
@@ -90,7 +92,7 @@ for c in range(1, 9):
 PY
 }
 
-echo "perf_analyzer 2.60.0 -> tiled at $URL, binary in/out, $WINDOW_MS ms windows"
+echo "perf_analyzer 2.60.0 -> tiled at $PROTOCOL://$URL, binary in/out, $WINDOW_MS ms windows"
 run rank1
 run rank2 --shape input:32,32
-echo "reproduce: make bench-perf-analyzer  (sh bench/perf_analyzer.sh $WINDOW_MS)"
+echo "reproduce: make bench-perf-analyzer  (sh bench/perf_analyzer.sh $WINDOW_MS $PROTOCOL)"

@@ -7,8 +7,8 @@
 #      ENTRYPOINT tiled, size;
 #   2. a container from the image with its own entrypoint, under the
 #      restrictions of deploy/k8s (read-only root filesystem, every
-#      capability dropped, no-new-privileges), its port 8080 published on
-#      loopback: readiness and a tile request from the host, the image's
+#      capability dropped, no-new-privileges), its ports 8080 and 8081 published
+#      on loopback: readiness, a tile request and gRPC ServerLive from the host, the image's
 #      HEALTHCHECK, uid 10001, no compiler or headers in the image, every
 #      shared library resolved, the deploy/k8s preStop command present;
 #   3. the engine's stop (the image's STOPSIGNAL, SIGTERM) drains and the
@@ -135,13 +135,14 @@ done < "$tmp/config.out"
 
 # --- 2. run -------------------------------------------------------------------
 port=$(free_port)
+gport=$(free_port)
 body='{"input": {"dtype": "float32", "shape": [2,2], "data": [1,2,3,4]}, "repeats": [1,2]}'
 want='"data":[1.0,2.0,1.0,2.0,3.0,4.0,3.0,4.0]'
 started=0
 if [ "${TILED_IMAGE_TEST_RUN:-}" != buildah ]; then
   ctr=tiled-image-test-$$
   # shellcheck disable=SC2086
-  if $E run -d --name "$ctr" -p "127.0.0.1:$port:8080" $RUNOPTS \
+  if $E run -d --name "$ctr" -p "127.0.0.1:$port:8080" -p "127.0.0.1:$gport:8081" $RUNOPTS \
        --read-only --cap-drop ALL --security-opt no-new-privileges \
        "$IMAGE" > "$tmp/run.log" 2>&1; then
     started=1
@@ -161,7 +162,7 @@ if [ "$started" = 0 ]; then
   if [ -n "$ctr" ]; then
     entry=$($E inspect --type container --format '{{range .OCIv1.Config.Entrypoint}}{{.}} {{end}}{{range .OCIv1.Config.Cmd}}{{.}} {{end}}' "$ctr")
     # shellcheck disable=SC2086
-    $E run --isolation chroot --network host -e "TILED_PORT=$port" "$ctr" -- $entry \
+    $E run --isolation chroot --network host -e "TILED_PORT=$port" -e "TILED_GRPC_PORT=$gport" "$ctr" -- $entry \
       > "$tmp/serve.log" 2>&1 &
     bpid=$!
     started=1
@@ -186,6 +187,11 @@ check "GET /v2/health/live" curl -fsS -m 5 "http://127.0.0.1:$port/v2/health/liv
 got=$(curl -sS -m 10 "http://127.0.0.1:$port/v1/tile" -H 'Content-Type: application/json' -d "$body" 2>&1)
 case "$got" in *"$want"*) ok "POST /v1/tile answers the tiled tensor" ;; *) bad "POST /v1/tile: $got" ;; esac
 check "GET /metrics counts requests" sh -c "curl -fsS -m 5 http://127.0.0.1:$port/metrics | grep -q '^tiled_requests_total'"
+# gRPC ServerLive over h2c (curl with nghttp2): the answer is {live: true}.
+live=$(printf '\000\000\000\000\000' | curl -sS -m 5 --http2-prior-knowledge -H 'content-type: application/grpc' \
+  -H 'te: trailers' --data-binary @- "http://127.0.0.1:$gport/inference.GRPCInferenceService/ServerLive" |
+  od -An -v -tx1 | tr -d ' \n')
+[ "$live" = 00000000020801 ] && ok "gRPC ServerLive from the host (published 8081)" || bad "gRPC ServerLive: '$live'"
 
 if [ "$engine" = buildah ]; then
   in_ctr() { $E run --isolation chroot --network host "$ctr" -- "$@"; }

@@ -100,9 +100,11 @@ if ! command -v strace >/dev/null 2>&1; then
   echo "systemd: $pass passed, $fail failed"
   [ "$fail" -eq 0 ]; exit
 fi
-port=$($PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+free_port() { $PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+port=$(free_port)
+gport=$(free_port)
 strace -f -qq -o "$tmp/trace" -e trace=all -e signal=none \
-  env -i TILED_HOST=127.0.0.1 TILED_PORT="$port" TILED_LOG_LEVEL=warn "$bin" serve > "$tmp/serve.log" 2>&1 &
+  env -i TILED_HOST=127.0.0.1 TILED_PORT="$port" TILED_GRPC_PORT="$gport" TILED_LOG_LEVEL=warn "$bin" serve > "$tmp/serve.log" 2>&1 &
 spid=$!
 i=0
 until "$bin" probe "http://127.0.0.1:$port/v2/health/ready" >/dev/null 2>&1; do
@@ -121,6 +123,32 @@ url=http://127.0.0.1:$port
   curl -s "$url/v1/tile" -H 'Content-Type: application/json' -d '{"input": '
   curl -s "$url/v2/models/tile"; curl -s "$url/v2/health/live"; curl -s "$url/metrics"; curl -s "$url/openapi.json"
 } > "$tmp/answers" 2>&1
+# gRPC over h2c (curl with nghttp2): ServerLive, and a ModelInfer whose 16 MiB
+# output is tiled on a worker and streamed (uint8 [1024] x [16384]).
+$PY - "$tmp/infer.grpc" <<'PY'
+import struct, sys
+def varint(n):
+    out = b""
+    while n > 0x7F:
+        out, n = out + bytes([n & 0x7F | 0x80]), n >> 7
+    return out + bytes([n])
+def ld(number, payload):  # a length-delimited protobuf field
+    return bytes([number << 3 | 2]) + varint(len(payload)) + payload
+def tensor(name, dtype, dim):
+    return ld(1, name) + ld(2, dtype) + ld(3, varint(dim))
+msg = (ld(1, b"tile") + ld(5, tensor(b"input", b"UINT8", 1024)) + ld(5, tensor(b"repeats", b"INT64", 1))
+       + ld(7, bytes(range(256)) * 4) + ld(7, struct.pack("<q", 16384)))
+open(sys.argv[1], "wb").write(b"\0" + struct.pack(">I", len(msg)) + msg)
+PY
+printf '\000\000\000\000\000' > "$tmp/live.grpc"
+grpc_call() { # RPC REQUEST-FILE [CURL-OPTION...]
+  rpc=$1 req=$2
+  shift 2
+  curl -s --http2-prior-knowledge -H 'content-type: application/grpc' -H 'te: trailers' \
+    --data-binary @"$req" "$@" "http://127.0.0.1:$gport/inference.GRPCInferenceService/$rpc"
+}
+grpc_live=$(grpc_call ServerLive "$tmp/live.grpc" | od -An -v -tx1 | tr -d ' \n')
+grpc_out=$(grpc_call ModelInfer "$tmp/infer.grpc" -o /dev/null -w '%{size_download}')
 # strace's child is the daemon (env execs it).
 tpid=$(ps -o pid= --ppid "$spid" | tr -d ' ' | head -n 1)
 kill -HUP "${tpid:-$spid}" 2>/dev/null; sleep 0.2
@@ -130,6 +158,9 @@ status=$?
 spid=""
 grep -q '"output"' "$tmp/answers" && [ "$status" = 0 ] && ok "traced daemon served requests and exited 0 on SIGTERM" ||
   bad "traced daemon: status $status, answers: $(head -c 300 "$tmp/answers")"
+[ "$grpc_live" = 00000000020801 ] && [ "${grpc_out:-0}" -gt $((16 << 20)) ] &&
+  ok "traced daemon answered gRPC: ServerLive live, a 16 MiB ModelInfer output" ||
+  bad "traced daemon over gRPC: ServerLive '$grpc_live', ModelInfer ${grpc_out:-?} bytes"
 
 systemd-analyze syscall-filter > "$tmp/groups" 2>/dev/null
 { $PY - "$UNIT" "$tmp/groups" "$tmp/trace" <<'EOF'

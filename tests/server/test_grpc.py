@@ -21,9 +21,9 @@ import re
 import shutil
 import signal
 import struct
+import subprocess
 import sys
 import tempfile
-import threading
 import time
 import types
 import unittest
@@ -39,7 +39,7 @@ import tritonclient.grpc.service_pb2 as triton_pb2
 import tritonclient.http as httpclient
 import tritonclient.utils.shared_memory as shm
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-from tritonclient.utils import InferenceServerException, np_to_triton_dtype
+from tritonclient.utils import np_to_triton_dtype
 
 sys.path.insert(0, os.path.dirname(__file__))
 from test_http import Daemon, readme_python_output  # noqa: E402
@@ -56,6 +56,9 @@ GRPC_OF_HTTP = {"400": grpc.StatusCode.INVALID_ARGUMENT, "401": grpc.StatusCode.
                 "404": grpc.StatusCode.NOT_FOUND, "413": grpc.StatusCode.RESOURCE_EXHAUSTED,
                 "500": grpc.StatusCode.INTERNAL, "501": grpc.StatusCode.UNIMPLEMENTED,
                 "503": grpc.StatusCode.UNAVAILABLE}
+# But an unknown model: 404 over HTTP, INVALID_ARGUMENT over gRPC, as Triton answers it
+# (tritonclient users test for that code).
+UNKNOWN_MODEL = grpc.StatusCode.INVALID_ARGUMENT
 
 # Every datatype tritonclient sends, as numpy types (BF16 through ml_dtypes,
 # BYTES as object arrays of bytes).
@@ -150,6 +153,15 @@ def sample(dtype, shape, rng):
     return np.asarray(rng.standard_normal(shape) * 50).astype(dtype)
 
 
+def triton_inputs(module, data, repeats, names=("input", "repeats")):
+    """tritonclient inputs (`module` is tritonclient.http or .grpc) for `data` and `repeats`."""
+    inp = module.InferInput(names[0], list(data.shape), np_to_triton_dtype(data.dtype))
+    inp.set_data_from_numpy(data)
+    rep = module.InferInput(names[1], [len(repeats)], "INT64")
+    rep.set_data_from_numpy(np.array(repeats, dtype=np.int64))
+    return [inp, rep]
+
+
 def grpc_error(call):
     """The grpc.RpcError `call` raises (fails the test if it succeeds)."""
     try:
@@ -194,16 +206,8 @@ class GrpcCase(unittest.TestCase):
         cls.http.close()
         assert cls.d.stop() == 0, "daemon exit status"
 
-    # tritonclient, over either transport.
-    def triton_inputs(self, module, data, repeats, names=("input", "repeats")):
-        inp = module.InferInput(names[0], list(data.shape), np_to_triton_dtype(data.dtype))
-        inp.set_data_from_numpy(data)
-        rep = module.InferInput(names[1], [len(repeats)], "INT64")
-        rep.set_data_from_numpy(np.array(repeats, dtype=np.int64))
-        return [inp, rep]
-
     def grpc_infer(self, data, repeats, **kw):
-        return self.client.infer("tile", self.triton_inputs(grpcclient, data, repeats), **kw)
+        return self.client.infer("tile", triton_inputs(grpcclient, data, repeats), **kw)
 
     # The stub client.
     def request(self, inputs, raw=(), model="tile", version="", semantics=None, outputs=(), **fields):
@@ -226,13 +230,13 @@ class GrpcCase(unittest.TestCase):
         return self.request([("input", datatype, data.shape, None), ("repeats", "INT64", [len(repeats)], None)],
                             raw=[payload, np.array(repeats, dtype=np.int64).tobytes()], **kw)
 
-    def assert_same_error_as_http(self, http_call, grpc_call):
+    def assert_same_error_as_http(self, http_call, grpc_call, code=None):
         """The same mistake over both transports: the same message, and the
-        gRPC status of the HTTP status."""
+        gRPC status of the HTTP status (or `code`)."""
         h = error_of(http_call)
         g = error_of(grpc_call)
         self.assertEqual(g.message(), h.message())
-        self.assertEqual(g.status(), str(GRPC_OF_HTTP[h.status()]), h.message())
+        self.assertEqual(g.status(), str(code or GRPC_OF_HTTP[h.status()]), h.message())
         return g
 
 
@@ -309,11 +313,11 @@ class TritonClientGrpc(GrpcCase):
             self.assertTrue(self.client.is_model_ready("tile", version), version)
         # An unknown model or version is an error, as in Triton over gRPC (tritonclient.http
         # turns the same 404 into False).
-        for model, version in (("nope", ""), ("tile", "7")):
+        for model, version, code in (("nope", "", UNKNOWN_MODEL), ("tile", "7", grpc.StatusCode.NOT_FOUND)):
             status, message = http_error("GET", f"http://127.0.0.1:{self.d.port}/v2/models/{model}"
                                          + (f"/versions/{version}" if version else "") + "/ready")
             e = error_of(lambda: self.client.is_model_ready(model, version))
-            self.assertEqual((e.status(), e.message()), (str(GRPC_OF_HTTP[status]), message))
+            self.assertEqual((e.status(), e.message()), (str(code), message))
 
     def test_server_metadata_as_over_http(self):
         meta = self.client.get_server_metadata()
@@ -360,7 +364,7 @@ class TritonClientGrpc(GrpcCase):
         a = np.arange(3, dtype=np.int8)
         self.grpc_infer(a, [2])
         self.grpc_infer(a, [3])
-        self.http.infer("tile", self.triton_inputs(httpclient, a, [2]))
+        self.http.infer("tile", triton_inputs(httpclient, a, [2]))
         self.assertEqual(success(), (before[0] + 3, before[1] + 3))
         want = self.http.get_inference_statistics("tile", "13")["model_stats"][0]
         self.assertEqual(success()[0], want["inference_stats"]["success"]["count"])
@@ -391,7 +395,7 @@ class TritonClientGrpc(GrpcCase):
             self.assertEqual(result.get_response().model_version, want)
             self.assertTrue(np.array_equal(result.as_numpy("output"), np.tile(a, (2, 1))))
         # Tile-1: `tiles` copies along `axis`.
-        inputs = self.triton_inputs(grpcclient, a, [3], names=("input", "tiles"))
+        inputs = triton_inputs(grpcclient, a, [3], names=("input", "tiles"))
         axis = grpcclient.InferInput("axis", [1], "INT64")
         axis.set_data_from_numpy(np.array([1], dtype=np.int64))
         result = self.client.infer("tile", inputs + [axis], model_version="1")
@@ -420,7 +424,7 @@ class TritonClientGrpc(GrpcCase):
                  repeats_type="INT64", **kw):
             """The same call through tritonclient.http and tritonclient.grpc."""
             def call(module, client):
-                inputs = self.triton_inputs(module, a, list(repeats), names)
+                inputs = triton_inputs(module, a, list(repeats), names)
                 if repeats_type != "INT64":
                     inputs[1] = module.InferInput(names[1], [len(repeats)], repeats_type)
                     inputs[1].set_data_from_numpy(np.array(repeats, dtype=NUMPY_OF[repeats_type]))
@@ -441,8 +445,7 @@ class TritonClientGrpc(GrpcCase):
         }
         for name, (h, g) in cases.items():
             with self.subTest(name):
-                self.assert_same_error_as_http(h, g)
-        self.assertEqual(error_of(cases["unknown model"][1]).status(), "StatusCode.NOT_FOUND")
+                self.assert_same_error_as_http(h, g, UNKNOWN_MODEL if name == "unknown model" else None)
 
     def test_readme_snippet(self):
         """The README's tritonclient.grpc example runs and prints what it shows."""
@@ -547,21 +550,26 @@ class StubClient(GrpcCase):
 
     def test_unknown_model_and_version_as_over_http(self):
         a = np.arange(2, dtype=np.float32)
-        for model, version in (("nope", ""), ("tile", "5"), ("tile", "x")):
+        for model, version, code in (("nope", "", UNKNOWN_MODEL), ("tile", "5", grpc.StatusCode.NOT_FOUND)):
             with self.subTest(model=model, version=version):
-                h = error_of(lambda: self.http.infer(model, self.triton_inputs(httpclient, a, [2]),
-                                                         model_version=version))
+                h = error_of(lambda: self.http.infer(model, triton_inputs(httpclient, a, [2]),
+                                                     model_version=version))
                 e = grpc_error(lambda: self.stub.ModelInfer(self.raw_request(a, [2], model=model, version=version)))
-                self.assertEqual((e.code(), e.details()), (GRPC_OF_HTTP[h.status()], h.message()))
-                e = grpc_error(lambda: self.stub.ModelMetadata(
-                    self.P.msg("inference.ModelMetadataRequest", name=model, version=version)))
-                self.assertEqual(e.code(), GRPC_OF_HTTP[h.status()])
+                self.assertEqual((e.code(), e.details()), (code, h.message()))
+                for rpc in ("ModelMetadata", "ModelConfig", "ModelReady", "ModelStatistics"):
+                    msg = self.P.msg(f"inference.{rpc}Request", name=model, version=version)
+                    e = grpc_error(lambda: getattr(self.stub, rpc)(msg))
+                    self.assertEqual((e.code(), e.details()), (code, h.message()), rpc)
+        # A version that is no number (HTTP cannot say it: its URL would not route).
+        e = grpc_error(lambda: self.stub.ModelInfer(self.raw_request(a, [2], version="x")))
+        self.assertEqual(e.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("'x'", e.details())
 
     def test_semantics_parameter(self):
         a = np.arange(4, dtype=np.int16).reshape(2, 2)
         resp = self.stub.ModelInfer(self.raw_request(a, [3], semantics="numpy"))
         self.assertTrue(np.array_equal(output_array(resp), np.tile(a, 3)))
-        h = error_of(lambda: self.http.infer("tile", self.triton_inputs(httpclient, a, [3]),
+        h = error_of(lambda: self.http.infer("tile", triton_inputs(httpclient, a, [3]),
                                                  parameters={"semantics": "bogus"}))
         e = grpc_error(lambda: self.stub.ModelInfer(self.raw_request(a, [3], semantics="bogus")))
         self.assertEqual((e.code(), e.details()), (GRPC_OF_HTTP[h.status()], h.message()))
@@ -627,9 +635,11 @@ class SizeLimits(GrpcCase):
 
     def test_request_above_the_limit(self):
         a = np.zeros(2048, dtype=np.float32)  # 8 KiB of raw input
-        e = grpc_error(lambda: self.stub.ModelInfer(self.raw_request(a, [1])))
+        req = self.raw_request(a, [1])
+        e = grpc_error(lambda: self.stub.ModelInfer(req))
         self.assertEqual(e.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
-        self.assertIn("4096", e.details())
+        self.assertRegex(e.details(), rf"\b4096\b")
+        self.assertRegex(e.details(), rf"\b{req.ByteSize()}\b")  # the message's size
 
     def test_output_above_the_limit(self):
         a = np.arange(16, dtype=np.float32)
@@ -637,7 +647,9 @@ class SizeLimits(GrpcCase):
         self.assertTrue(np.array_equal(output_array(ok), np.tile(a, 32)))
         e = grpc_error(lambda: self.stub.ModelInfer(self.raw_request(a, [128])))  # 8 KiB output
         self.assertEqual(e.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
-        self.assertIn("4096", e.details())
+        self.assertRegex(e.details(), rf"\b4096\b")
+        sizes = [int(n) for n in re.findall(r"\b\d+\b", e.details())]
+        self.assertTrue(any(8192 < n < 8192 + 256 for n in sizes), e.details())  # the response's size
         # tritonclient shows the same message.
         c = error_of(lambda: self.grpc_infer(a, [128]))
         self.assertEqual((c.status(), c.message()), (str(grpc.StatusCode.RESOURCE_EXHAUSTED), e.details()))
@@ -723,21 +735,73 @@ class ApiKeys(GrpcCase):
                 e = error_of(lambda: self.client.get_model_metadata("tile", headers=headers))
                 self.assertEqual(e.status(), str(grpc.StatusCode.UNAUTHENTICATED))
                 self.assertEqual(e.message(), h.message())
-                e = error_of(lambda: self.client.infer("tile", self.triton_inputs(
+                e = error_of(lambda: self.client.infer("tile", triton_inputs(
                     grpcclient, np.arange(2, dtype=np.int8), [2]), headers=headers))
                 self.assertEqual(e.status(), str(grpc.StatusCode.UNAUTHENTICATED))
         self.assertEqual(self.client.get_model_metadata("tile", headers=good).name, "tile")
         a = np.arange(3, dtype=np.int8)
         self.assertTrue(np.array_equal(self.grpc_infer(a, [2], headers=good).as_numpy("output"), np.tile(a, 2)))
-        # The same metadata key, capitalised as HTTP clients write it, is the same key.
-        self.assertEqual(self.client.get_server_metadata(headers={"Authorization": "Bearer grpc-key-123"}).name,
-                         "tiled")
 
     def test_health_is_open(self):
         self.assertTrue(self.client.is_server_live())
         self.assertTrue(self.client.is_server_ready())
         health = self.P.stub(self.channel, "grpc.health.v1.Health")
         self.assertEqual(health.Check(self.P.msg("grpc.health.v1.HealthCheckRequest")).status, 1)
+
+
+class Overload(GrpcCase):
+    """One worker and a queue of two: calls beyond them get UNAVAILABLE with
+    HTTP's 503 message at once, the others their whole answer."""
+
+    daemon_args = ("--workers", "1", "--queue", "2", "--stream-threshold", "64M", "--log-level", "warn")
+
+    def test_flood_gets_unavailable_and_recovers(self):
+        a = np.arange(1024, dtype=np.float32)
+        req = self.raw_request(a, [4096])  # 16 MiB, tiled on the worker
+        want = np.tile(a, 4096)
+        futures = [self.stub.ModelInfer.future(req) for _ in range(16)]
+        ok, busy = 0, []
+        for f in futures:
+            try:
+                self.assertTrue(np.array_equal(output_array(f.result(timeout=120)), want))
+                ok += 1
+            except grpc.RpcError as e:
+                busy.append((e.code(), e.details()))
+        self.assertGreater(ok, 0)
+        self.assertTrue(busy, "16 calls never filled a queue of 2")
+        self.assertEqual(set(busy), {(grpc.StatusCode.UNAVAILABLE,
+                                      "server overloaded: 2 requests are already queued; retry later")})
+        small = np.arange(3, dtype=np.int8)
+        self.assertTrue(np.array_equal(output_array(self.stub.ModelInfer(self.raw_request(small, [2]))),
+                                       np.tile(small, 2)))
+
+
+class Tls(unittest.TestCase):
+    """--tls-cert/--tls-key serve gRPC over TLS too (grpcs://): tritonclient
+    with ssl=True and the certificate as its root works; plaintext does not."""
+
+    def test_tritonclient_over_tls(self):
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp)
+        cert, key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
+                        "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                       check=True, capture_output=True)
+        d = Daemon("--grpc-port", "0", "--tls-cert", cert, "--tls-key", key, scheme="https")
+        try:
+            client = grpcclient.InferenceServerClient(f"127.0.0.1:{d.grpc_port}", ssl=True,
+                                                      root_certificates=cert)
+            self.assertTrue(client.is_server_ready())
+            a = np.arange(6, dtype=np.int16).reshape(2, 3)
+            inputs = triton_inputs(grpcclient, a, [1, 2])
+            self.assertTrue(np.array_equal(client.infer("tile", inputs).as_numpy("output"), np.tile(a, (1, 2))))
+            client.close()
+            plain = grpcclient.InferenceServerClient(f"127.0.0.1:{d.grpc_port}")
+            e = error_of(lambda: plain.is_server_live(client_timeout=5))
+            self.assertIn(e.status(), (str(grpc.StatusCode.UNAVAILABLE), str(grpc.StatusCode.DEADLINE_EXCEEDED)))
+            plain.close()
+        finally:
+            self.assertEqual(d.stop(), 0)
 
 
 class SharedMemoryGrpc(GrpcCase):
@@ -788,7 +852,7 @@ class SharedMemoryGrpc(GrpcCase):
         a = np.arange(4, dtype=np.float32)
 
         def call(module, client):
-            inputs = self.triton_inputs(module, a, [2])
+            inputs = triton_inputs(module, a, [2])
             inputs[0].set_shared_memory("no_such_region", a.nbytes)
             return lambda: client.infer("tile", inputs)
 
@@ -831,14 +895,17 @@ class Drain(unittest.TestCase):
                     break
                 time.sleep(0.005)
             self.assertIn(status, (2, grpc.StatusCode.UNAVAILABLE))  # NOT_SERVING, or refused
+            # A new call while those finish: refused.
+            e = grpc_error(lambda: stub.ServerReady(P.msg("inference.ServerReadyRequest"), timeout=10))
+            self.assertEqual(e.code(), grpc.StatusCode.UNAVAILABLE)
+            refused_while = sum(not f.done() for f in futures)
             want = np.tile(a, 16384)
             for f in futures:
                 self.assertTrue(np.array_equal(output_array(f.result(timeout=120)), want))
-            fresh = grpc.insecure_channel(target)
-            e = grpc_error(lambda: P.stub(fresh).ServerReady(P.msg("inference.ServerReadyRequest"), timeout=10))
-            fresh.close()
-            self.assertEqual(e.code(), grpc.StatusCode.UNAVAILABLE)
-            self.assertEqual(d.proc.wait(60), 0)
+            rc = d.proc.wait(60)
+            print(f"\n  drain: {len(in_flight)} of 8 calls in flight at SIGTERM, all answered whole; health "
+                  f"{status}; a new call refused ({e.details()!r}) with {refused_while} still running; exit {rc}")
+            self.assertEqual(rc, 0)
         finally:
             channel.close()
             if d.proc.poll() is None:

@@ -1,8 +1,8 @@
 """Triton's perf_analyzer (PyPI perf-analyzer 2.60.0, unmodified) against the daemon.
 
 bench/perf_analyzer.sh runs it with binary tensor data in and out at
-concurrency 1 to 8, for a rank-1 input (the advertised rank: only
---input-data) and a rank-2 one (--shape), and fails on any error
+concurrency 1 to 8, over HTTP or gRPC, for a rank-1 input (the advertised
+rank: only --input-data) and a rank-2 one (--shape), and fails on any error
 perf_analyzer reports or when the daemon's statistics miss requests it sent.
 Here with short windows; `make bench-perf-analyzer` gives the figures.
 Needs PyPI and a Debian mirror the first time (scripts/perf_analyzer.sh).
@@ -16,12 +16,13 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 
 
 class PerfAnalyzer(unittest.TestCase):
-    def test_binary_in_out_concurrency_1_to_8_without_errors(self):
+    def concurrency_1_to_8_without_errors(self, protocol):
         tiled = os.path.abspath(os.environ.get("TILED_BIN", os.path.join(ROOT, "build", "tiled")))
         env = dict(os.environ, TILED_BIN=tiled)
-        r = subprocess.run(["sh", "bench/perf_analyzer.sh", "200"], cwd=ROOT, env=env, capture_output=True,
-                           text=True, timeout=600)
+        r = subprocess.run(["sh", "bench/perf_analyzer.sh", "200", protocol], cwd=ROOT, env=env,
+                           capture_output=True, text=True, timeout=600)
         self.assertEqual(r.returncode, 0, r.stdout[-3000:] + r.stderr[-3000:])
+        self.assertIn(f"-> tiled at {protocol}://", r.stdout)
         for name in ("rank1", "rank2"):
             table = r.stdout.split(name + ":", 1)[1]
             rows = re.findall(r"^\s+(\d+)\s+(\d+)\s+\d+\s+\d+\s+\d+\s+(\d+)\s+(\d+)$", table, re.M)[:8]
@@ -29,6 +30,12 @@ class PerfAnalyzer(unittest.TestCase):
             for _, rate, client, server in rows:
                 self.assertGreater(int(rate), 0)
                 self.assertGreater(int(client), 0)
+
+    def test_binary_in_out_concurrency_1_to_8_without_errors(self):
+        self.concurrency_1_to_8_without_errors("http")
+
+    def test_grpc_concurrency_1_to_8_without_errors(self):
+        self.concurrency_1_to_8_without_errors("grpc")
 
 
 if __name__ == "__main__":
