@@ -367,34 +367,22 @@ void tiled_shm_free(struct tiled_shm *shm)
     free(shm);
 }
 
-char *tiled_shm_status_json(struct tiled_shm *shm, const char *name, struct tile_error *e)
+int tiled_shm_status(struct tiled_shm *shm, const char *name, tiled_shm_each_fn fn, void *ctx, struct tile_error *e)
 {
-    /* Names and keys are from the allow-list: nothing needs escaping. */
-    size_t per = 2 * TILED_SHM_NAME_MAX + 96;
     pthread_mutex_lock(&shm->lock);
-    size_t cap = 3 + per * (size_t)atomic_load(&shm->nregions), n = 0;
-    char *out = malloc(cap);
-    if (out) {
-        out[n++] = '[';
-        for (uint64_t i = 0; i < shm->lim.max_regions; i++) {
-            const struct tiled_shm_region *r = shm->regions[i];
-            if (!r || (name && strcmp(r->name, name) != 0))
-                continue;
-            n += (size_t)snprintf(out + n, cap - n, "%s{\"name\":\"%s\",\"key\":\"%s\",\"offset\":%llu,\"byte_size\":%llu}",
-                                  n > 1 ? "," : "", r->name, r->key, (unsigned long long)r->offset,
-                                  (unsigned long long)r->byte_size);
-        }
-        snprintf(out + n, cap - n, "]");
-    }
     bool found = !name || find(shm, name) >= 0;
-    pthread_mutex_unlock(&shm->lock);
-    if (!out)
-        return tile_error_set(e, TILE_ENOMEM, "out of memory"), NULL;
-    if (!found) {
-        free(out);
-        return tile_error_set(e, TILE_EINVAL, "no system shared memory region named '%s' is registered", name), NULL;
+    for (uint64_t i = 0; found && i < shm->lim.max_regions; i++) {
+        const struct tiled_shm_region *r = shm->regions[i];
+        if (!r || (name && strcmp(r->name, name) != 0))
+            continue;
+        const struct tiled_shm_info info = {.name = r->name, .key = r->key, .offset = r->offset,
+                                            .byte_size = r->byte_size};
+        fn(ctx, &info);
     }
-    return out;
+    pthread_mutex_unlock(&shm->lock);
+    if (!found)
+        return tile_error_set(e, TILE_EINVAL, "no system shared memory region named '%s' is registered", name);
+    return 0;
 }
 
 static int check_range(const struct tiled_shm_region *r, uint64_t offset, uint64_t byte_size, const char *what,

@@ -68,10 +68,16 @@ int tiled_shm_register(struct tiled_shm *shm, const char *name, const char *key,
  * as in Triton. Returns how many regions were removed. */
 int tiled_shm_unregister(struct tiled_shm *shm, const char *name);
 
-/* Status as a JSON array of {"name","key","offset","byte_size"}: all
- * regions (`name` NULL) or one. Returns a malloc'd string; NULL with
- * TILE_EINVAL when `name` is not registered, TILE_ENOMEM when out of memory. */
-char *tiled_shm_status_json(struct tiled_shm *shm, const char *name, struct tile_error *e);
+/* What status reports of a region. */
+struct tiled_shm_info {
+    const char *name, *key;
+    uint64_t offset, byte_size;
+};
+typedef void (*tiled_shm_each_fn)(void *ctx, const struct tiled_shm_info *region);
+/* Calls fn for every region (`name` NULL) or the one named, under the
+ * registry's lock (fn must not call into the registry). -1 with
+ * TILE_EINVAL when `name` is not registered (fn is not called then). */
+int tiled_shm_status(struct tiled_shm *shm, const char *name, tiled_shm_each_fn fn, void *ctx, struct tile_error *e);
 
 /* Takes bytes [offset, offset + byte_size) of region `name` (offset
  * relative to the registered range). `what` names the tensor in messages.

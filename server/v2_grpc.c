@@ -7,7 +7,8 @@
  * statistics) are v2_model.h's, the ones HTTP answers with, so both
  * transports answer alike; this file only decodes and encodes messages
  * (api/grpc_msgs.h). ModelInfer (v2_grpc_infer.c) and the shared-memory
- * RPCs (v2_grpc_shm.c) live apart.
+ * RPCs (v2_grpc_shm.c) live apart. A handler leaves `b` empty for a reply
+ * whose message is empty (register, unregister).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,22 +47,18 @@ static bool decode_ref(struct tiled_req *req, struct tile_grpc_str *first, struc
 int tiled_grpc_model(struct tiled_req *req, struct tile_grpc_str name, struct tile_grpc_str version)
 {
     int v = 0;
-    if (version.len) {
-        int64_t n = 0;
-        bool digits = version.len <= 7;
-        for (size_t i = 0; digits && i < version.len; i++) {
-            digits = version.ptr[i] >= '0' && version.ptr[i] <= '9';
-            n = n * 10 + (version.ptr[i] - '0');
-        }
-        if (!digits || n == 0) {
-            tiled_reply_error(&req->reply, TILED_BAD_REQUEST,
-                              "model version '%.*s' is not a version number (leave it empty for the newest)",
-                              (int)(version.len < 64 ? version.len : 64), version.ptr);
-            return 0;
-        }
-        v = (int)n;
+    bool digits = version.len <= 7;
+    for (size_t i = 0; digits && i < version.len; i++) {
+        digits = version.ptr[i] >= '0' && version.ptr[i] <= '9';
+        v = v * 10 + (version.ptr[i] - '0');
     }
-    return tiled_v2_model_version(req, name.ptr, name.len, v);
+    if (digits && (v || !version.len))
+        return tiled_v2_model_version(req, name.ptr, name.len, v);
+    /* A version that is no number names no version: not found, as on HTTP
+     * (whose path then matches no endpoint), once the model is known. */
+    if (tiled_v2_model_version(req, name.ptr, name.len, 0))
+        tiled_v2_unknown_version(req, "'%.*s'", (int)(version.len < 64 ? version.len : 64), version.ptr);
+    return 0;
 }
 
 /* Decodes a {name, version} request and checks the model; 0 when the
@@ -200,6 +197,12 @@ static const struct {
     {INFERENCE "ModelConfig", model_config},
     {INFERENCE "ModelStatistics", model_statistics},
     {INFERENCE "ModelInfer", tiled_grpc_model_infer},
+    {INFERENCE "SystemSharedMemoryStatus", tiled_grpc_shm_status},
+    {INFERENCE "SystemSharedMemoryRegister", tiled_grpc_shm_register},
+    {INFERENCE "SystemSharedMemoryUnregister", tiled_grpc_shm_unregister},
+    {INFERENCE "CudaSharedMemoryStatus", tiled_grpc_cuda_shm_status},
+    {INFERENCE "CudaSharedMemoryRegister", tiled_grpc_cuda_shm_register},
+    {INFERENCE "CudaSharedMemoryUnregister", tiled_grpc_cuda_shm_unregister},
     {HEALTH "Check", health_check},
     {HEALTH "Watch", unimplemented}, /* a stream: UNIMPLEMENTED tells clients not to retry */
 };

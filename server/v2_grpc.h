@@ -18,4 +18,12 @@ int tiled_grpc_model(struct tiled_req *req, struct tile_grpc_str name, struct ti
  * reply is set when it is done (`b` is not used). */
 void tiled_grpc_model_infer(struct tiled_req *req, struct tile_grpc_buf *b);
 
+/* The shared-memory RPCs (v2_grpc_shm.c). */
+void tiled_grpc_shm_status(struct tiled_req *req, struct tile_grpc_buf *b);
+void tiled_grpc_shm_register(struct tiled_req *req, struct tile_grpc_buf *b);
+void tiled_grpc_shm_unregister(struct tiled_req *req, struct tile_grpc_buf *b);
+void tiled_grpc_cuda_shm_status(struct tiled_req *req, struct tile_grpc_buf *b);
+void tiled_grpc_cuda_shm_register(struct tiled_req *req, struct tile_grpc_buf *b);
+void tiled_grpc_cuda_shm_unregister(struct tiled_req *req, struct tile_grpc_buf *b);
+
 #endif

@@ -134,6 +134,49 @@ static bool body_uint(struct tiled_req *req, json_t *doc, const char *key, bool 
     return true;
 }
 
+bool tiled_v2_shm_allowed(struct tiled_req *req, bool cuda, enum tiled_shm_call call, const char *name)
+{
+    if (call == TILED_SHM_STATUS && cuda && name[0])
+        tiled_reply_error(&req->reply, TILED_NOT_FOUND, "Unable to find cuda shared memory region: '%s'", name);
+    else if (call == TILED_SHM_REGISTER && cuda)
+        tiled_reply_error(&req->reply, TILED_NOT_IMPLEMENTED,
+                          "CUDA shared memory is not supported by this server (use system shared memory)");
+    else if (call != TILED_SHM_STATUS && !req->srv->shm && !cuda)
+        tiled_reply_error(&req->reply, TILED_NOT_IMPLEMENTED,
+                          "shared memory is disabled on this server (start it with --shared-memory system)");
+    else if (call == TILED_SHM_REGISTER && !name[0])
+        tiled_reply_error(&req->reply, TILED_BAD_REQUEST,
+                          "'region name' is necessary to register system shared memory region");
+    return req->reply.status == 0;
+}
+
+bool tiled_v2_shm_list(struct tiled_req *req, bool cuda, const char *name, tiled_shm_each_fn fn, void *ctx)
+{
+    struct tile_error e = {0};
+    if (cuda || !req->srv->shm) /* nothing is registered */
+        return true;
+    if (tiled_shm_status(req->srv->shm, name[0] ? name : NULL, fn, ctx, &e) == 0)
+        return true;
+    tiled_reply_error(&req->reply, TILED_NOT_FOUND, "Unable to find system shared memory region: '%s'", name);
+    return false;
+}
+
+bool tiled_v2_shm_register(struct tiled_req *req, const char *name, const char *key, uint64_t offset,
+                           uint64_t byte_size)
+{
+    struct tile_error e = {0};
+    if (tiled_shm_register(req->srv->shm, name, key, offset, byte_size, &e) == 0)
+        return true;
+    tiled_reply_error(&req->reply, reply_status_of(&e), "%s", e.text);
+    return false;
+}
+
+void tiled_v2_shm_unregister(struct tiled_req *req, bool cuda, const char *name)
+{
+    if (!cuda) /* CUDA regions are never registered: unregistering them is a no-op */
+        tiled_shm_unregister(req->srv->shm, name[0] ? name : NULL);
+}
+
 static void handle_register(struct tiled_req *req, const char *name)
 {
     json_error_t je;
@@ -146,27 +189,26 @@ static void handle_register(struct tiled_req *req, const char *name)
     else if (!json_is_string(key))
         tiled_reply_error(&req->reply, TILED_BAD_REQUEST, key ? "'key' in a shared memory register request must be a string"
                                                 : "Shared memory register request has no 'key' field");
-    else if (body_uint(req, doc, "offset", false, &offset) && body_uint(req, doc, "byte_size", true, &byte_size)) {
-        struct tile_error e = {0};
-        if (tiled_shm_register(req->srv->shm, name, json_string_value(key), offset, byte_size, &e) < 0)
-            tiled_reply_error(&req->reply, reply_status_of(&e), "%s", e.text);
-        else
-            tiled_reply_json(&req->reply, TILED_OK, "");
-    }
+    else if (body_uint(req, doc, "offset", false, &offset) && body_uint(req, doc, "byte_size", true, &byte_size) &&
+             tiled_v2_shm_register(req, name, json_string_value(key), offset, byte_size))
+        tiled_reply_json(&req->reply, TILED_OK, "");
     json_decref(doc);
 }
 
-static void handle_status(struct tiled_req *req, const char *name)
+/* Appends a region to a JSON array (the HTTP status answer). */
+static void json_region(void *ctx, const struct tiled_shm_info *r)
 {
-    struct tile_error e = {0};
-    char *doc = req->srv->shm ? tiled_shm_status_json(req->srv->shm, name, &e) : strdup("[]");
-    if (!doc && e.code == TILE_EINVAL)
-        tiled_reply_error(&req->reply, TILED_NOT_FOUND, "Unable to find system shared memory region: '%s'", name);
-    else if (!doc)
-        tiled_reply_error(&req->reply, TILED_UNAVAILABLE, "out of memory");
+    json_array_append_new(ctx, json_pack("{s:s, s:s, s:I, s:I}", "name", r->name, "key", r->key, "offset",
+                                         (json_int_t)r->offset, "byte_size", (json_int_t)r->byte_size));
+}
+
+static void handle_status(struct tiled_req *req, bool cuda, const char *name)
+{
+    json_t *list = json_array();
+    if (tiled_v2_shm_list(req, cuda, name, json_region, list))
+        tiled_reply_doc(&req->reply, TILED_OK, list);
     else
-        tiled_reply_json(&req->reply, TILED_OK, doc);
-    free(doc);
+        json_decref(list);
 }
 
 /* Splits "[/region/NAME]/ACTION" after the extension's prefix. */
@@ -196,29 +238,18 @@ static void handle_shm(struct tiled_req *req, const char *prefix, bool cuda)
         tiled_reply_error(&req->reply, TILED_NOT_FOUND, "no such endpoint: %s %s", req->method, req->path);
         return;
     }
-    bool status = strcmp(action, "status") == 0;
-    if (!tiled_method_is(req, status ? "GET" : "POST"))
+    enum tiled_shm_call call = strcmp(action, "status") == 0     ? TILED_SHM_STATUS
+                               : strcmp(action, "register") == 0 ? TILED_SHM_REGISTER
+                                                                 : TILED_SHM_UNREGISTER;
+    if (!tiled_method_is(req, call == TILED_SHM_STATUS ? "GET" : "POST") ||
+        !tiled_v2_shm_allowed(req, cuda, call, name))
         return;
-    if (status) {
-        if (cuda && name[0])
-            tiled_reply_error(&req->reply, TILED_NOT_FOUND, "Unable to find cuda shared memory region: '%s'", name);
-        else if (cuda)
-            tiled_reply_json(&req->reply, TILED_OK, "[]");
-        else
-            handle_status(req, name[0] ? name : NULL);
-    } else if (strcmp(action, "register") == 0 && cuda) {
-        tiled_reply_error(&req->reply, TILED_NOT_IMPLEMENTED, "CUDA shared memory is not supported by this server (use system shared "
-                                            "memory)");
-    } else if (!req->srv->shm && !cuda) {
-        tiled_reply_error(&req->reply, TILED_NOT_IMPLEMENTED, "shared memory is disabled on this server (start it with "
-                                            "--shared-memory system)");
-    } else if (strcmp(action, "register") == 0 && !name[0]) {
-        tiled_reply_error(&req->reply, TILED_BAD_REQUEST, "'region name' is necessary to register system shared memory region");
-    } else if (strcmp(action, "register") == 0) {
+    if (call == TILED_SHM_STATUS) {
+        handle_status(req, cuda, name);
+    } else if (call == TILED_SHM_REGISTER) {
         handle_register(req, name);
     } else {
-        if (!cuda)
-            tiled_shm_unregister(req->srv->shm, name[0] ? name : NULL);
+        tiled_v2_shm_unregister(req, cuda, name);
         tiled_reply_json(&req->reply, TILED_OK, "");
     }
 }

@@ -12,10 +12,13 @@
 
 #include <cmocka.h>
 
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "fake_transport.h"
 #include "grpc_msgs.h"
@@ -234,9 +237,11 @@ static void model_errors(void **state)
         call_fails(rpcs[i], &other, TILED_GRPC_INVALID_ARGUMENT,
                    "unknown model 'other' (this server serves the model 'tile')");
         call_fails(rpcs[i], &v7, TILED_GRPC_NOT_FOUND, "unknown version 7 of model 'tile' (versions: 13, 6, 1)");
-        call_fails(rpcs[i], &word, TILED_GRPC_INVALID_ARGUMENT, "model version 'latest' is not a version number");
-        call_fails(rpcs[i], &zero, TILED_GRPC_INVALID_ARGUMENT, "model version '0' is not a version number");
-        call_fails(rpcs[i], &huge, TILED_GRPC_INVALID_ARGUMENT, "is not a version number");
+        call_fails(rpcs[i], &word, TILED_GRPC_NOT_FOUND, "unknown version 'latest' of model 'tile' (versions: 13, 6, 1)");
+        call_fails(rpcs[i], &zero, TILED_GRPC_NOT_FOUND, "unknown version '0' of model 'tile'");
+        call_fails(rpcs[i], &huge, TILED_GRPC_NOT_FOUND, "unknown version '99999999999' of model 'tile'");
+        struct msg other_word = model_ref("other", "x"); /* the model is checked first */
+        call_fails(rpcs[i], &other_word, TILED_GRPC_INVALID_ARGUMENT, "unknown model 'other'");
         call_fails(rpcs[i], &bad, TILED_GRPC_INVALID_ARGUMENT, "field 1 has wire type 0");
     }
     struct msg none = model_ref(NULL, NULL);
@@ -889,6 +894,205 @@ static void infer_statistics(void **state)
     memset(&srv.v2_stats[1], 0, sizeof(srv.v2_stats[1]));
 }
 
+/* ---- shared memory ---------------------------------------------------------------- */
+
+/* A POSIX shared-memory object of `size` bytes holding `data`, mapped. */
+static void *make_object(const char *key, size_t size, const void *data, size_t len)
+{
+    int fd = shm_open(key, O_RDWR | O_CREAT, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, (off_t)size), 0);
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    assert_true(p != MAP_FAILED);
+    close(fd);
+    memset(p, 0xEE, size);
+    memcpy(p, data, len);
+    return p;
+}
+
+static struct msg register_msg(const char *name, const char *key, uint64_t offset, uint64_t byte_size)
+{
+    struct msg m = {.len = 0};
+    if (name)
+        put_str(&m, 1, name);
+    if (key)
+        put_str(&m, 2, key);
+    if (offset)
+        put_varint(&m, 3, offset);
+    if (byte_size)
+        put_varint(&m, 4, byte_size);
+    return m;
+}
+
+/* A successful call whose reply message is empty (register, unregister). */
+static void call_empty(const char *path, const struct msg *m)
+{
+    struct tiled_req *req = call(path, m);
+    size_t len;
+    ok_reply(req, &len);
+    assert_int_equal(len, 0);
+    end(req);
+}
+
+/* The names of the regions a SystemSharedMemoryStatus reply lists (each
+ * map entry's key, checked against its RegionStatus' name). */
+static int status_names(const char *name, const char *names[4], uint64_t sizes[4])
+{
+    struct msg m = model_ref(name, NULL);
+    struct tiled_req *req = call(RPC "SystemSharedMemoryStatus", &m);
+    size_t len;
+    const uint8_t *p = ok_reply(req, &len);
+    struct tile_pb_field entry, key, status, f;
+    int n = 0;
+    static char text[4][64];
+    while (n < 4 && field(p, len, 1, n, &entry)) {
+        assert_int_equal(field_of(&entry, 1, 0, &key), 1);
+        assert_int_equal(field_of(&entry, 2, 0, &status), 1);
+        assert_int_equal(field_of(&status, 1, 0, &f), 1);
+        assert_true(f.len == key.len && memcmp(f.data, key.data, f.len) == 0);
+        snprintf(text[n], sizeof(text[n]), "%.*s", (int)f.len, f.data);
+        names[n] = text[n];
+        sizes[n] = varint_of(status.data, status.len, 4);
+        n++;
+    }
+    end(req);
+    return n;
+}
+
+static void shm_off(void **state)
+{
+    (void)state;
+    struct msg none = {.len = 0}, named = model_ref("r", NULL), reg = register_msg("r", "/k", 0, 16);
+    call_empty(RPC "SystemSharedMemoryStatus", &none); /* nothing registered: no regions */
+    call_fails(RPC "SystemSharedMemoryRegister", &reg, TILED_GRPC_UNIMPLEMENTED,
+               "shared memory is disabled on this server (start it with --shared-memory system)");
+    call_fails(RPC "SystemSharedMemoryUnregister", &none, TILED_GRPC_UNIMPLEMENTED, "shared memory is disabled");
+    /* CUDA: what clients that call it blindly need (perf_analyzer unregisters all at start) */
+    call_empty(RPC "CudaSharedMemoryStatus", &none);
+    call_fails(RPC "CudaSharedMemoryStatus", &named, TILED_GRPC_NOT_FOUND,
+               "Unable to find cuda shared memory region: 'r'");
+    call_fails(RPC "CudaSharedMemoryRegister", &reg, TILED_GRPC_UNIMPLEMENTED,
+               "CUDA shared memory is not supported by this server");
+    call_empty(RPC "CudaSharedMemoryUnregister", &none);
+    call_empty(RPC "CudaSharedMemoryUnregister", &named);
+    /* an infer request naming a region, with shared memory off */
+    struct msg params = {.len = 0};
+    put_param(&params, 4, "shared_memory_region", "r", 0);
+    put_param(&params, 4, "shared_memory_byte_size", NULL, 16);
+    const struct tensor_in in[] = {{.name = "input", .datatype = "FP32", .rank = 2, .shape = {2, 2}, .params = &params},
+                                   REPEATS(rep23, 2)};
+    struct infer_req q = {.in = in, .nin = 2};
+    infer_fails(&q, TILED_GRPC_INVALID_ARGUMENT,
+                "input 'input' names shared memory region 'r', but shared memory is not enabled on this server");
+}
+
+static char key_in[64], key_out[64];
+
+static void shm_registry(void **state)
+{
+    (void)state;
+    struct tile_error e = {0};
+    struct tiled_shm_limits lim = {.max_regions = 8, .max_bytes = 1 << 20};
+    srv.shm = tiled_shm_new(&lim, &e);
+    assert_non_null(srv.shm);
+    snprintf(key_in, sizeof(key_in), "/tiled-grpc-in-%d", (int)getpid());
+    snprintf(key_out, sizeof(key_out), "/tiled-grpc-out-%d", (int)getpid());
+    void *in_map = make_object(key_in, 4096, in22, sizeof(in22));
+    struct msg reg = register_msg("in", key_in, 0, 16), reg_out = register_msg("out", key_out, 0, 0);
+    call_empty(RPC "SystemSharedMemoryRegister", &reg);
+    call_fails(RPC "SystemSharedMemoryRegister", &reg, TILED_GRPC_INVALID_ARGUMENT, "'in'"); /* already registered */
+    struct msg noname = register_msg(NULL, key_in, 0, 16), badkey = register_msg("x", "/../etc", 0, 16);
+    struct msg toobig = register_msg("x", key_in, 0, 8192);
+    call_fails(RPC "SystemSharedMemoryRegister", &noname, TILED_GRPC_INVALID_ARGUMENT,
+               "'region name' is necessary to register system shared memory region");
+    call_fails(RPC "SystemSharedMemoryRegister", &badkey, TILED_GRPC_INVALID_ARGUMENT, "key");
+    call_fails(RPC "SystemSharedMemoryRegister", &toobig, TILED_GRPC_INVALID_ARGUMENT, "'x'");
+    call_fails(RPC "SystemSharedMemoryRegister", &reg_out, TILED_GRPC_INVALID_ARGUMENT, "out"); /* no object yet */
+    void *out_map = make_object(key_out, 4096, "", 0);
+    reg_out = register_msg("out", key_out, 0, 4096);
+    call_empty(RPC "SystemSharedMemoryRegister", &reg_out);
+    const char *names[4];
+    uint64_t sizes[4];
+    assert_int_equal(status_names(NULL, names, sizes), 2);
+    assert_int_equal(status_names("out", names, sizes), 1);
+    assert_string_equal(names[0], "out");
+    assert_int_equal(sizes[0], 4096);
+    struct msg nope = model_ref("nope", NULL);
+    call_fails(RPC "SystemSharedMemoryStatus", &nope, TILED_GRPC_NOT_FOUND,
+               "Unable to find system shared memory region: 'nope'");
+    /* HTTP sees the same registry */
+    json_t *http = http_json("/v2/systemsharedmemory/region/in/status");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(http, 0), "key")), key_in);
+    json_decref(http);
+
+    /* infer: input read from "in", output tiled into "out" at offset 64 */
+    struct msg in_params = {.len = 0}, out_params = {.len = 0};
+    put_param(&in_params, 4, "shared_memory_region", "in", 0);
+    put_param(&in_params, 4, "shared_memory_byte_size", NULL, 16);
+    put_param(&out_params, 2, "shared_memory_region", "out", 0);
+    put_param(&out_params, 2, "shared_memory_byte_size", NULL, 200);
+    put_param(&out_params, 2, "shared_memory_offset", NULL, 64);
+    const struct tensor_in in[] = {{.name = "input", .datatype = "FP32", .rank = 2, .shape = {2, 2}, .params = &in_params},
+                                   REPEATS(rep23, 2)};
+    struct infer_req q = {.id = "s", .in = in, .nin = 2, .output = "output", .out_params = &out_params};
+    struct infer_out o;
+    uint8_t *p = infer_ok(&q, "13", "s", &o);
+    assert_string_equal(o.datatype, "FP32");
+    assert_int_equal(o.shape[0], 4);
+    assert_int_equal(o.shape[1], 6);
+    assert_int_equal(o.raw_len, 0); /* the output is in the region; its raw_output_contents slot stays, empty */
+    free(p);
+    struct infer_out in_region = {.datatype = "FP32", .rank = 2, .shape = {4, 6}, .raw = (uint8_t *)out_map + 64,
+                                  .raw_len = 96};
+    expect_tiled_22(&in_region, 4, 6);
+    assert_int_equal(((uint8_t *)out_map)[63], 0xEE); /* nothing written before the offset */
+    assert_int_equal(((uint8_t *)out_map)[64 + 96], 0xEE); /* nor after the output */
+
+    /* the input from shared memory, the output in the message */
+    q.output = NULL;
+    p = infer_ok(&q, "13", "s", &o);
+    expect_tiled_22(&o, 4, 6);
+    free(p);
+
+    /* errors: a region too small for the output, an input of the wrong size */
+    struct msg small = {.len = 0};
+    put_param(&small, 2, "shared_memory_region", "out", 0);
+    put_param(&small, 2, "shared_memory_byte_size", NULL, 95);
+    q = (struct infer_req){.in = in, .nin = 2, .output = "output", .out_params = &small};
+    infer_fails(&q, TILED_GRPC_INVALID_ARGUMENT,
+                "shared memory size specified with the request for output 'output' (95 bytes) should be at least 96 "
+                "bytes to hold the results");
+    struct msg wrong = {.len = 0};
+    put_param(&wrong, 4, "shared_memory_region", "in", 0);
+    put_param(&wrong, 4, "shared_memory_byte_size", NULL, 12);
+    const struct tensor_in short_in[] = {{.name = "input", .datatype = "FP32", .rank = 2, .shape = {2, 2},
+                                          .params = &wrong},
+                                         REPEATS(rep23, 2)};
+    q = (struct infer_req){.in = short_in, .nin = 2, .output = "output", .out_params = &out_params};
+    infer_fails(&q, TILED_GRPC_INVALID_ARGUMENT, "shared_memory_byte_size 12");
+    struct msg unknown = {.len = 0};
+    put_param(&unknown, 2, "shared_memory_region", "gone", 0);
+    put_param(&unknown, 2, "shared_memory_byte_size", NULL, 96);
+    q = (struct infer_req){.in = in, .nin = 2, .output = "output", .out_params = &unknown};
+    infer_fails(&q, TILED_GRPC_INVALID_ARGUMENT, "gone");
+
+    /* unregister one (an unknown one too), then all */
+    struct msg in_name = model_ref("in", NULL), all = {.len = 0};
+    call_empty(RPC "SystemSharedMemoryUnregister", &in_name);
+    call_empty(RPC "SystemSharedMemoryUnregister", &in_name);
+    assert_int_equal(status_names(NULL, names, sizes), 1);
+    assert_string_equal(names[0], "out");
+    call_empty(RPC "SystemSharedMemoryUnregister", &all);
+    assert_int_equal(status_names(NULL, names, sizes), 0);
+
+    munmap(in_map, 4096);
+    munmap(out_map, 4096);
+    shm_unlink(key_in);
+    shm_unlink(key_out);
+    tiled_shm_free(srv.shm);
+    srv.shm = NULL;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -908,6 +1112,8 @@ int main(void)
         cmocka_unit_test(infer_limits),
         cmocka_unit_test(infer_streamed),
         cmocka_unit_test(infer_statistics),
+        cmocka_unit_test(shm_off),
+        cmocka_unit_test(shm_registry),
     };
     return cmocka_run_group_tests(tests, fake_setup, fake_teardown);
 }
