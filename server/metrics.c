@@ -1,7 +1,7 @@
 /* metrics.c - Prometheus counters, histograms and gauges (see metrics.h).
  *
- * DESIGN. Label sets are small and known in advance (route x format x
- * status), so every series is a fixed slot in a static array of atomics:
+ * DESIGN. Label sets are small and known in advance (transport x route x
+ * format x status), so every series is a fixed slot in a static array of atomics:
  * recording is a few relaxed atomic adds with no lock and no allocation,
  * and rendering walks the array and prints the series that are non-zero.
  * Histogram buckets follow the Prometheus convention: cumulative counts
@@ -30,10 +30,14 @@
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
-/* The request formats, and one more slot for requests that had none. */
-#define NFORMATS (TILE_FMT_COUNT + 1)
-static const char *const format_names[NFORMATS] = {
-    [TILE_FMT_JSON] = "json", [TILE_FMT_RAW] = "octet-stream", [TILE_FMT_NPY] = "npy", [TILE_FMT_COUNT] = "none"};
+/* The request formats, one more slot for requests that had none, and one
+ * for gRPC's protobuf messages. */
+#define FMT_NONE TILE_FMT_COUNT
+#define FMT_PROTOBUF (TILE_FMT_COUNT + 1)
+#define NFORMATS (TILE_FMT_COUNT + 2)
+static const char *const format_names[NFORMATS] = {[TILE_FMT_JSON] = "json", [TILE_FMT_RAW] = "octet-stream",
+                                                   [TILE_FMT_NPY] = "npy",   [FMT_NONE] = "none",
+                                                   [FMT_PROTOBUF] = "protobuf"};
 _Static_assert(COUNT(format_names) == NFORMATS, "a name per format slot");
 
 /* The statuses counted one by one; the last slot (0) counts any other. */
@@ -56,10 +60,12 @@ struct histogram {
     atomic_uint_fast64_t sum_us;
 };
 
+#define NTRANSPORTS TILED_TRANSPORT_COUNT
+
 static struct {
-    atomic_uint_fast64_t requests[TILED_RL_COUNT][NFORMATS][NSTATUS];
-    atomic_uint_fast64_t bytes_in, bytes_out;
-    struct histogram phases[NPHASES];
+    atomic_uint_fast64_t requests[NTRANSPORTS][TILED_RL_COUNT][NFORMATS][NSTATUS];
+    atomic_uint_fast64_t bytes_in[NTRANSPORTS], bytes_out[NTRANSPORTS];
+    struct histogram phases[NTRANSPORTS][NPHASES];
 } m;
 
 static int status_slot(int status)
@@ -87,22 +93,29 @@ static void observe(struct histogram *h, uint64_t us)
     atomic_fetch_add_explicit(&h->sum_us, us, memory_order_relaxed);
 }
 
+static int format_slot(const struct tiled_req *req)
+{
+    if (req->transport == TILED_TRANSPORT_GRPC)
+        return FMT_PROTOBUF;
+    if (req->v2_version)
+        return req->infer_header_len ? TILE_FMT_RAW : TILE_FMT_JSON;
+    return req->prepare ? (int)req->in_fmt : FMT_NONE;
+}
+
 void tiled_metrics_record(const struct tiled_req *req, int status)
 {
     enum tiled_route_label r = route_label(req);
-    int f = req->v2_version ? (req->infer_header_len ? TILE_FMT_RAW : TILE_FMT_JSON)
-            : req->prepare  ? (int)req->in_fmt
-                            : NFORMATS - 1;
-    atomic_fetch_add_explicit(&m.requests[r][f][status_slot(status)], 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&m.bytes_in, req->body_len, memory_order_relaxed);
-    atomic_fetch_add_explicit(&m.bytes_out, req->bytes_out, memory_order_relaxed);
+    int tr = (unsigned)req->transport < NTRANSPORTS ? (int)req->transport : TILED_TRANSPORT_HTTP;
+    atomic_fetch_add_explicit(&m.requests[tr][r][format_slot(req)][status_slot(status)], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m.bytes_in[tr], req->body_len, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m.bytes_out[tr], req->bytes_out, memory_order_relaxed);
     const struct tile_timings *t = &req->tm;
     const uint64_t phase_us[NPHASES] = {
         [PHASE_TOTAL] = tiled_now_us() - req->t_start, [PHASE_QUEUE] = t->queue_us, [PHASE_DECODE] = t->decode_us,
         [PHASE_TILE] = t->tile_us, [PHASE_ENCODE] = t->encode_us,
     };
     for (int p = 0; p < NPHASES; p++)
-        observe(&m.phases[p], phase_us[p]);
+        observe(&m.phases[tr][p], phase_us[p]);
 }
 
 /* ---- rendering ---------------------------------------------------------------- */
@@ -144,46 +157,69 @@ static void header(struct out *o, const char *name, const char *type, const char
     put(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* Whether a transport's series are shown: HTTP's always (the daemon
+ * always serves it), another's once it carried a request. */
+static bool transport_shown(int t)
+{
+    uint64_t n = 0;
+    for (size_t b = 0; b <= NBUCKETS; b++)
+        n += atomic_load(&m.phases[t][PHASE_TOTAL].counts[b]);
+    return t == TILED_TRANSPORT_HTTP || n > 0;
+}
+
 static void render_requests(struct out *o)
 {
-    header(o, "tiled_requests_total", "counter", "Requests answered, by route, request format and status code.");
-    for (int r = 0; r < TILED_RL_COUNT; r++)
-        for (int f = 0; f < NFORMATS; f++)
-            for (int s = 0; s < (int)NSTATUS; s++) {
-                uint64_t v = atomic_load(&m.requests[r][f][s]);
-                if (!v)
-                    continue;
-                char code[8];
-                snprintf(code, sizeof(code), "%d", status_codes[s]);
-                put(o, "tiled_requests_total{route=\"%s\",format=\"%s\",code=\"%s\"} %llu\n",
-                    tiled_route_label_name((enum tiled_route_label)r), format_names[f],
-                    s == (int)NSTATUS - 1 ? "other" : code, (unsigned long long)v);
-            }
-    header(o, "tiled_request_bytes_total", "counter", "Bytes of request bodies received.");
-    put(o, "tiled_request_bytes_total %llu\n", (unsigned long long)atomic_load(&m.bytes_in));
-    header(o, "tiled_response_bytes_total", "counter", "Bytes of response bodies sent.");
-    put(o, "tiled_response_bytes_total %llu\n", (unsigned long long)atomic_load(&m.bytes_out));
+    header(o, "tiled_requests_total", "counter",
+           "Requests answered, by transport, route, request format and status code.");
+    for (int t = 0; t < NTRANSPORTS; t++)
+        for (int r = 0; r < TILED_RL_COUNT; r++)
+            for (int f = 0; f < NFORMATS; f++)
+                for (int s = 0; s < (int)NSTATUS; s++) {
+                    uint64_t v = atomic_load(&m.requests[t][r][f][s]);
+                    if (!v)
+                        continue;
+                    char code[8];
+                    snprintf(code, sizeof(code), "%d", status_codes[s]);
+                    put(o, "tiled_requests_total{transport=\"%s\",route=\"%s\",format=\"%s\",code=\"%s\"} %llu\n",
+                        tiled_transport_name((enum tiled_transport)t), tiled_route_label_name((enum tiled_route_label)r),
+                        format_names[f], s == (int)NSTATUS - 1 ? "other" : code, (unsigned long long)v);
+                }
+    header(o, "tiled_request_bytes_total", "counter", "Bytes of request bodies (gRPC: messages) received.");
+    for (int t = 0; t < NTRANSPORTS; t++)
+        if (transport_shown(t))
+            put(o, "tiled_request_bytes_total{transport=\"%s\"} %llu\n", tiled_transport_name((enum tiled_transport)t),
+                (unsigned long long)atomic_load(&m.bytes_in[t]));
+    header(o, "tiled_response_bytes_total", "counter", "Bytes of response bodies (gRPC: messages) sent.");
+    for (int t = 0; t < NTRANSPORTS; t++)
+        if (transport_shown(t))
+            put(o, "tiled_response_bytes_total{transport=\"%s\"} %llu\n", tiled_transport_name((enum tiled_transport)t),
+                (unsigned long long)atomic_load(&m.bytes_out[t]));
+}
+
+static void render_histogram(struct out *o, const char *transport, const char *phase, const struct histogram *h)
+{
+    uint64_t cum = 0;
+    for (size_t b = 0; b <= NBUCKETS; b++) {
+        char le[24];
+        cum += atomic_load(&h->counts[b]);
+        if (b < NBUCKETS)
+            snprintf(le, sizeof(le), "%g", buckets[b]);
+        put(o, "tiled_request_duration_seconds_bucket{transport=\"%s\",phase=\"%s\",le=\"%s\"} %llu\n", transport,
+            phase, b < NBUCKETS ? le : "+Inf", (unsigned long long)cum);
+    }
+    put(o, "tiled_request_duration_seconds_sum{transport=\"%s\",phase=\"%s\"} %.6f\n", transport, phase,
+        (double)atomic_load(&h->sum_us) / 1e6);
+    put(o, "tiled_request_duration_seconds_count{transport=\"%s\",phase=\"%s\"} %llu\n", transport, phase,
+        (unsigned long long)cum);
 }
 
 static void render_histograms(struct out *o)
 {
     header(o, "tiled_request_duration_seconds", "histogram",
            "Time per request phase: total, queue (waiting for a worker), decode, tile and encode.");
-    for (int p = 0; p < NPHASES; p++) {
-        uint64_t cum = 0;
-        for (size_t b = 0; b <= NBUCKETS; b++) {
-            cum += atomic_load(&m.phases[p].counts[b]);
-            if (b < NBUCKETS)
-                put(o, "tiled_request_duration_seconds_bucket{phase=\"%s\",le=\"%g\"} %llu\n", phase_names[p],
-                    buckets[b], (unsigned long long)cum);
-            else
-                put(o, "tiled_request_duration_seconds_bucket{phase=\"%s\",le=\"+Inf\"} %llu\n", phase_names[p],
-                    (unsigned long long)cum);
-        }
-        put(o, "tiled_request_duration_seconds_sum{phase=\"%s\"} %.6f\n", phase_names[p],
-            (double)atomic_load(&m.phases[p].sum_us) / 1e6);
-        put(o, "tiled_request_duration_seconds_count{phase=\"%s\"} %llu\n", phase_names[p], (unsigned long long)cum);
-    }
+    for (int t = 0; t < NTRANSPORTS; t++)
+        for (int p = 0; transport_shown(t) && p < NPHASES; p++)
+            render_histogram(o, tiled_transport_name((enum tiled_transport)t), phase_names[p], &m.phases[t][p]);
 }
 
 static void render_gauges(struct out *o, struct tiled_server *srv)

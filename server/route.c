@@ -44,6 +44,13 @@ static const char *const label_names[] = {
 };
 _Static_assert(sizeof(label_names) / sizeof(label_names[0]) == TILED_RL_COUNT, "a name per route label");
 
+const char *tiled_transport_name(enum tiled_transport transport)
+{
+    static const char *const names[] = {[TILED_TRANSPORT_HTTP] = "http", [TILED_TRANSPORT_GRPC] = "grpc"};
+    _Static_assert(sizeof(names) / sizeof(names[0]) == TILED_TRANSPORT_COUNT, "a name per transport");
+    return (unsigned)transport < TILED_TRANSPORT_COUNT ? names[transport] : "other";
+}
+
 const char *tiled_route_label_name(enum tiled_route_label label)
 {
     return (unsigned)label < TILED_RL_COUNT ? label_names[label] : label_names[TILED_RL_OTHER];

@@ -12,6 +12,8 @@ struct tiled_req;
 /* What carried a request in: it picks the routes the request can reach
  * and labels its metrics and access log. */
 enum tiled_transport { TILED_TRANSPORT_HTTP, TILED_TRANSPORT_GRPC, TILED_TRANSPORT_COUNT };
+/* Its label in metrics and logs: "http", "grpc". */
+const char *tiled_transport_name(enum tiled_transport transport);
 
 enum tiled_route_label {
     TILED_RL_V1_TILE,

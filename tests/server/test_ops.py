@@ -52,20 +52,20 @@ class Metrics(unittest.TestCase):
         self.assertRegex(text, r'tiled_build_info\{version="[^"]+",commit="[^"]+"\} 1')
 
     def test_counters_and_histograms_move(self):
-        labels = '{route="/v1/tile",format="json",code="200"}'
+        labels = '{transport="http",route="/v1/tile",format="json",code="200"}'
         before = self.scrape()
         for _ in range(3):
             self.assertEqual(self.tile()[0].status, 200)
         after = self.scrape()
         self.assertEqual((metric_value(after, "tiled_requests_total", labels) or 0)
                          - (metric_value(before, "tiled_requests_total", labels) or 0), 3)
-        total = '{phase="total"}'
+        total = '{transport="http",phase="total"}'
         # The scrape itself is counted too, once it completes.
         grew = metric_value(after, "tiled_request_duration_seconds_count", total) - \
             metric_value(before, "tiled_request_duration_seconds_count", total)
         self.assertGreaterEqual(grew, 3)
-        self.assertGreater(metric_value(after, "tiled_request_bytes_total"),
-                           metric_value(before, "tiled_request_bytes_total"))
+        self.assertGreater(metric_value(after, "tiled_request_bytes_total", '{transport="http"}'),
+                           metric_value(before, "tiled_request_bytes_total", '{transport="http"}'))
 
 
 class Config(unittest.TestCase):

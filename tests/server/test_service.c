@@ -347,11 +347,11 @@ static void metrics_count_requests(void **state)
     assert_string_equal(req->reply.content_type, "text/plain; version=0.0.4; charset=utf-8");
     char *text = strndup(req->reply.body, (size_t)req->reply.body_len);
     /* Earlier tests finished more /v1 requests: at least these three. */
-    const char *line = strstr(text, "tiled_requests_total{route=\"/v1/tile\",format=\"json\",code=\"200\"} ");
+    const char *line = strstr(text, "tiled_requests_total{transport=\"http\",route=\"/v1/tile\",format=\"json\",code=\"200\"} ");
     assert_non_null(line);
-    assert_true(strtoull(line + strlen("tiled_requests_total{route=\"/v1/tile\",format=\"json\",code=\"200\"} "),
+    assert_true(strtoull(line + strlen("tiled_requests_total{transport=\"http\",route=\"/v1/tile\",format=\"json\",code=\"200\"} "),
                          NULL, 10) >= 3);
-    assert_non_null(strstr(text, "tiled_requests_total{route=\"other\",format=\"none\",code=\"404\"} "));
+    assert_non_null(strstr(text, "tiled_requests_total{transport=\"http\",route=\"other\",format=\"none\",code=\"404\"} "));
     assert_non_null(strstr(text, "# TYPE tiled_request_duration_seconds histogram"));
     assert_non_null(strstr(text, "tiled_inflight_requests 1\n")); /* the scrape itself */
     free(text);

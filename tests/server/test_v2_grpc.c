@@ -22,6 +22,8 @@
 
 #include "fake_transport.h"
 #include "grpc_msgs.h"
+#include "log.h"
+#include "metrics.h"
 #include "pbwire.h"
 #include "service.h"
 #include "stream.h"
@@ -1093,6 +1095,83 @@ static void shm_registry(void **state)
     srv.shm = NULL;
 }
 
+/* ---- metrics and access log ---------------------------------------------------------- */
+
+/* The value of a metric line that starts with `series` (0 when absent). */
+static uint64_t metric(const char *series)
+{
+    size_t len;
+    char *text = tiled_metrics_render(&srv, &len);
+    assert_non_null(text);
+    const char *line = strstr(text, series);
+    uint64_t v = line ? strtoull(line + strlen(series), NULL, 10) : 0;
+    free(text);
+    return v;
+}
+
+static void metrics_by_transport(void **state)
+{
+    (void)state;
+    static const char infer_ok[] =
+        "tiled_requests_total{transport=\"grpc\",route=\"/v2/models/infer\",format=\"protobuf\",code=\"200\"} ";
+    static const char infer_bad[] =
+        "tiled_requests_total{transport=\"grpc\",route=\"/v2/models/infer\",format=\"protobuf\",code=\"400\"} ";
+    static const char live[] = "tiled_requests_total{transport=\"grpc\",route=\"grpc\",format=\"protobuf\",code=\"200\"} ";
+    static const char http_live[] = "tiled_requests_total{transport=\"http\",route=\"/v2/health\",format=\"none\",code=\"200\"} ";
+    uint64_t ok0 = metric(infer_ok), bad0 = metric(infer_bad), live0 = metric(live), http0 = metric(http_live);
+    const struct tensor_in in[] = {FP32_22, REPEATS(rep23, 2)};
+    struct infer_req q = {.in = in, .nin = 2};
+    end(infer(&q));
+    q.output = "nope";
+    end(infer(&q));
+    struct msg empty = {.len = 0};
+    assert_true(call_bool(RPC "ServerLive", &empty));
+    json_decref(http_json("/v2/health/live"));
+    assert_int_equal(metric(infer_ok) - ok0, 1);
+    assert_int_equal(metric(infer_bad) - bad0, 1);
+    assert_int_equal(metric(live) - live0, 1);
+    assert_int_equal(metric(http_live) - http0, 1); /* HTTP's series are apart */
+    assert_true(metric("tiled_request_bytes_total{transport=\"grpc\"} ") > 0);
+    assert_true(metric("tiled_request_duration_seconds_count{transport=\"grpc\",phase=\"total\"} ") >= 3);
+}
+
+/* The access line names the transport. */
+static void access_log_transport(void **state)
+{
+    (void)state;
+    FILE *log = tmpfile();
+    assert_non_null(log);
+    int saved = dup(STDERR_FILENO);
+    assert_int_equal(dup2(fileno(log), STDERR_FILENO), STDERR_FILENO);
+    struct tiled_config cfg = srv.cfg;
+    cfg.log_level = TILED_LOG_INFO;
+    cfg.log_format = TILED_LOG_JSON;
+    tiled_log_init(&cfg);
+    struct msg empty = {.len = 0};
+    call_bool(RPC "ServerLive", &empty);
+    json_decref(http_json("/v2/health/live"));
+    tiled_log_init(&srv.cfg);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    char text[4096] = "";
+    rewind(log);
+    size_t n = fread(text, 1, sizeof(text) - 1, log);
+    text[n] = '\0';
+    fclose(log);
+    char *second = strchr(text, '\n');
+    assert_non_null(second);
+    *second++ = '\0';
+    json_t *grpc_line = json_loads(text, 0, NULL), *http_line = json_loads(second, JSON_DISABLE_EOF_CHECK, NULL);
+    assert_non_null(grpc_line);
+    assert_non_null(http_line);
+    assert_string_equal(json_string_value(json_object_get(grpc_line, "event")), "access");
+    assert_string_equal(json_string_value(json_object_get(grpc_line, "transport")), "grpc");
+    assert_string_equal(json_string_value(json_object_get(grpc_line, "path")), RPC "ServerLive");
+    assert_string_equal(json_string_value(json_object_get(http_line, "transport")), "http");
+    json_decref(grpc_line);
+    json_decref(http_line);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1114,6 +1193,8 @@ int main(void)
         cmocka_unit_test(infer_statistics),
         cmocka_unit_test(shm_off),
         cmocka_unit_test(shm_registry),
+        cmocka_unit_test(metrics_by_transport),
+        cmocka_unit_test(access_log_transport),
     };
     return cmocka_run_group_tests(tests, fake_setup, fake_teardown);
 }
