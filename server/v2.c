@@ -8,7 +8,6 @@
  * output in the protocol's response. Per-version statistics follow
  * Triton's statistics extension.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -232,21 +231,12 @@ int tiled_v2_model_version(struct tiled_req *req, const char *model, size_t len,
         return 0;
     }
     if (version && tile_v2_version_slot(version) < 0) {
-        tiled_v2_unknown_version(req, "%d", version);
+        char versions[TILE_V2_NVERSIONS * 12];
+        tiled_reply_error(&req->reply, TILED_NOT_FOUND, "unknown version %d of model 'tile' (versions: %s)", version,
+                          served_versions(versions, sizeof(versions)));
         return 0;
     }
     return version ? version : tile_v2_versions[0];
-}
-
-void tiled_v2_unknown_version(struct tiled_req *req, const char *fmt, ...)
-{
-    char versions[TILE_V2_NVERSIONS * 12], asked[80];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(asked, sizeof(asked), fmt, ap);
-    va_end(ap);
-    tiled_reply_error(&req->reply, TILED_NOT_FOUND, "unknown version %s of model 'tile' (versions: %s)", asked,
-                      served_versions(versions, sizeof(versions)));
 }
 
 bool tiled_split_model_path(const char *p, char *model, size_t cap, int *version, const char **action)

@@ -54,10 +54,12 @@ int tiled_grpc_model(struct tiled_req *req, struct tile_grpc_str name, struct ti
     }
     if (digits && (v || !version.len))
         return tiled_v2_model_version(req, name.ptr, name.len, v);
-    /* A version that is no number names no version: not found, as on HTTP
-     * (whose path then matches no endpoint), once the model is known. */
+    /* Not a version number at all: the request is malformed (Triton's
+     * INVALID_ARGUMENT), once the model is known. */
     if (tiled_v2_model_version(req, name.ptr, name.len, 0))
-        tiled_v2_unknown_version(req, "'%.*s'", (int)(version.len < 64 ? version.len : 64), version.ptr);
+        tiled_reply_error(&req->reply, TILED_BAD_REQUEST,
+                          "model version '%.*s' is not a version number (leave it empty for the newest)",
+                          (int)(version.len < 64 ? version.len : 64), version.ptr);
     return 0;
 }
 

@@ -21,10 +21,6 @@ struct tiled_server;
  * unknown version a 404 naming the served ones. */
 int tiled_v2_model_version(struct tiled_req *req, const char *model, size_t len, int version);
 
-/* Sets the 404 for a version of model 'tile' that is not served, the
- * version as `fmt` prints it. */
-void tiled_v2_unknown_version(struct tiled_req *req, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
 /* After an infer request was decoded into req->v2 and req->treq: lets
  * shared-memory inputs go unless the output goes to a region too (they
  * were copied), plans the output, and gives the bytes of its data

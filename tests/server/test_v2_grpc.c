@@ -239,9 +239,10 @@ static void model_errors(void **state)
         call_fails(rpcs[i], &other, TILED_GRPC_INVALID_ARGUMENT,
                    "unknown model 'other' (this server serves the model 'tile')");
         call_fails(rpcs[i], &v7, TILED_GRPC_NOT_FOUND, "unknown version 7 of model 'tile' (versions: 13, 6, 1)");
-        call_fails(rpcs[i], &word, TILED_GRPC_NOT_FOUND, "unknown version 'latest' of model 'tile' (versions: 13, 6, 1)");
-        call_fails(rpcs[i], &zero, TILED_GRPC_NOT_FOUND, "unknown version '0' of model 'tile'");
-        call_fails(rpcs[i], &huge, TILED_GRPC_NOT_FOUND, "unknown version '99999999999' of model 'tile'");
+        /* not a version number at all: malformed, as Triton answers */
+        call_fails(rpcs[i], &word, TILED_GRPC_INVALID_ARGUMENT, "model version 'latest' is not a version number");
+        call_fails(rpcs[i], &zero, TILED_GRPC_INVALID_ARGUMENT, "model version '0' is not a version number");
+        call_fails(rpcs[i], &huge, TILED_GRPC_INVALID_ARGUMENT, "model version '99999999999' is not a version number");
         struct msg other_word = model_ref("other", "x"); /* the model is checked first */
         call_fails(rpcs[i], &other_word, TILED_GRPC_INVALID_ARGUMENT, "unknown model 'other'");
         call_fails(rpcs[i], &bad, TILED_GRPC_INVALID_ARGUMENT, "field 1 has wire type 0");
