@@ -5,33 +5,40 @@
  * the output of level l+1 for one input slice (the innermost level's
  * sub-blocks are single bytes, so its tile is one contiguous input row).
  * fill_level() writes any byte range of a level's block:
- *   - the first (possibly partial) tile is generated from the input;
- *   - further whole tiles are replicated from the copy just written while
- *     that copy is small enough to sit in cache: first by doubling, then in
- *     cache-sized chunks, so a 4-byte row repeated 4096 times costs a dozen
- *     memcpy calls, not 4096;
- *   - tiles too big for the cache are generated again from the input, which
- *     reads less than copying the output back from DRAM would.
+ *   - a partial tile at either end is generated from the input;
+ *   - whole tiles, with plain stores, are written by fill_tiles(): every
+ *     piece of the output (a chunk of a few KiB) is generated once and at
+ *     once copied to every other place it appears, at this level and at
+ *     the levels above, while it is still in L1. A 4-byte row repeated 4096
+ *     times is doubled to a chunk and that chunk copied; a 200 KiB tile
+ *     repeated 4 times is written chunk by chunk, each chunk copied 3 times.
+ *     Copying a whole written tile instead reads it back from L2 or beyond,
+ *     which ran at memcpy's speed, where copies from L1 come close to the
+ *     write speed of memset (hotcopy.h);
+ *   - with non-temporal stores nothing written can be read back cheaply,
+ *     so every tile is generated from the input, which stays in cache.
  * Because any range can be produced on its own, parallelism is just a split
  * of [0, out_bytes) and streaming is the same call per chunk.
  */
 #include "tile.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "autosplit.h"
+#include "hotcopy.h"
 #include "stores.h"
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
 
-/* A written tile at most this big is copied from instead of regenerated
- * (any tile is, in an output that fits the cache: it stays there). */
-#define TILE_REPLICATE_MAX (256u << 10)
-/* Doubling stops at this size; beyond it the doubled block is copied as is. */
-#define TILE_DOUBLING_CAP (32u << 10)
+/* The pieces fill_tiles() generates and copies: small enough that the
+ * piece stays in L1 (32 KiB here) while its copies are written. On the
+ * uint8 [3,224,224]x[1,4,4] case 8 KiB was as fast as 4 and faster than
+ * 16 or 32 KiB. */
+#define TILE_CHUNK_BYTES (8u << 10)
 /* Per-thread chunks of a parallel run are aligned to whole pages. */
 #define TILE_SPLIT_ALIGN 4096u
 /* A parallel run is cut into about this many tasks per thread, each at
@@ -55,12 +62,19 @@
 
 struct fill_ctx {
     const struct tile_plan *plan;
-    bool stream;       /* non-temporal stores; output is never read back */
-    bool out_in_cache; /* the whole output fits the cache (stores.h) */
+    bool stream;    /* non-temporal stores; output is never read back */
+    uint64_t chunk; /* TILE_CHUNK_BYTES unless a test forces another */
 };
 
 static void fill_level(const struct fill_ctx *c, int l, const uint8_t *src, uint64_t lo, uint64_t hi,
                        uint8_t *dst);
+
+static atomic_uint_fast64_t forced_chunk; /* 0: TILE_CHUNK_BYTES */
+
+void tile_kernel_force_chunk(uint64_t bytes)
+{
+    atomic_store(&forced_chunk, bytes);
+}
 
 /* Copies with non-temporal stores: an output far bigger than the cache is
  * written without first reading each line into it (the read-for-ownership
@@ -125,6 +139,8 @@ static void stream_periodic(uint8_t *dst, const uint8_t *row, uint64_t period, u
     }
 }
 
+static void replicate(uint8_t *dst, uint64_t tile, uint64_t total, uint64_t chunk);
+
 /* Writes bytes [a, b) of one tile of level l (input slice at src). */
 static void write_tile(const struct fill_ctx *c, int l, const uint8_t *src, uint64_t a, uint64_t b, uint8_t *dst)
 {
@@ -134,30 +150,114 @@ static void write_tile(const struct fill_ctx *c, int l, const uint8_t *src, uint
         return;
     }
     uint64_t sub = p->lev_sub[l], stride = p->lev_in_stride[l];
+    /* Whole sub-blocks of the level above the innermost are an input row
+     * and its copies: written here directly, as most outputs spend most
+     * calls here and fill_level's divisions and calls cost about as much
+     * as copying a short row (224-byte rows: 10-20% of the time). */
+    bool rows = !c->stream && l == p->nlev - 2;
+    uint64_t row = p->lev_tile[l + 1];
     for (uint64_t j = a / sub; j * sub < b; j++) {
         uint64_t s0 = j * sub > a ? 0 : a - j * sub;
         uint64_t s1 = (j + 1) * sub < b ? sub : b - j * sub;
-        fill_level(c, l + 1, src + j * stride, s0, s1, dst);
+        if (rows && s0 == 0 && s1 == sub) {
+            memcpy(dst, src + j * stride, row);
+            replicate(dst, row, sub, c->chunk);
+        } else {
+            fill_level(c, l + 1, src + j * stride, s0, s1, dst);
+        }
         dst += s1 - s0;
     }
 }
 
 /* dst[0, tile) holds one tile; writes copies up to `total` bytes after it
- * (total is a multiple of tile). */
-static void replicate(uint8_t *dst, uint64_t tile, uint64_t total)
+ * (total is a multiple of tile): by doubling up to a chunk, then copies of
+ * that chunk, so a 4-byte row repeated 4096 times costs a dozen copies. */
+static void replicate(uint8_t *dst, uint64_t tile, uint64_t total, uint64_t chunk)
 {
     uint64_t done = tile;
-    while (done < total && done < TILE_DOUBLING_CAP) {
+    while (done < total && done * 2 <= chunk) {
         uint64_t n = total - done < done ? total - done : done;
-        memcpy(dst + done, dst, n);
+        tile_copy_hot(dst + done, dst, n);
         done += n;
     }
-    uint64_t chunk = done;
-    while (done < total) {
-        uint64_t n = total - done < chunk ? total - done : chunk;
-        memcpy(dst + done, dst, n);
-        done += n;
+    uint64_t unit = done;
+    for (; done < total; done += unit)
+        tile_copy_hot(dst + done, dst, total - done < unit ? total - done : unit);
+}
+
+/* The other places a piece of the output being written appears at: the
+ * offsets sum_i k_i * stride[i] (0 <= k_i < count[i]) from it, but 0. Each
+ * level whose tile is repeated adds one (stride, count) pair. */
+struct fanout {
+    int n;
+    uint64_t stride[TILE_MAX_RANK], count[TILE_MAX_RANK];
+};
+
+static void fanout_push(struct fanout *f, uint64_t stride, uint64_t count)
+{
+    f->stride[f->n] = stride;
+    f->count[f->n++] = count;
+}
+
+/* Copies piece[0, len) to piece + shift + every offset of f. */
+static void fan_out(uint8_t *piece, uint64_t len, const struct fanout *f, uint64_t shift)
+{
+    uint64_t k[TILE_MAX_RANK], off = shift;
+    for (int i = 0; i < f->n; i++) /* not = {0}: that clears all 64 on every call */
+        k[i] = 0;
+    for (;;) {
+        if (off)
+            tile_copy_hot(piece + off, piece, len);
+        int i = f->n - 1; /* the next offset, innermost pair first */
+        for (; i >= 0 && k[i] + 1 == f->count[i]; i--) {
+            off -= k[i] * f->stride[i];
+            k[i] = 0;
+        }
+        if (i < 0)
+            return;
+        k[i]++;
+        off += f->stride[i];
     }
+}
+
+/* Writes `copies` whole tiles of level l at dst, plain stores, and the same
+ * bytes at every offset of f (restored on return). Sub-blocks bigger than
+ * a chunk are written by the level below, which copies its pieces to all
+ * places at once; otherwise the tile (or a run of small tiles) is written
+ * chunk by chunk, each chunk copied everywhere while it is in L1. */
+static void fill_tiles(const struct fill_ctx *c, int l, const uint8_t *src, uint8_t *dst, uint64_t copies,
+                       struct fanout *f)
+{
+    const struct tile_plan *p = c->plan;
+    uint64_t tile = p->lev_tile[l], sub = p->lev_sub[l];
+    int n0 = f->n;
+    if (tile <= c->chunk) { /* a unit of m tiles, built by doubling */
+        uint64_t m = c->chunk / tile < copies ? c->chunk / tile : copies, unit = m * tile;
+        write_tile(c, l, src, 0, tile, dst);
+        replicate(dst, tile, unit, c->chunk);
+        fanout_push(f, unit, copies / m);
+        fan_out(dst, unit, f, 0);
+        f->n = n0;
+        if (copies % m)
+            fan_out(dst, copies % m * tile, f, copies / m * unit);
+        return;
+    }
+    if (copies > 1)
+        fanout_push(f, tile, copies);
+    if (f->n == 0) { /* nowhere to copy to: one call, no pieces */
+        write_tile(c, l, src, 0, tile, dst);
+    } else if (sub > c->chunk) {
+        for (uint64_t j = 0; j < p->lev_in[l]; j++)
+            fill_tiles(c, l + 1, src + j * p->lev_in_stride[l], dst + j * sub, p->lev_rep[l + 1], f);
+    } else {
+        uint64_t step = c->chunk / sub * sub; /* whole sub-blocks */
+        for (uint64_t o = 0; o < tile; o += step) {
+            uint64_t n = tile - o < step ? tile - o : step;
+            write_tile(c, l, src, o, o + n, dst + o);
+            fan_out(dst + o, n, f, 0);
+        }
+    }
+    f->n = n0;
 }
 
 /* Writes bytes [lo, hi) of level l's block (lev_rep copies of its tile). */
@@ -185,12 +285,14 @@ static void fill_level(const struct fill_ctx *c, int l, const uint8_t *src, uint
         write_tile(c, l, src, 0, tail, dst);
         return;
     }
-    write_tile(c, l, src, 0, tile, dst);
-    if (!c->stream && (tile <= TILE_REPLICATE_MAX || c->out_in_cache)) {
-        replicate(dst, tile, whole);
+    if (!c->stream) {
+        struct fanout none;
+        none.n = 0; /* the arrays are only read up to n; clearing them costs a 1 KiB memset a call */
+        fill_tiles(c, l, src, dst, whole / tile, &none);
         memcpy(dst + whole, dst, tail);
         return;
     }
+    write_tile(c, l, src, 0, tile, dst);
     for (uint64_t off = tile; off < whole; off += tile)
         write_tile(c, l, src, 0, tile, dst + off);
     write_tile(c, l, src, 0, tail, dst + whole);
@@ -201,7 +303,9 @@ static void fill_range(const struct tile_plan *p, bool stream, const void *in, u
 {
     if (len == 0 || p->nlev == 0)
         return;
-    struct fill_ctx c = {p, stream, p->out_bytes < tile_stores_stream_min()};
+    struct fill_ctx c = {p, stream, atomic_load_explicit(&forced_chunk, memory_order_relaxed)};
+    if (!c.chunk)
+        c.chunk = TILE_CHUNK_BYTES;
     fill_level(&c, 0, in, offset, offset + len, dst);
     if (stream)
         stream_fence();
@@ -290,7 +394,7 @@ static void expand_rows(const struct tile_plan *p, const uint8_t *in, uint8_t *d
     uint64_t row = p->lev_tile[n], block = row * p->lev_rep[n], rows = p->in_bytes / row;
     for (uint64_t r = 0; r < rows; r++, in += row, dst += block) {
         memcpy(dst, in, row);
-        replicate(dst, row, block);
+        replicate(dst, row, block, TILE_CHUNK_BYTES);
     }
 }
 

@@ -33,6 +33,12 @@ void tile_read(const struct tile_plan *plan, const void *in, uint64_t offset, ui
  * non-temporal stores (see stores.h); tile_read always uses plain ones. */
 void tile_execute(const struct tile_plan *plan, const void *in, void *out, struct tile_pool *pool);
 
+/* Tests and benchmarks: the size of the pieces the kernel writes whole
+ * tiles in with plain stores (kernel.c; about 8 KiB, what stays in L1),
+ * for every later call in the process; 0 restores it. Pieces of a few
+ * bytes make small outputs take every path big ones take. */
+void tile_kernel_force_chunk(uint64_t bytes);
+
 /* Plans, allocates and fills `out` (which the caller frees with
  * tile_tensor_free). String outputs borrow the input's string bytes, so `in`
  * must outlive `out`. On error `out` is left empty and `e` says why. */

@@ -4,7 +4,8 @@
  * specification rejects it, tile_plan_init must fail with TILE_EINVAL
  * naming that semantics; otherwise the plan's shapes must match the oracle
  * and every way of producing the output (single-threaded, pools of 2 and 3
- * threads, plain and non-temporal stores, tile_run, tile_read of arbitrary ranges, a plan re-sized to index
+ * threads, plain and non-temporal stores, plain ones in pieces of several
+ * sizes, tile_run, tile_read of arbitrary ranges, a plan re-sized to index
  * elements) must reproduce the oracle's bytes. Cases come from a fixed seed
  * (override with TILED_TEST_SEED); a failure prints the seed and the case.
  */
@@ -20,6 +21,7 @@
 #include <string.h>
 
 #include "autosplit.h"
+#include "hotcopy.h"
 #include "ref.h"
 #include "stores.h"
 
@@ -204,28 +206,54 @@ static void guarded_free(uint8_t *b)
     free(b - GUARD);
 }
 
+/* How tile_execute may write: non-temporal stores, or plain stores with
+ * whole tiles written in pieces (kernel.c) of the default size, of fewer
+ * bytes than a vector, of an odd size, and copied with memcpy instead of
+ * the vector loop (hotcopy.h). Small pieces make these small outputs take
+ * every path big ones take. */
+struct write_mode {
+    enum tile_stores stores;
+    uint64_t chunk; /* 0: the default */
+    bool memcpy_only;
+};
+
+static const struct write_mode write_modes[] = {
+    {TILE_STORES_STREAM, 0, false}, {TILE_STORES_CACHED, 0, false},  {TILE_STORES_CACHED, 7, false},
+    {TILE_STORES_CACHED, 100, false}, {TILE_STORES_CACHED, 256, true},
+};
+
+static void force_write_mode(const struct write_mode *m)
+{
+    tile_stores_force(m->stores);
+    tile_kernel_force_chunk(m->chunk);
+    tile_copy_hot_force_memcpy(m->memcpy_only);
+}
+
+static const struct write_mode default_mode = {TILE_STORES_AUTO, 0, false};
+
 /* tile_execute without a pool and with each pool, into a guarded buffer,
- * with plain and with non-temporal stores (stores.h): the size rule would
- * give these small outputs plain stores only. */
+ * in every write mode: the size rule would give these small outputs plain
+ * stores and default pieces only. */
 static void check_execute(const struct case_ctx *x, const struct tile_plan *pl, const struct input *in,
                           const void *want)
 {
-    static const enum tile_stores modes[] = {TILE_STORES_CACHED, TILE_STORES_STREAM};
     uint8_t *got = guarded_alloc(pl->out_bytes);
-    for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
-        tile_stores_force(modes[m]);
+    for (size_t m = 0; m < sizeof(write_modes) / sizeof(write_modes[0]); m++) {
+        const struct write_mode *w = &write_modes[m];
+        force_write_mode(w);
         for (int i = -1; i < 2; i++) {
             struct tile_pool *pool = i < 0 ? NULL : kernel_pools[i];
-            char what[80];
-            snprintf(what, sizeof(what), "tile_execute with %d pool threads, %s stores", tile_pool_size(pool),
-                     modes[m] == TILE_STORES_STREAM ? "non-temporal" : "plain");
+            char what[120];
+            snprintf(what, sizeof(what), "tile_execute with %d pool threads, %s stores, pieces of %llu bytes%s",
+                     tile_pool_size(pool), w->stores == TILE_STORES_STREAM ? "non-temporal" : "plain",
+                     (unsigned long long)w->chunk, w->memcpy_only ? " copied by memcpy" : "");
             memset(got, 0, pl->out_bytes);
             tile_execute(pl, in->data, got, pool);
             check_bytes(x, __LINE__, what, got, want, pl->out_bytes);
             check_guards(x, got, pl->out_bytes);
         }
     }
-    tile_stores_force(TILE_STORES_AUTO);
+    force_write_mode(&default_mode);
     guarded_free(got);
 }
 
@@ -350,12 +378,15 @@ static int pick_ranges(struct ref_rng *r, const struct tile_plan *pl, struct ran
     return n;
 }
 
+/* Reads of random ranges, each in a write mode with plain stores (tile_read
+ * never streams) taken in turn. */
 static void check_reads(const struct case_ctx *x, struct ref_rng *r, const struct tile_plan *pl, const void *in,
                         const uint8_t *want, int nreads)
 {
     struct range ranges[64];
     int n = pick_ranges(r, pl, ranges, nreads < 64 ? nreads : 64);
     for (int i = 0; i < n; i++) {
+        force_write_mode(&write_modes[1 + (x->index + (uint64_t)i) % (sizeof(write_modes) / sizeof(write_modes[0]) - 1)]);
         uint8_t *got = guarded_alloc(ranges[i].len);
         char what[80];
         snprintf(what, sizeof(what), "tile_read(offset %llu, len %llu)", (unsigned long long)ranges[i].off,
@@ -365,6 +396,7 @@ static void check_reads(const struct case_ctx *x, struct ref_rng *r, const struc
         check_guards(x, got, ranges[i].len);
         guarded_free(got);
     }
+    force_write_mode(&default_mode);
 }
 
 /* ---- the plan re-sized to index elements ---- */

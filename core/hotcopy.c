@@ -1,0 +1,67 @@
+/* hotcopy.c - copying bytes that are still in L1 (see hotcopy.h). */
+#include "hotcopy.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define TILE_HOTCOPY_AVX2 1
+#include <immintrin.h>
+#endif
+
+static atomic_bool forced_memcpy;
+
+#ifdef TILE_HOTCOPY_AVX2
+/* n >= 32. Four loads before four stores keep both load ports busy; the
+ * last partial vector is copied as the final 32 bytes, overlapping bytes
+ * already copied, which is harmless as source and destination are apart. */
+__attribute__((target("avx2"))) static void copy_avx2(uint8_t *dst, const uint8_t *src, uint64_t n)
+{
+    uint64_t i = 0;
+    for (; i + 128 <= n; i += 128) {
+        __m256i a = _mm256_loadu_si256((const __m256i *)(src + i));
+        __m256i b = _mm256_loadu_si256((const __m256i *)(src + i + 32));
+        __m256i c = _mm256_loadu_si256((const __m256i *)(src + i + 64));
+        __m256i d = _mm256_loadu_si256((const __m256i *)(src + i + 96));
+        _mm256_storeu_si256((__m256i *)(dst + i), a);
+        _mm256_storeu_si256((__m256i *)(dst + i + 32), b);
+        _mm256_storeu_si256((__m256i *)(dst + i + 64), c);
+        _mm256_storeu_si256((__m256i *)(dst + i + 96), d);
+    }
+    for (; i + 32 <= n; i += 32)
+        _mm256_storeu_si256((__m256i *)(dst + i), _mm256_loadu_si256((const __m256i *)(src + i)));
+    if (i < n)
+        _mm256_storeu_si256((__m256i *)(dst + n - 32), _mm256_loadu_si256((const __m256i *)(src + n - 32)));
+}
+
+static bool cpu_has_avx2(void)
+{
+    return __builtin_cpu_supports("avx2");
+}
+#else
+static bool cpu_has_avx2(void)
+{
+    return false;
+}
+#endif
+
+bool tile_copy_hot_vector(void)
+{
+    return cpu_has_avx2() && !atomic_load_explicit(&forced_memcpy, memory_order_relaxed);
+}
+
+void tile_copy_hot(uint8_t *dst, const uint8_t *src, uint64_t n)
+{
+#ifdef TILE_HOTCOPY_AVX2
+    if (n >= 32 && tile_copy_hot_vector()) {
+        copy_avx2(dst, src, n);
+        return;
+    }
+#endif
+    memcpy(dst, src, n);
+}
+
+void tile_copy_hot_force_memcpy(bool off)
+{
+    atomic_store(&forced_memcpy, off);
+}

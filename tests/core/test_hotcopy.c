@@ -1,0 +1,93 @@
+/* test_hotcopy.c - tile_copy_hot copies exactly n bytes, whatever the
+ * length (every one up to a few vectors past the unrolled loop, and chunk
+ * sizes) and the alignment of either end, with the vector loop and with
+ * memcpy forced, and never writes outside [dst, dst + n). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "hotcopy.h"
+
+#define SPAN 9000u /* past the 8 KiB pieces the kernel copies */
+#define GUARD 64u
+#define GUARD_BYTE 0xA5
+
+static uint8_t src_buf[SPAN + 64], dst_buf[SPAN + 64 + 2 * GUARD];
+
+static void fill_source(void)
+{
+    for (size_t i = 0; i < sizeof(src_buf); i++)
+        src_buf[i] = (uint8_t)(i * 131 + 7);
+}
+
+/* Copies n bytes from src_buf + so to a guarded dst_buf + do and checks
+ * the copy and both guards. */
+static void check_copy(uint64_t n, unsigned so, unsigned dof)
+{
+    memset(dst_buf, GUARD_BYTE, sizeof(dst_buf));
+    uint8_t *dst = dst_buf + GUARD + dof;
+    tile_copy_hot(dst, src_buf + so, n);
+    if (n)
+        assert_memory_equal(dst, src_buf + so, n);
+    for (unsigned i = 0; i < GUARD; i++) {
+        assert_int_equal(dst[-1 - (int)i], GUARD_BYTE);
+        assert_int_equal(dst[n + i], GUARD_BYTE);
+    }
+}
+
+static void lengths_and_alignments(bool force_memcpy)
+{
+    static const uint64_t long_lengths[] = {511, 512, 513, 1000, 4096, 4097, 8063, 8064, 8192, SPAN};
+    tile_copy_hot_force_memcpy(force_memcpy);
+    fill_source();
+    for (uint64_t n = 0; n <= 300; n++)
+        for (unsigned so = 0; so < 3; so++)
+            for (unsigned dof = 0; dof < 3; dof++)
+                check_copy(n, so * 31, dof * 17);
+    for (size_t i = 0; i < sizeof(long_lengths) / sizeof(long_lengths[0]); i++)
+        for (unsigned so = 0; so < 64; so += 13)
+            for (unsigned dof = 0; dof < 64; dof += 11)
+                check_copy(long_lengths[i], so, dof);
+    tile_copy_hot_force_memcpy(false);
+}
+
+static void vector_loop_copies_exactly(void **state)
+{
+    (void)state;
+    lengths_and_alignments(false);
+}
+
+static void memcpy_fallback_copies_exactly(void **state)
+{
+    (void)state;
+    lengths_and_alignments(true);
+    tile_copy_hot_force_memcpy(true);
+    assert_false(tile_copy_hot_vector());
+    tile_copy_hot_force_memcpy(false);
+}
+
+/* The vector loop is the default exactly where the CPU has AVX2. */
+static void vector_loop_follows_the_cpu(void **state)
+{
+    (void)state;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    assert_int_equal(tile_copy_hot_vector(), __builtin_cpu_supports("avx2") != 0);
+#else
+    assert_false(tile_copy_hot_vector());
+#endif
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(vector_loop_copies_exactly),
+        cmocka_unit_test(memcpy_fallback_copies_exactly),
+        cmocka_unit_test(vector_loop_follows_the_cpu),
+    };
+    return cmocka_run_group_tests_name("hotcopy", tests, NULL, NULL);
+}
