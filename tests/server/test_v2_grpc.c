@@ -816,6 +816,11 @@ static void infer_errors(void **state)
                                           REPEATS(rep23, 2)};
     q = (struct infer_req){.in = short_raw, .nin = 2};
     infer_fails(&q, TILED_GRPC_INVALID_ARGUMENT, "input 'input': ");
+    char long_id[300];
+    memset(long_id, 'i', sizeof(long_id) - 1);
+    long_id[sizeof(long_id) - 1] = '\0';
+    q = (struct infer_req){.id = long_id, .in = ok, .nin = 2};
+    infer_fails(&q, TILED_GRPC_INVALID_ARGUMENT, "is too long (at most 255 bytes)");
     struct msg garbage = {.buf = {0x0a, 0x04, 't', 'i', 'l', 'e', 0x2a, 0x05, 0x0a}, .len = 9}; /* truncated input */
     call_fails(RPC "ModelInfer", &garbage, TILED_GRPC_INVALID_ARGUMENT, "not a valid protobuf message");
     static const int64_t big[2] = {1000000, 1000000};
