@@ -1,4 +1,5 @@
-"""KServe's Python SDK (kserve==0.21.0 from PyPI, unmodified) against tiled's v2 endpoints.
+"""KServe's Python SDK (kserve==0.21.0 from PyPI, unmodified) against tiled's v2 endpoints,
+over REST and over gRPC.
 
 `InferenceRESTClient` sends every request the way a KServe user's code does
 (InferRequest.to_rest(): "model_name" in the body, "data": null beside an
@@ -15,7 +16,8 @@ import unittest
 
 import httpx
 import numpy as np
-from kserve import InferenceRESTClient, InferInput, InferRequest, RESTConfig
+import grpc
+from kserve import InferenceGRPCClient, InferenceRESTClient, InferInput, InferRequest, RESTConfig
 from kserve.protocol.infer_type import RequestedOutput
 from kserve.protocol.rest.v2_datamodels import ModelMetadataResponse, ServerMetadataResponse
 
@@ -121,6 +123,79 @@ class KServeSDK(unittest.TestCase):
     def test_readme_snippet(self):
         """The README's KServe example runs and prints what it shows."""
         self.assertEqual(*readme_python_output("from kserve import", self.d.port))
+
+
+class KServeGRPC(unittest.TestCase):
+    """`InferenceGRPCClient` as a KServe user creates it (its default retry policy on):
+    numpy inputs go as raw_input_contents, Python lists as typed `contents`."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon("--grpc-port", "0")
+        cls.loop = asyncio.new_event_loop()
+
+        async def connect():  # a grpc.aio channel belongs to the loop it is made in
+            return InferenceGRPCClient(f"127.0.0.1:{cls.d.grpc_port}")
+        cls.client = cls.loop.run_until_complete(connect())
+        cls.rng = np.random.default_rng(22)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.loop.run_until_complete(cls.client.close())
+        cls.loop.close()
+        assert cls.d.stop() == 0
+
+    def run_async(self, coro):
+        return self.loop.run_until_complete(coro)
+
+    def infer(self, a, datatype, repeats, typed, model_name="tile"):
+        if typed:  # lists: the SDK fills the datatype's `contents` field
+            data = [x.decode() if isinstance(x, bytes) else x for x in a.ravel().tolist()]
+            inp = InferInput("input", list(a.shape), datatype, data=data)
+            rep = InferInput("repeats", [len(repeats)], "INT64", data=list(repeats))
+        else:
+            inp = InferInput("input", list(a.shape), datatype)
+            inp.set_data_from_numpy(a, binary_data=True)
+            rep = InferInput("repeats", [len(repeats)], "INT64")
+            rep.set_data_from_numpy(np.array(repeats, dtype=np.int64), binary_data=True)
+        return self.run_async(self.client.infer(InferRequest(model_name, [inp, rep], request_id="k-1")))
+
+    def test_every_datatype_rank_0_to_4_raw_and_typed(self):
+        calls = 0
+        for datatype in DATATYPES:
+            for shape in SHAPES:
+                for typed in (False, True):
+                    if typed and datatype == "FP16":  # no typed field: raw only
+                        continue
+                    with self.subTest(datatype=datatype, shape=shape, typed=typed):
+                        a = sample(datatype, shape, self.rng)
+                        repeats = [2, 1, 3, 1][:len(shape)]
+                        result = self.infer(a, datatype, repeats, typed)
+                        out = result.outputs[0]
+                        self.assertEqual((out.name, out.datatype, result.id), ("output", datatype, "k-1"))
+                        got, want = out.as_numpy(), np.tile(a, repeats)
+                        if datatype == "BYTES":
+                            got = as_bytes(got)
+                        self.assertEqual(got.shape, want.shape)
+                        self.assertTrue(np.array_equal(got, want), (got.ravel()[:4], want.ravel()[:4]))
+                        calls += 1
+        self.assertEqual(calls, len(DATATYPES) * len(SHAPES) * 2 - len(SHAPES))
+
+    def test_health_calls(self):
+        self.assertTrue(self.run_async(self.client.is_server_live()))
+        self.assertTrue(self.run_async(self.client.is_server_ready()))
+        self.assertTrue(self.run_async(self.client.is_model_ready("tile")))
+
+    def test_errors_surface_with_our_message(self):
+        a = np.arange(4, dtype=np.float32)
+        with self.assertRaises(grpc.aio.AioRpcError) as cm:
+            self.infer(a, "FP32", [1, 2], typed=False)
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("repeats has 2 values but input has rank 1", cm.exception.details())
+        with self.assertRaises(grpc.aio.AioRpcError) as cm:
+            self.infer(a, "FP32", [2], typed=True, model_name="resnet")
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("unknown model 'resnet'", cm.exception.details())
 
 
 if __name__ == "__main__":
