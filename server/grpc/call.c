@@ -221,10 +221,11 @@ static ssize_t read_message(nghttp2_session *s, int32_t id, uint8_t *buf, size_t
         k += (size_t)n;
         call->sent += (uint64_t)n;
     }
+    call->deferred = k == 0 && call->sent < total;
     if (call->sent == total) {
         *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
         send_trailers(call);
-    } else if (k == 0) {
+    } else if (call->deferred) {
         return NGHTTP2_ERR_DEFERRED;
     }
     return (ssize_t)k;
@@ -484,6 +485,7 @@ void grpc_call_resumed(struct grpc_call *call)
         return;
     }
     if (!call->closed && call->conn) { /* stream bytes are ready */
+        call->deferred = false;
         nghttp2_session_resume_data(call->conn->h2, call->id);
         grpc_loop_mark_dirty(call->conn);
     }

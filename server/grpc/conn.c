@@ -151,9 +151,13 @@ static long sock_send(struct grpc_conn *c, const uint8_t *p, size_t n)
     if (c->tls) {
         long r = grpc_tls_send(c->tls, p, n, c->tls_again);
         c->tls_again = r == -1;
+        if (r > 0)
+            c->last_active_us = tiled_now_us();
         return r;
     }
     ssize_t r = send(c->fd, p, n, MSG_NOSIGNAL);
+    if (r > 0)
+        c->last_active_us = tiled_now_us(); /* a client reading a long reply is not idle */
     if (r >= 0)
         return r;
     return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? -1 : -2;

@@ -56,6 +56,7 @@ struct grpc_call {
     uint64_t deadline_us;    /* 0: no grpc-timeout */
     const char *timeout;     /* the grpc-timeout value, for the message */
     bool parked;             /* a worker holds the request until it resumes the call */
+    bool deferred;           /* the reply's stream has no bytes ready yet */
     bool closed;             /* the HTTP/2 stream is gone */
     bool sent_all;           /* END_STREAM went out */
     bool abandoned;          /* the reply no longer reaches the client: ends as 499 */

@@ -216,6 +216,17 @@ static void check_deadlines(struct grpc_loop *l, uint64_t now)
     }
 }
 
+/* True while the server itself owes the connection bytes: a worker holds
+ * one of its calls, or a reply waits for its stream's next chunk. */
+static bool server_busy(const struct grpc_conn *c)
+{
+    for (const struct grpc_call *call = c->calls; call; call = call->next) {
+        if (call->parked || call->deferred)
+            return true;
+    }
+    return false;
+}
+
 /* Once a second: idle connections, drain and stop. */
 static void tick(struct grpc_loop *l, uint64_t now)
 {
@@ -229,9 +240,11 @@ static void tick(struct grpc_loop *l, uint64_t now)
             grpc_conn_goaway_notice(c);
     }
     for (struct grpc_conn *c = l->conns; c; c = c->next) {
-        /* An idle connection (no call open) is closed like an idle
-         * HTTP/1.1 keep-alive: clients reconnect on their next call. */
-        if (stopping || (c->ncalls == 0 && now - c->last_active_us > idle_us))
+        /* No byte either way for --idle-timeout, and nothing owed by the
+         * server: closed like an idle HTTP/1.1 keep-alive (clients reconnect
+         * on their next call), and so is a client that stalls in the middle
+         * of its request or stops reading a reply (its calls end as 499). */
+        if (stopping || (now - c->last_active_us > idle_us && !server_busy(c)))
             grpc_conn_goaway_final(c);
     }
     l->next_tick_us = now + 1000000u;

@@ -559,6 +559,45 @@ class Streamed(GrpcCase):
         self.assertEqual(raw_output(reply), np.tile(a, 300000).tobytes())
 
 
+class Garbage(GrpcCase):
+    """Seeded random frame sequences (valid request heads among random
+    frames, prefixes, flags and payloads): whatever nghttp2 and the call
+    make of them, the daemon answers the next client (and the valgrind and
+    ASan runs of this suite check that nothing leaks or is misused)."""
+
+    def test_random_frames(self):
+        import random
+        rng = random.Random(1234)
+        for _ in range(300):
+            try:
+                c = self.h2()
+            except OSError:
+                continue
+            try:
+                for _ in range(rng.randrange(1, 12)):
+                    kind = rng.choice([DATA, DATA, DATA, HEADERS, HEADERS, RST_STREAM, WINDOW_UPDATE, PING, SETTINGS,
+                                       GOAWAY, CONTINUATION, 2, 5, 10])
+                    sid = rng.choice([0, 1, 3, 5, 7, 2])
+                    if kind == HEADERS and rng.random() < 0.7:
+                        c.next_id = sid if sid % 2 else sid + 1
+                        c.start(path=rng.choice([LIVE, INFER, "/x/y"]), end=rng.random() < 0.1,
+                                metadata=[("grpc-timeout", "1m")] if rng.random() < 0.2 else ())
+                        continue
+                    if kind == DATA and rng.random() < 0.7:
+                        body = message(bytes(rng.randrange(256) for _ in range(rng.randrange(30))),
+                                       flag=rng.choice([0, 0, 0, 1]))
+                        cut = rng.randrange(len(body) + 1)
+                        c.frame(DATA, rng.choice([0, END_STREAM]), sid, body[:cut])
+                        continue
+                    payload = bytes(rng.randrange(256) for _ in range(rng.randrange(20)))
+                    c.frame(kind, rng.randrange(256), sid, payload)
+                c.pump(lambda: False, 0.005)
+            except OSError:
+                pass  # the server closed it: a protocol error
+            c.close()
+        self.assertEqual(raw_method(self.channel, LIVE)(b"", timeout=10), LIVE_REPLY)
+
+
 class Limits(GrpcCase):
     daemon_args = daemon_args("--max-grpc-message", "1000", "--max-body", "500", "--max-connections", "3")
 
@@ -615,6 +654,16 @@ class IdleTimeout(GrpcCase):
         self.assertTrue(c.closed)
         self.assertEqual(c.goaways, [(1, 0)], "GOAWAY naming the last stream, NO_ERROR")
         self.assertEqual(raw_method(self.channel, LIVE)(b"", timeout=10), LIVE_REPLY, "clients reconnect")
+
+    def test_stalled_request_is_cut(self):
+        c = self.h2()
+        sid = c.start(metadata=[("x-request-id", "grpc-stalled")])
+        c.send(sid, message(unknown_field(100))[:20])
+        c.pump(lambda: False, 4)
+        self.assertTrue(c.closed)
+        self.assertEqual(len(c.goaways), 1)
+        self.assertTrue(wait_for(lambda: access_lines(self.d, "grpc-stalled")))
+        self.assertEqual(access_lines(self.d, "grpc-stalled")[0]["status"], 499)
 
 
 class ApiKeys(GrpcCase):
