@@ -105,6 +105,20 @@ static uint8_t *deframe_in_pieces(const uint8_t *data, size_t size)
     return msg;
 }
 
+/* One shared-memory region, "r", for inputs that name one: the decoder's
+ * parameter reading and its in-place and copied reads are fuzzed too. */
+static _Alignas(16) uint8_t region[4096];
+
+static int resolve_region(void *ctx, const char *tensor, const struct tile_v2_shm_ref *ref, const void **data,
+                          struct tile_error *e)
+{
+    (void)ctx;
+    if (strcmp(ref->region, "r") != 0 || ref->offset > sizeof(region) || ref->byte_size > sizeof(region) - ref->offset)
+        return tile_error_set(e, TILE_EINVAL, "no such range of a region for %s", tensor);
+    *data = region + ref->offset;
+    return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     uint8_t *msg = deframe_in_pieces(data, size);
@@ -118,8 +132,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_inside(version, msg, size, "a model version");
     }
     tile_error_clear(&e);
+    struct tile_grpc_shm_register reg;
+    if (tile_grpc_shm_register_decode(msg, size, &reg, &e) == 0) {
+        check_inside(reg.name, msg, size, "a region name");
+        check_inside(reg.key, msg, size, "a region key");
+    }
+    tile_error_clear(&e);
     struct tile_grpc_infer_request r;
-    int rc = tile_grpc_infer_decode(msg, size, &fuzz_limits, &r, &e);
+    const struct tile_v2_shm_source shm = {.resolve = resolve_region, .borrow = true};
+    int rc = tile_grpc_infer_decode_shm(msg, size, &fuzz_limits, &shm, &r, &e);
     fuzz_check_result(rc, &e, "tile_grpc_infer_decode");
     if (rc == 0) {
         check_inside(r.model_name, msg, size, "model_name");
