@@ -25,7 +25,7 @@ RUN make -j"$(nproc)" build/tiled GIT_COMMIT="$GIT_COMMIT" \
 FROM ${DEBIAN_IMAGE} AS runtime
 ARG DEBIAN_FRONTEND=noninteractive
 RUN apt-get update \
- && apt-get install -y --no-install-recommends libmicrohttpd12 libjansson4 zlib1g libnghttp2-14 \
+ && apt-get install -y --no-install-recommends libmicrohttpd12 libjansson4 zlib1g libnghttp2-14 libgnutls30 \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt /var/log/dpkg.log \
  && groupadd --gid 10001 tiled \
  && useradd --uid 10001 --gid 10001 --no-create-home \

@@ -4,13 +4,19 @@ bench/perf_analyzer.sh runs it with binary tensor data in and out at
 concurrency 1 to 8, over HTTP or gRPC, for a rank-1 input (the advertised
 rank: only --input-data) and a rank-2 one (--shape), and fails on any error
 perf_analyzer reports or when the daemon's statistics miss requests it sent.
-Here with short windows; `make bench-perf-analyzer` gives the figures.
-Needs PyPI and a Debian mirror the first time (scripts/perf_analyzer.sh).
+Here with short windows; `make bench-perf-analyzer` gives the figures. Over
+gRPC also with --shared-memory system (test_shared_memory.py runs that one
+over HTTP). Needs PyPI and a Debian mirror the first time (scripts/perf_analyzer.sh).
 """
 import os
 import re
 import subprocess
+import sys
 import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from test_http import Daemon  # noqa: E402
+from test_shared_memory import perf_analyzer_shared_memory  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 
@@ -36,6 +42,19 @@ class PerfAnalyzer(unittest.TestCase):
 
     def test_grpc_concurrency_1_to_8_without_errors(self):
         self.concurrency_1_to_8_without_errors("grpc")
+
+    def test_grpc_shared_memory_system_without_errors(self):
+        """-i grpc --shared-memory system: it unregisters everything (system
+        and CUDA), registers a region per input and one for the output
+        (sized by --output-shared-memory-size: the output's dims are -1)
+        through the gRPC shared-memory RPCs, and points every request at them."""
+        d = Daemon("--grpc-port", "0", "--shared-memory", "system")
+        try:
+            perf_analyzer_shared_memory(self, "grpc", d.grpc_port)
+            registered = [line for line in d.log_lines() if "SystemSharedMemoryRegister" in line]
+            self.assertGreaterEqual(len(registered), 3, "input, repeats and output regions")
+        finally:
+            self.assertEqual(d.stop(), 0)
 
 
 if __name__ == "__main__":
