@@ -138,7 +138,8 @@ class TritonClient(unittest.TestCase):
     def test_readme_snippet(self):
         """The README's tritonclient example runs and prints what it shows."""
         # The shared-memory example (which reads its output another way) runs in test_shared_memory.py.
-        self.assertEqual(*readme_python_output('.as_numpy("output")', self.d.port))
+        self.assertEqual(*readme_python_output('httpclient.InferenceServerClient("127.0.0.1:8080")\ndata =',
+                                               self.d.port))
 
 
 if __name__ == "__main__":
