@@ -560,10 +560,10 @@ class StubClient(GrpcCase):
                     msg = self.P.msg(f"inference.{rpc}Request", name=model, version=version)
                     e = grpc_error(lambda: getattr(self.stub, rpc)(msg))
                     self.assertEqual((e.code(), e.details()), (code, h.message()), rpc)
-        # A version that is no number: unknown like any other (HTTP's URL would not route it).
+        # A version that is no number: INVALID_ARGUMENT, Triton's code (HTTP's URL would not route it).
         e = grpc_error(lambda: self.stub.ModelInfer(self.raw_request(a, [2], version="x")))
-        self.assertEqual(e.code(), grpc.StatusCode.NOT_FOUND)
-        self.assertIn("unknown version 'x'", e.details())
+        self.assertEqual(e.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("'x' is not a version number", e.details())
 
     def test_semantics_parameter(self):
         a = np.arange(4, dtype=np.int16).reshape(2, 2)
