@@ -39,6 +39,13 @@
  * uint8 [3,224,224]x[1,4,4] case 8 KiB was as fast as 4 and faster than
  * 16 or 32 KiB. */
 #define TILE_CHUNK_BYTES (8u << 10)
+/* Tiles made of input rows repeated into sub-blocks of at least this many
+ * bytes are written one after the other rather than piece by piece to
+ * every copy at once: such a sub-block takes a handful of calls to
+ * generate, and one stream of stores beat seven interleaved ones (float32
+ * [1,1,256,256]x[1,1,8,8], 8 KiB sub-blocks: 1.4-1.6x as fast). Deeper
+ * sub-blocks cost more to generate than to copy and are still copied. */
+#define TILE_SEQUENTIAL_SUB 4096u
 /* Per-thread chunks of a parallel run are aligned to whole pages. */
 #define TILE_SPLIT_ALIGN 4096u
 /* A parallel run is cut into about this many tasks per thread, each at
@@ -224,7 +231,8 @@ static void fan_out(uint8_t *piece, uint64_t len, const struct fanout *f, uint64
  * bytes at every offset of f (restored on return). Sub-blocks bigger than
  * a chunk are written by the level below, which copies its pieces to all
  * places at once; otherwise the tile (or a run of small tiles) is written
- * chunk by chunk, each chunk copied everywhere while it is in L1. */
+ * chunk by chunk, each chunk copied everywhere while it is in L1. With no
+ * other place to copy to, tiles of big sub-blocks are written in order. */
 static void fill_tiles(const struct fill_ctx *c, int l, const uint8_t *src, uint8_t *dst, uint64_t copies,
                        struct fanout *f)
 {
@@ -242,11 +250,15 @@ static void fill_tiles(const struct fill_ctx *c, int l, const uint8_t *src, uint
             fan_out(dst, copies % m * tile, f, copies / m * unit);
         return;
     }
+    bool cheap_rows = l == p->nlev - 2 && sub >= TILE_SEQUENTIAL_SUB; /* see write_tile */
+    if (f->n == 0 && (copies == 1 || cheap_rows)) { /* tile after tile */
+        for (uint64_t k = 0; k < copies; k++)
+            write_tile(c, l, src, 0, tile, dst + k * tile);
+        return;
+    }
     if (copies > 1)
         fanout_push(f, tile, copies);
-    if (f->n == 0) { /* nowhere to copy to: one call, no pieces */
-        write_tile(c, l, src, 0, tile, dst);
-    } else if (sub > c->chunk) {
+    if (sub > c->chunk) {
         for (uint64_t j = 0; j < p->lev_in[l]; j++)
             fill_tiles(c, l + 1, src + j * p->lev_in_stride[l], dst + j * sub, p->lev_rep[l + 1], f);
     } else {
