@@ -286,7 +286,7 @@ static void hand_back_timings(struct tiled_stream *s)
     s->req = NULL;
 }
 
-long tiled_stream_read(void *cls, uint64_t pos, char *out, size_t max)
+long tiled_stream_peek(void *cls, uint64_t pos, const char **data, size_t max)
 {
     struct tiled_stream *s = cls;
     long n = 0;
@@ -305,19 +305,40 @@ long tiled_stream_read(void *cls, uint64_t pos, char *out, size_t max)
             continue;
         uint64_t off = pos - s->buf_pos[i], left = s->buf_len[i] - off;
         n = (long)(left < max ? left : max);
-        memcpy(out, s->buf[i] + off, (size_t)n);
-        if ((uint64_t)n == left)
-            s->ready[i] = false; /* consumed: let the producer refill it */
+        *data = s->buf[i] + off; /* a ready slot is not written until it is consumed */
         break;
     }
-    if (s->finished && pos + (uint64_t)n >= s->produced)
-        hand_back_timings(s); /* MHD asks no more once a known length is sent */
     if (n == 0) {
         s->suspended = true;
         s->ops->suspend(s->conn);
+        kick_producer(s);
     }
+    pthread_mutex_unlock(&s->lock);
+    return n;
+}
+
+void tiled_stream_consume(void *cls, uint64_t pos, size_t n)
+{
+    struct tiled_stream *s = cls;
+    pthread_mutex_lock(&s->lock);
+    for (int i = 0; i < NSLOTS; i++) {
+        if (s->ready[i] && pos >= s->buf_pos[i] && pos + n == s->buf_pos[i] + s->buf_len[i])
+            s->ready[i] = false; /* consumed: let the producer refill it */
+    }
+    if (s->finished && pos + n >= s->produced)
+        hand_back_timings(s); /* a transport that knows the length asks no more */
     kick_producer(s);
     pthread_mutex_unlock(&s->lock);
+}
+
+long tiled_stream_read(void *cls, uint64_t pos, char *out, size_t max)
+{
+    const char *data;
+    long n = tiled_stream_peek(cls, pos, &data, max);
+    if (n > 0) {
+        memcpy(out, data, (size_t)n);
+        tiled_stream_consume(cls, pos, (size_t)n);
+    }
     return n;
 }
 

@@ -27,6 +27,12 @@ void *tiled_stream_response(const struct tiled_stream *s);
  * none is ready yet (the connection was suspended and is resumed when
  * there is), TILED_STREAM_END or TILED_STREAM_ERROR. */
 long tiled_stream_read(void *cls, uint64_t pos, char *buf, size_t max);
+/* The same without the copy, for a transport that writes the bytes where
+ * they are: *data points at the bytes ready from `pos` (the count is
+ * returned as by tiled_stream_read), and stays valid until
+ * tiled_stream_consume() says how many of them were sent. */
+long tiled_stream_peek(void *cls, uint64_t pos, const char **data, size_t max);
+void tiled_stream_consume(void *cls, uint64_t pos, size_t n);
 /* At the end of a chunked body: the Server-Timing trailer's value; false
  * when the body is not chunked (no trailer). */
 bool tiled_stream_trailer(const struct tiled_stream *s, char *timing, size_t cap);

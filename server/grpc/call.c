@@ -190,45 +190,80 @@ static void send_trailers(struct grpc_call *call)
     nghttp2_submit_trailer(call->conn->h2, call->id, h.nv, h.n);
 }
 
-/* nghttp2's DATA source: the 5-byte prefix, then the message from the
- * reply's body or stream; the trailers follow the last byte. */
+/* The reply message's bytes at offset `at` (prefix included), in place:
+ * how many are ready there (at most max), 0 when a stream has none yet,
+ * negative when it was cut short. */
+static long message_piece(struct grpc_call *call, uint64_t at, size_t max, const uint8_t **p)
+{
+    const struct tiled_reply *r = &call->req->reply;
+    if (at < TILE_GRPC_PREFIX) {
+        *p = call->prefix + at;
+        return (long)(TILE_GRPC_PREFIX - at < max ? TILE_GRPC_PREFIX - at : max);
+    }
+    if (r->stream)
+        return tiled_stream_peek(r->stream, at - TILE_GRPC_PREFIX, (const char **)p, max);
+    *p = (const uint8_t *)r->body + (at - TILE_GRPC_PREFIX);
+    return (long)max;
+}
+
+/* nghttp2's DATA source: counts what the next frame carries (the 5-byte
+ * prefix, then the message from the reply's body or stream) without
+ * copying it (NGHTTP2_DATA_FLAG_NO_COPY: grpc_call_send_data writes it);
+ * the trailers follow the last byte. */
 static ssize_t read_message(nghttp2_session *s, int32_t id, uint8_t *buf, size_t cap, uint32_t *flags,
                             nghttp2_data_source *src, void *user)
 {
     (void)s;
     (void)id;
+    (void)buf;
     (void)user;
     struct grpc_call *call = src->ptr;
-    const struct tiled_reply *r = &call->req->reply;
-    uint64_t total = TILE_GRPC_PREFIX + call->msg_len;
-    size_t k = 0;
-    while (k < cap && call->sent < total) {
-        uint64_t want = total - call->sent < cap - k ? total - call->sent : cap - k;
-        long n;
-        if (call->sent < TILE_GRPC_PREFIX) {
-            n = (long)(TILE_GRPC_PREFIX - call->sent < want ? TILE_GRPC_PREFIX - call->sent : want);
-            memcpy(buf + k, call->prefix + call->sent, (size_t)n);
-        } else if (r->stream) {
-            n = tiled_stream_read(r->stream, call->sent - TILE_GRPC_PREFIX, (char *)buf + k, (size_t)want);
-            if (n == 0)
-                break; /* not produced yet: the producer resumes the call */
-            if (n < 0)
-                return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* cut short: RST_STREAM */
-        } else {
-            n = (long)want;
-            memcpy(buf + k, r->body + (call->sent - TILE_GRPC_PREFIX), (size_t)n);
-        }
-        k += (size_t)n;
-        call->sent += (uint64_t)n;
+    uint64_t total = TILE_GRPC_PREFIX + call->msg_len, at = call->sent;
+    while (at - call->sent < cap && at < total) {
+        uint64_t room = cap - (at - call->sent), left = total - at;
+        const uint8_t *p;
+        long n = message_piece(call, at, (size_t)(left < room ? left : room), &p);
+        if (n < 0)
+            return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* cut short: RST_STREAM */
+        if (n == 0)
+            break; /* not produced yet: the producer resumes the call */
+        at += (uint64_t)n;
     }
-    call->deferred = k == 0 && call->sent < total;
-    if (call->sent == total) {
+    call->deferred = at == call->sent && at < total;
+    if (call->deferred)
+        return NGHTTP2_ERR_DEFERRED;
+    if (at == total) {
         *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
         send_trailers(call);
-    } else if (call->deferred) {
-        return NGHTTP2_ERR_DEFERRED;
     }
-    return (ssize_t)k;
+    *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
+    return (ssize_t)(at - call->sent);
+}
+
+int grpc_call_send_data(nghttp2_session *s, nghttp2_frame *f, const uint8_t *framehd, size_t length,
+                        nghttp2_data_source *src, void *user)
+{
+    (void)s;
+    struct grpc_conn *c = user;
+    struct grpc_call *call = src->ptr;
+    const struct tiled_reply *r = &call->req->reply;
+    if (f->data.padlen > 0) /* no padding is ever chosen */
+        return NGHTTP2_ERR_CALLBACK_FAILURE;
+    if (!grpc_conn_room(c, 9 + length))
+        return NGHTTP2_ERR_WOULDBLOCK; /* the same frame is asked for again */
+    grpc_conn_put(c, framehd, 9);
+    while (length > 0) {
+        const uint8_t *p;
+        long n = message_piece(call, call->sent, length, &p);
+        if (n <= 0) /* read_message counted these bytes: they are there */
+            return NGHTTP2_ERR_CALLBACK_FAILURE;
+        grpc_conn_put(c, p, (size_t)n);
+        if (r->stream && call->sent >= TILE_GRPC_PREFIX)
+            tiled_stream_consume(r->stream, call->sent - TILE_GRPC_PREFIX, (size_t)n);
+        call->sent += (uint64_t)n;
+        length -= (size_t)n;
+    }
+    return c->dead ? NGHTTP2_ERR_CALLBACK_FAILURE : 0;
 }
 
 static void send_message(struct grpc_call *call)

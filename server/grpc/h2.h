@@ -146,6 +146,11 @@ void grpc_conn_io(struct grpc_conn *c, uint32_t events);
 /* Produces and writes what the session has to send; marks the connection
  * dead when it is over. */
 void grpc_conn_flush(struct grpc_conn *c);
+/* Output for the socket: room for n more bytes now (writing what waits
+ * if it must; false when the socket is full), and bytes put after the
+ * frames already produced. */
+bool grpc_conn_room(struct grpc_conn *c, size_t n);
+void grpc_conn_put(struct grpc_conn *c, const uint8_t *p, size_t n);
 /* Ends every call (as cut short) and frees the connection. */
 void grpc_conn_close(struct grpc_conn *c);
 /* Drain: GOAWAY announcing shutdown (new streams still get an answer). */
@@ -159,6 +164,9 @@ void grpc_call_head_done(struct grpc_call *call, bool end_stream);
 void grpc_call_data(struct grpc_call *call, const uint8_t *data, size_t len);
 void grpc_call_request_end(struct grpc_call *call);
 void grpc_call_stream_closed(struct grpc_call *call);
+/* nghttp2's send_data_callback: a DATA frame of the reply message. */
+int grpc_call_send_data(nghttp2_session *s, nghttp2_frame *f, const uint8_t *framehd, size_t length,
+                        nghttp2_data_source *src, void *user);
 /* Taken from the ready list: a worker finished, or stream bytes are ready. */
 void grpc_call_resumed(struct grpc_call *call);
 /* Checks the call's deadline at `now`. */
