@@ -7,7 +7,11 @@
 # need it then fail by name instead of being left out.
 set -eu
 dir=${1:-build/venv}
-if [ ! -x "$dir/bin/python" ] || ! "$dir/bin/python" -c 'import tritonclient.http, tritonclient.grpc, grpc, grpc_tools, hpack, kserve, numpy, schemathesis, openapi_spec_validator' 2>/dev/null; then
+# Two imports: tritonclient.grpc and kserve each define the inference.*
+# protobuf messages, which one process's default pool cannot hold twice.
+has() { "$dir/bin/python" -c "import $1" 2>/dev/null; }
+if [ ! -x "$dir/bin/python" ] || ! has 'tritonclient.http, kserve, numpy, schemathesis, openapi_spec_validator' ||
+   ! has 'tritonclient.grpc, grpc, grpc_tools, hpack'; then
   python3 -m venv "$dir" || { echo "venv: python3 -m venv $dir failed (Debian: python3-venv)" >&2; exit 1; }
   "$dir/bin/pip" install -q --disable-pip-version-check 'tritonclient[grpc,http]' grpcio grpcio-tools hpack 'kserve==0.21.0' numpy openapi-spec-validator schemathesis || {
     echo "venv: pip could not install the test clients into $dir (is PyPI reachable?)" >&2; exit 1; }
