@@ -197,18 +197,27 @@ check-clang:
 	$(MAKE) CC=clang BUILD=build-clang all
 
 # The pool and daemon under ThreadSanitizer: the unit tests plus the HTTP
-# suite against a TSan daemon (the multi-GiB stream is left to the plain runs).
+# suite against a TSan daemon (the multi-GiB stream is left to the plain runs),
+# and the gRPC transport's suite (its loops and workers hand calls back and
+# forth; grpcio and hpack come from the test venv).
 test-tsan:
 	$(MAKE) SAN=thread test-unit build-thread/tiled
 	cd tests/server && TILED_BIN=../../build-thread/tiled TILED_QUICK=1 \
 	    TSAN_OPTIONS="halt_on_error=1 exitcode=66" /usr/bin/python3 -W ignore -m unittest test_http
+	sh scripts/venv.sh build/venv
+	cd tests/server && TILED_BIN=../../build-thread/tiled TILED_QUICK=1 \
+	    TSAN_OPTIONS="halt_on_error=1 exitcode=66" ../../build/venv/bin/python -W ignore -m unittest test_grpc_transport
 
-# The HTTP suite with the daemon under valgrind: any error or leak makes the
-# daemon's exit status non-zero, which fails the test that stops it.
+# The HTTP and gRPC transport suites with the daemon under valgrind: any
+# error or leak makes the daemon's exit status non-zero, which fails the
+# test that stops it.
+VALGRIND_WRAP := valgrind --leak-check=full --error-exitcode=1 --errors-for-leak-kinds=definite
 test-valgrind: $(BUILD)/tiled
-	cd tests/server && TILED_BIN=../../$(BUILD)/tiled TILED_QUICK=1 \
-	    TILED_WRAP="valgrind --leak-check=full --error-exitcode=1 --errors-for-leak-kinds=definite" \
+	cd tests/server && TILED_BIN=../../$(BUILD)/tiled TILED_QUICK=1 TILED_WRAP="$(VALGRIND_WRAP)" \
 	    /usr/bin/python3 -W ignore -m unittest test_http test_bad_input
+	sh scripts/venv.sh build/venv
+	cd tests/server && TILED_BIN=../../$(BUILD)/tiled TILED_QUICK=1 TILED_WRAP="$(VALGRIND_WRAP)" \
+	    ../../build/venv/bin/python -W ignore -m unittest test_grpc_transport
 
 # Every suite of tests/suites (the first one is `deps`), each run whatever the
 # others did; the closing line counts the suites ("suites: N passed, M failed")

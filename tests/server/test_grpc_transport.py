@@ -788,6 +788,23 @@ class Lifecycle(unittest.TestCase):
             c.close()
             d.stop()
 
+    def test_drain_timeout_cuts_calls_short(self):
+        d = Daemon(*daemon_args("--drain-timeout", "1", "--log-level", "info"))
+        c = H2Client(d.grpc_port)
+        try:
+            stuck = c.start(metadata=[("x-request-id", "grpc-drain-stuck")])
+            c.send(stuck, message(unknown_field(1000))[:100])
+            self.assertEqual(c.call().status(), (0, None))
+            d.proc.send_signal(signal.SIGTERM)
+            self.assertEqual(d.proc.wait(20), 0)
+            c.pump(lambda: False, 2)
+            self.assertTrue(c.closed)
+            self.assertEqual(c.goaways[-1], (3, 0), "the final GOAWAY names the last stream")
+            self.assertEqual(access_lines(d, "grpc-drain-stuck")[0]["status"], 499)
+        finally:
+            c.close()
+            d.stop()
+
 
 if __name__ == "__main__":
     unittest.main()
