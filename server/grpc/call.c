@@ -512,9 +512,14 @@ void grpc_call_resumed(struct grpc_call *call)
     if (call->parked) {
         call->parked = false;
         call->loop->parked--;
-        if (call->closed)
+        if (call->closed) {
             finish(call);
-        else if (call->state == CALL_WORK)
+            return;
+        }
+        /* A reply that comes after the deadline is not sent: the loop may
+         * take the worker's resume before it saw the deadline pass. */
+        grpc_call_check_deadline(call, tiled_now_us());
+        if (call->state == CALL_WORK)
             send_reply(call);
         /* else the deadline was answered: the stream's close ends it */
         return;
