@@ -809,18 +809,22 @@ def read_profile(prof):
     out = []
     t, p = prof.get("tiled"), prof.get("peer")
     if t:
-        own = sym_share(t["top"], lambda ln: "fill_level" in ln or "write_tile" in ln)
-        mv = sym_share(t["top"], lambda ln: "memmove" in ln or "memcpy" in ln)
+        own = sym_share(t["top"], lambda ln: any(f in ln for f in ("fill_level", "write_tile", "fill_tiles")))
+        # Copies: glibc's, the AVX2 loop for pieces still in L1 (core/hotcopy.c) and the loops that call
+        # it (fan_out's samples are mostly the stalls of the stores just issued, charged to the next load).
+        mv = sym_share(t["top"], lambda ln: any(f in ln for f in ("memmove", "memcpy", "copy_avx2", "copy_hot",
+                                                                  "fan_out", "replicate")))
         st = sym_share(t["top"], lambda ln: "stream_periodic" in ln or "stream_copy" in ln)
         if st >= 50:
             out.append("tiled spends %.0f%% in its non-temporal store loop (stream_periodic): it is bound by "
                        "the memory write bandwidth it gets." % st)
         elif own >= 15:
-            out.append("tiled spends %.0f%% in memcpy and %.0f%% in its own level walk (fill_level, "
-                       "write_tile): the innermost rows are short, so it makes many small memcpy calls and the "
+            out.append("tiled spends %.0f%% copying and %.0f%% in its own level walk (fill_level, fill_tiles, "
+                       "write_tile): the innermost rows are short, so it makes many small copies and the "
                        "per-call work of the walk is not amortised." % (mv, own))
         elif mv >= 50:
-            out.append("tiled spends %.0f%% in memcpy: it is bound by the copy itself." % mv)
+            out.append("tiled spends %.0f%% copying (glibc's memcpy, its own AVX2 loop for pieces still in L1, "
+                       "the loops around them): it is bound by the stores themselves." % mv)
     if p:
         cp = sym_share(p["top"], lambda ln: "clear_page" in ln or "folio_zero" in ln)
         mv = sym_share(p["top"], lambda ln: "memmove" in ln or "memcpy" in ln)
