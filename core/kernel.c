@@ -14,7 +14,8 @@
  *     repeated 4 times is written chunk by chunk, each chunk copied 3 times.
  *     Copying a whole written tile instead reads it back from L2 or beyond,
  *     which ran at memcpy's speed, where copies from L1 come close to the
- *     write speed of memset (hotcopy.h);
+ *     write speed of memset (hotcopy.h). Tiles of long rows, cheap to
+ *     generate, are written one after the other (TILE_SEQUENTIAL_SUB);
  *   - with non-temporal stores nothing written can be read back cheaply,
  *     so every tile is generated from the input, which stays in cache.
  * Because any range can be produced on its own, parallelism is just a split
