@@ -249,8 +249,10 @@ int grpc_call_send_data(nghttp2_session *s, nghttp2_frame *f, const uint8_t *fra
     const struct tiled_reply *r = &call->req->reply;
     if (f->data.padlen > 0) /* no padding is ever chosen */
         return NGHTTP2_ERR_CALLBACK_FAILURE;
-    if (!grpc_conn_room(c, 9 + length))
+    if (!grpc_conn_room(c, 9 + length)) {
+        c->frame_waits = true;
         return NGHTTP2_ERR_WOULDBLOCK; /* the same frame is asked for again */
+    }
     grpc_conn_put(c, framehd, 9);
     while (length > 0) {
         const uint8_t *p;

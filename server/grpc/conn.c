@@ -282,14 +282,22 @@ void grpc_conn_flush(struct grpc_conn *c)
     bool room = write_pending(c);
     while (room) {
         const uint8_t *p;
+        c->frame_waits = false;
         ssize_t n = nghttp2_session_mem_send(c->h2, &p);
         if (n < 0) {
             c->dead = true;
             return;
         }
-        if (n == 0)
+        if (n > 0) {
+            room = take_frame(c, p, (size_t)n);
+            continue;
+        }
+        /* Nothing more to send, or a DATA frame found no room: once what
+         * waits is written it is produced again, else EPOLLOUT brings us
+         * back (nothing else would: nghttp2 holds the frame). */
+        if (!c->frame_waits)
             break;
-        room = take_frame(c, p, (size_t)n);
+        room = write_pending(c);
     }
     if (room)
         room = write_pending(c);

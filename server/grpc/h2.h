@@ -90,6 +90,7 @@ struct grpc_conn {
     uint8_t *out;
     size_t out_off, out_len, out_cap;
     bool tls_again;       /* GnuTLS wants the last send repeated */
+    bool frame_waits;     /* a DATA frame was refused for want of room */
     uint32_t events;      /* what epoll watches now */
     uint64_t last_active_us;
     char remote[64];

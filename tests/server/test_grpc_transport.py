@@ -134,8 +134,12 @@ class Stream:
 class H2Client:
     """Frames written and read by hand; HPACK through the hpack package."""
 
-    def __init__(self, port, tls_context=None, host="127.0.0.1"):
-        sock = socket.create_connection((host, port), timeout=10)
+    def __init__(self, port, tls_context=None, host="127.0.0.1", rcvbuf=None):
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.settimeout(10)
+        if rcvbuf:  # before connect: a buffer shrunk later can stall loopback TCP for good
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        sock.connect((host, port))
         self.sock = tls_context.wrap_socket(sock, server_hostname="localhost") if tls_context else sock
         self.enc, self.dec = hpack.Encoder(), hpack.Decoder()
         self.buf, self.streams, self.goaways, self.next_id = b"", {}, [], 1
@@ -417,8 +421,7 @@ class Unary(GrpcCase):
         t = threading.Thread(target=steady)
         t.start()
         for _ in range(10):  # many calls, none of whose replies is read, then the socket closes
-            c = H2Client(self.d.grpc_port)
-            c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            c = H2Client(self.d.grpc_port, rcvbuf=4096)
             for _ in range(100):
                 c.send(c.start(), message(unknown_field(1000)), end=True)
             c.close()
@@ -542,6 +545,20 @@ class Streamed(GrpcCase):
             reply, call = raw_method(channel, INFER).with_call(infer_request(a, [4, 4]), timeout=60)
         self.assertEqual(raw_output(reply), np.tile(a, (4, 4)).tobytes())
         self.assertIn("total;dur=", dict(call.trailing_metadata())["server-timing"])
+
+    def test_slow_reader_gets_the_whole_reply(self):
+        """A socket that keeps filling up: every DATA frame refused for want
+        of room is sent once the socket drains, none is forgotten."""
+        a = np.arange(1 << 17, dtype=np.float32)
+        for _ in range(2):
+            c = H2Client(self.d.grpc_port, rcvbuf=8192)
+            sid = c.start(path=INFER)
+            c.send(sid, message(infer_request(a, [16])), end=True)
+            time.sleep(0.3)  # let the server fill the socket and block
+            s = c.wait(sid, 60)
+            c.close()
+            self.assertEqual(s.status(), (0, None))
+            self.assertEqual(raw_output(s.data[5:]), np.tile(a, 16).tobytes())
 
     def test_client_gone_mid_response_does_not_disturb_others(self):
         live = raw_method(self.channel, LIVE)
