@@ -30,9 +30,9 @@ static const struct tiled_route tiled_routes[] = {
     {.method = "POST", .path = "/inference.GRPCInferenceService/ServerReady", .handler = tiled_handle_grpc,
      .label = TILED_RL_GRPC, .needs_body = true, .open = true, .grpc = true},
     {.method = "POST", .path = "/grpc.health.v1.Health/", .handler = tiled_handle_grpc, .label = TILED_RL_GRPC,
-     .needs_body = true, .prefix = true, .open = true, .grpc = true},
+     .needs_body = true, .prefix = true, .open = true, .grpc = true, .check_head = tiled_check_grpc_head},
     {.method = "POST", .path = "/inference.GRPCInferenceService/", .handler = tiled_handle_grpc,
-     .label = TILED_RL_GRPC, .needs_body = true, .prefix = true, .grpc = true},
+     .label = TILED_RL_GRPC, .needs_body = true, .prefix = true, .grpc = true, .check_head = tiled_check_grpc_head},
 };
 
 #define NROUTES (sizeof(tiled_routes) / sizeof(tiled_routes[0]))

@@ -206,21 +206,39 @@ static const struct {
     {INFERENCE "CudaSharedMemoryRegister", tiled_grpc_cuda_shm_register},
     {INFERENCE "CudaSharedMemoryUnregister", tiled_grpc_cuda_shm_unregister},
     {HEALTH "Check", health_check},
-    {HEALTH "Watch", unimplemented}, /* a stream: UNIMPLEMENTED tells clients not to retry */
 };
+
+static int rpc_index(const char *path)
+{
+    for (size_t i = 0; i < sizeof(rpcs) / sizeof(rpcs[0]); i++) {
+        if (strcmp(rpcs[i].path, path) == 0)
+            return (int)i;
+    }
+    return -1;
+}
+
+/* Unknown methods are refused from the head, streaming ones included
+ * (ModelStreamInfer, Health/Watch: UNIMPLEMENTED tells clients not to
+ * retry): a streaming client keeps its side open while it waits for
+ * answers, so a refusal held until its END_STREAM would come only at its
+ * deadline. */
+void tiled_check_grpc_head(struct tiled_req *req)
+{
+    if (rpc_index(req->path) < 0)
+        unimplemented(req, NULL);
+}
 
 void tiled_handle_grpc(struct tiled_req *req)
 {
-    for (size_t i = 0; i < sizeof(rpcs) / sizeof(rpcs[0]); i++) {
-        if (strcmp(rpcs[i].path, req->path) == 0) {
-            struct tile_grpc_buf b = {0};
-            rpcs[i].fn(req, &b);
-            if (req->reply.status || req->prepare) /* decided, or left to the work path */
-                free(b.p);
-            else
-                tiled_grpc_reply(req, &b);
-            return;
-        }
+    int i = rpc_index(req->path);
+    if (i < 0) {
+        unimplemented(req, NULL);
+        return;
     }
-    unimplemented(req, NULL);
+    struct tile_grpc_buf b = {0};
+    rpcs[i].fn(req, &b);
+    if (req->reply.status || req->prepare) /* decided, or left to the work path */
+        free(b.p);
+    else
+        tiled_grpc_reply(req, &b);
 }

@@ -410,7 +410,8 @@ void grpc_call_head_done(struct grpc_call *call, bool end_stream)
         return;
     }
     tiled_copy_str(call->req->remote, sizeof(call->req->remote), call->conn->remote);
-    if (head_refused(call, head.method) || tiled_service_route(call->req, field(call, "authorization")))
+    if (head_refused(call, head.method) || tiled_service_route(call->req, field(call, "authorization")) ||
+        tiled_service_check_head(call->req))
         send_reply(call);
     else if (end_stream)
         grpc_call_request_end(call);

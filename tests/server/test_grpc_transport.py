@@ -312,6 +312,25 @@ class Unary(GrpcCase):
         self.assertEqual(cm.exception.details(), "unknown method /no.Such/Method")
         self.assertIn("server-timing", dict(cm.exception.trailing_metadata()))
 
+    def test_streaming_methods_are_refused_from_the_head(self):
+        """ModelStreamInfer and Health/Watch: a streaming client keeps its side open while it
+        waits, so the refusal must not wait for its END_STREAM (it would come at the deadline)."""
+        for path in ("/inference.GRPCInferenceService/ModelStreamInfer", "/grpc.health.v1.Health/Watch"):
+            opened = threading.Event()
+
+            def requests():
+                yield b""
+                opened.wait(20)  # still open when the answer comes
+
+            call = self.channel.stream_stream(path)
+            t0 = time.monotonic()
+            with self.subTest(path=path), self.assertRaises(grpc.RpcError) as cm:
+                list(call(requests(), timeout=15))
+            opened.set()
+            self.assertEqual(cm.exception.code(), grpc.StatusCode.UNIMPLEMENTED)
+            self.assertEqual(cm.exception.details(), f"unknown method {path}")
+            self.assertLess(time.monotonic() - t0, 10)
+
     def test_error_is_trailers_only_with_percent_encoded_message(self):
         s = self.h2().call(path="/no.Such/100%")
         self.assertEqual(s.frames, [HEADERS], "one HEADERS frame ends the stream")
