@@ -36,6 +36,13 @@ static uint64_t window_median(struct tile_autosplit_class *c, enum tile_split_wa
     return m ? v[m / 2] : 0;
 }
 
+/* Splitting must win clearly: it occupies cores that other requests could
+ * use, and a near tie is more likely noise than a gain. */
+static enum tile_split_way best_way(uint64_t one, uint64_t pool)
+{
+    return pool * 100 < one * (100 - TILE_AUTOSPLIT_MARGIN_PCT) ? TILE_SPLIT_POOL : TILE_SPLIT_ONE;
+}
+
 enum tile_split_way tile_autosplit_choose(struct tile_autosplit *a, enum tile_split_work work, uint64_t bytes)
 {
     struct tile_autosplit_class *c = class_of(a, work, bytes);
@@ -44,11 +51,10 @@ enum tile_split_way tile_autosplit_choose(struct tile_autosplit *a, enum tile_sp
     uint64_t n_pool = atomic_load_explicit(&c->samples[TILE_SPLIT_POOL], memory_order_relaxed);
     if (n_one < TILE_AUTOSPLIT_WARMUP || n_pool < TILE_AUTOSPLIT_WARMUP)
         return n_pool < n_one ? TILE_SPLIT_POOL : n_one < n_pool ? TILE_SPLIT_ONE : (enum tile_split_way)(call & 1);
-    /* Splitting must win clearly: it occupies cores that other requests
-     * could use, and a near tie is more likely noise than a gain. */
-    uint64_t pool = window_median(c, TILE_SPLIT_POOL), one = window_median(c, TILE_SPLIT_ONE);
-    enum tile_split_way best =
-        pool * 100 < one * (100 - TILE_AUTOSPLIT_MARGIN_PCT) ? TILE_SPLIT_POOL : TILE_SPLIT_ONE;
+    int retry = atomic_exchange_explicit(&c->retry, 0, memory_order_relaxed);
+    if (retry)
+        return (enum tile_split_way)(retry - 1);
+    enum tile_split_way best = best_way(window_median(c, TILE_SPLIT_ONE), window_median(c, TILE_SPLIT_POOL));
     bool explore = call % TILE_AUTOSPLIT_EXPLORE == TILE_AUTOSPLIT_EXPLORE - 1;
     return explore ? (enum tile_split_way)!best : best;
 }
@@ -65,6 +71,16 @@ void tile_autosplit_record(struct tile_autosplit *a, enum tile_split_work work, 
         ps = PS_MAX;
     uint64_t slot = atomic_fetch_add_explicit(&c->samples[way], 1, memory_order_relaxed);
     atomic_store_explicit(&c->ps_per_kib[way][slot % TILE_AUTOSPLIT_WINDOW], ps, memory_order_relaxed);
+    if (slot < TILE_AUTOSPLIT_WARMUP ||
+        atomic_load_explicit(&c->samples[!way], memory_order_relaxed) < TILE_AUTOSPLIT_WARMUP)
+        return;
+    /* A way that is not the choice but whose new sample would be: run it
+     * again next call (see autosplit.h). */
+    uint64_t med[2] = {window_median(c, TILE_SPLIT_ONE), window_median(c, TILE_SPLIT_POOL)}, alt[2];
+    alt[way] = ps;
+    alt[!way] = med[!way];
+    if (best_way(med[0], med[1]) != way && best_way(alt[0], alt[1]) == way)
+        atomic_store_explicit(&c->retry, 1 + (int)way, memory_order_relaxed);
 }
 
 uint64_t tile_autosplit_estimate(struct tile_autosplit *a, enum tile_split_work work, uint64_t bytes,

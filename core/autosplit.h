@@ -16,7 +16,11 @@
  * except that both ways are tried alternately until each has
  * TILE_AUTOSPLIT_WARMUP samples, and the other way is tried again every
  * TILE_AUTOSPLIT_EXPLORE calls so that a change (a busier machine, a
- * quieter one) is noticed. Medians, not means: a run
+ * quieter one) is noticed. A retry that comes back clearly faster than the
+ * way chosen is repeated on the next call, so that a way whose warm-up
+ * samples were slowed by a neighbour (or by a worker's cold start) wins
+ * back within a few calls rather than after half a window of scheduled
+ * retries (some 80 calls). Medians, not means: a run
  * preempted by the host for 30 ms must not flip the choice.
  *
  * Thread-safe without locks: concurrent updates may lose a sample, which
@@ -43,6 +47,7 @@ enum tile_split_work { TILE_WORK_REPEAT = 0, TILE_WORK_COPY = 1, TILE_WORK_KINDS
 
 struct tile_autosplit_class {
     atomic_uint_fast64_t calls;
+    atomic_int retry; /* 1 + the way to run next, 0: none (see above) */
     atomic_uint_fast64_t samples[2];                           /* ever recorded */
     atomic_uint_fast64_t ps_per_kib[2][TILE_AUTOSPLIT_WINDOW]; /* the last ones, a ring */
 };

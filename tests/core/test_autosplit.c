@@ -1,6 +1,7 @@
 /* test_autosplit.c - the measured choice between one thread and the pool:
  * both ways are tried until each has samples, the faster median wins, the
- * other way is retried on schedule, a near tie stays on one thread,
+ * other way is retried on schedule (and at once again when a retry comes
+ * back clearly faster), a near tie stays on one thread,
  * outliers cannot flip the choice, a change of speed is followed, size
  * classes and kinds of work are independent, and absurd timings cannot wrap
  * the comparison. Timings
@@ -108,6 +109,24 @@ static void follows_a_change(void **state)
     assert_int_equal(drive(b, TILE_AUTOSPLIT_EXPLORE, 2000, 5000), 1); /* the scheduled retry only */
 }
 
+/* The pool's warm-up runs were slowed (a neighbour, the workers' cold
+ * start) and one thread won; then the pool is twice as fast. Its first
+ * scheduled retry shows it, is repeated until its median follows, and the
+ * pool is the choice within two retry periods, not the ~5 periods that
+ * scheduled retries alone need to replace half the window. */
+static void fast_retry_is_repeated(void **state)
+{
+    (void)state;
+    uint64_t b = 16 * MIB;
+    drive(b, 2 * TILE_AUTOSPLIT_WARMUP, 2000, 5000);
+    assert_int_equal(drive(b, TILE_AUTOSPLIT_EXPLORE, 2000, 5000), 1); /* one thread, one slow retry */
+    drive(b, 2 * TILE_AUTOSPLIT_EXPLORE, 2000, 1000);
+    assert_int_equal(drive(b, TILE_AUTOSPLIT_EXPLORE, 2000, 1000), TILE_AUTOSPLIT_EXPLORE - 1);
+    /* and back: once one thread is the faster, its retries bring it back as fast */
+    drive(b, 2 * TILE_AUTOSPLIT_EXPLORE, 500, 1000);
+    assert_int_equal(drive(b, TILE_AUTOSPLIT_EXPLORE, 500, 1000), 1);
+}
+
 static void size_classes_are_independent(void **state)
 {
     (void)state;
@@ -151,6 +170,7 @@ int main(void)
         cmocka_unit_test_setup(near_tie_stays_on_one_thread, reset),
         cmocka_unit_test_setup(outliers_do_not_flip, reset),
         cmocka_unit_test_setup(follows_a_change, reset),
+        cmocka_unit_test_setup(fast_retry_is_repeated, reset),
         cmocka_unit_test_setup(size_classes_are_independent, reset),
         cmocka_unit_test_setup(work_kinds_are_independent, reset),
         cmocka_unit_test_setup(absurd_timings_do_not_wrap, reset),
