@@ -324,6 +324,13 @@ static int loop_init(struct grpc_loop *l, struct grpc_transport *t, struct tile_
 
 static void loop_free(struct grpc_loop *l)
 {
+    /* Calls a stream's last wake-up queued after their end (dead ones:
+     * the loop had no connection left to take them for). */
+    while (l->ready) {
+        struct grpc_call *call = l->ready;
+        l->ready = call->ready_next;
+        free(call);
+    }
     while (l->free_calls) {
         struct grpc_call *call = l->free_calls;
         l->free_calls = call->next;
