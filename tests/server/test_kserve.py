@@ -46,14 +46,19 @@ def as_bytes(a):
     return np.vectorize(lambda x: x.encode() if isinstance(x, str) else x, otypes=[object])(a)
 
 
-class KServeSDK(unittest.TestCase):
+class SDKCase(unittest.TestCase):
+    """A daemon and one SDK client on an event loop of the class's own (a grpc.aio
+    channel belongs to the loop it is made in, so the client is made inside it)."""
+    daemon_args = ()
+    seed = 0
+
     @classmethod
     def setUpClass(cls):
-        cls.d = Daemon()
+        cls.d = Daemon(*cls.daemon_args)
         cls.base = f"http://127.0.0.1:{cls.d.port}"
         cls.loop = asyncio.new_event_loop()
-        cls.client = InferenceRESTClient(RESTConfig(protocol="v2", timeout=60))
-        cls.rng = np.random.default_rng(21)
+        cls.client = cls.loop.run_until_complete(cls.connect())
+        cls.rng = np.random.default_rng(cls.seed)
 
     @classmethod
     def tearDownClass(cls):
@@ -63,6 +68,24 @@ class KServeSDK(unittest.TestCase):
 
     def run_async(self, coro):
         return self.loop.run_until_complete(coro)
+
+    def assert_tiled(self, result, a, datatype, repeats):
+        """The SDK's result is numpy.tile(a, repeats), named and typed as sent."""
+        out = result.outputs[0]
+        self.assertEqual((out.name, out.datatype), ("output", datatype))
+        got, want = out.as_numpy(), np.tile(a, repeats)
+        if datatype == "BYTES":
+            got = as_bytes(got)
+        self.assertEqual(got.shape, want.shape)
+        self.assertTrue(np.array_equal(got, want), (got.ravel()[:4], want.ravel()[:4]))
+
+
+class KServeSDK(SDKCase):
+    seed = 21
+
+    @classmethod
+    async def connect(cls):
+        return InferenceRESTClient(RESTConfig(protocol="v2", timeout=60))
 
     def infer(self, a, datatype, repeats, binary, model_name="tile"):
         inp = InferInput("input", list(a.shape), datatype)
@@ -83,14 +106,7 @@ class KServeSDK(unittest.TestCase):
                     with self.subTest(datatype=datatype, shape=shape, binary=binary):
                         a = sample(datatype, shape, self.rng)
                         repeats = [2, 1, 3, 1][:len(shape)]
-                        result = self.infer(a, datatype, repeats, binary)
-                        out = result.outputs[0]
-                        self.assertEqual((out.name, out.datatype), ("output", datatype))
-                        got, want = out.as_numpy(), np.tile(a, repeats)
-                        if datatype == "BYTES":
-                            got = as_bytes(got)
-                        self.assertEqual(got.shape, want.shape)
-                        self.assertTrue(np.array_equal(got, want), (got.ravel()[:4], want.ravel()[:4]))
+                        self.assert_tiled(self.infer(a, datatype, repeats, binary), a, datatype, repeats)
                         calls += 1
         self.assertEqual(calls, len(DATATYPES) * len(SHAPES) * 2 - len(JSON_REFUSED_BY_SDK) * len(SHAPES))
 
@@ -125,28 +141,15 @@ class KServeSDK(unittest.TestCase):
         self.assertEqual(*readme_python_output("from kserve import", self.d.port))
 
 
-class KServeGRPC(unittest.TestCase):
+class KServeGRPC(SDKCase):
     """`InferenceGRPCClient` as a KServe user creates it (its default retry policy on):
     numpy inputs go as raw_input_contents, Python lists as typed `contents`."""
+    daemon_args = ("--grpc-port", "0")
+    seed = 22
 
     @classmethod
-    def setUpClass(cls):
-        cls.d = Daemon("--grpc-port", "0")
-        cls.loop = asyncio.new_event_loop()
-
-        async def connect():  # a grpc.aio channel belongs to the loop it is made in
-            return InferenceGRPCClient(f"127.0.0.1:{cls.d.grpc_port}")
-        cls.client = cls.loop.run_until_complete(connect())
-        cls.rng = np.random.default_rng(22)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.loop.run_until_complete(cls.client.close())
-        cls.loop.close()
-        assert cls.d.stop() == 0
-
-    def run_async(self, coro):
-        return self.loop.run_until_complete(coro)
+    async def connect(cls):
+        return InferenceGRPCClient(f"127.0.0.1:{cls.d.grpc_port}")
 
     def infer(self, a, datatype, repeats, typed, model_name="tile"):
         if typed:  # lists: the SDK fills the datatype's `contents` field
@@ -171,13 +174,8 @@ class KServeGRPC(unittest.TestCase):
                         a = sample(datatype, shape, self.rng)
                         repeats = [2, 1, 3, 1][:len(shape)]
                         result = self.infer(a, datatype, repeats, typed)
-                        out = result.outputs[0]
-                        self.assertEqual((out.name, out.datatype, result.id), ("output", datatype, "k-1"))
-                        got, want = out.as_numpy(), np.tile(a, repeats)
-                        if datatype == "BYTES":
-                            got = as_bytes(got)
-                        self.assertEqual(got.shape, want.shape)
-                        self.assertTrue(np.array_equal(got, want), (got.ravel()[:4], want.ravel()[:4]))
+                        self.assertEqual(result.id, "k-1")
+                        self.assert_tiled(result, a, datatype, repeats)
                         calls += 1
         self.assertEqual(calls, len(DATATYPES) * len(SHAPES) * 2 - len(SHAPES))
 
