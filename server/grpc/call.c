@@ -192,7 +192,10 @@ static void send_trailers(struct grpc_call *call)
 
 /* The reply message's bytes at offset `at` (prefix included), in place:
  * how many are ready there (at most max), 0 when a stream has none yet,
- * negative when it was cut short. */
+ * negative when it was cut short. A stream's ready run is asked for once
+ * and kept (call->run) until all of it is sent: one lock round per chunk
+ * rather than three per DATA frame, which on a busy core meant a context
+ * switch whenever the producer held the lock. */
 static long message_piece(struct grpc_call *call, uint64_t at, size_t max, const uint8_t **p)
 {
     const struct tiled_reply *r = &call->req->reply;
@@ -200,10 +203,33 @@ static long message_piece(struct grpc_call *call, uint64_t at, size_t max, const
         *p = call->prefix + at;
         return (long)(TILE_GRPC_PREFIX - at < max ? TILE_GRPC_PREFIX - at : max);
     }
-    if (r->stream)
-        return tiled_stream_peek(r->stream, at - TILE_GRPC_PREFIX, (const char **)p, max);
-    *p = (const uint8_t *)r->body + (at - TILE_GRPC_PREFIX);
-    return (long)max;
+    if (!r->stream) {
+        *p = (const uint8_t *)r->body + (at - TILE_GRPC_PREFIX);
+        return (long)max;
+    }
+    if (!call->run || at < call->run_at || at >= call->run_at + call->run_len) {
+        const char *data;
+        long n = tiled_stream_peek(r->stream, at - TILE_GRPC_PREFIX, &data, SIZE_MAX);
+        if (n <= 0)
+            return n;
+        call->run = (const uint8_t *)data;
+        call->run_at = at;
+        call->run_len = (size_t)n;
+    }
+    size_t left = call->run_len - (size_t)(at - call->run_at);
+    *p = call->run + (at - call->run_at);
+    return (long)(left < max ? left : max);
+}
+
+/* `n` bytes at call->sent went out: a stream's run, once all sent, goes
+ * back to its producer. */
+static void message_sent(struct grpc_call *call, size_t n)
+{
+    call->sent += n;
+    if (call->run && call->sent == call->run_at + call->run_len) {
+        tiled_stream_consume(call->req->reply.stream, call->run_at - TILE_GRPC_PREFIX, call->run_len);
+        call->run = NULL;
+    }
 }
 
 /* nghttp2's DATA source: counts what the next frame carries (the 5-byte
@@ -246,7 +272,6 @@ int grpc_call_send_data(nghttp2_session *s, nghttp2_frame *f, const uint8_t *fra
     (void)s;
     struct grpc_conn *c = user;
     struct grpc_call *call = src->ptr;
-    const struct tiled_reply *r = &call->req->reply;
     if (f->data.padlen > 0) /* no padding is ever chosen */
         return NGHTTP2_ERR_CALLBACK_FAILURE;
     if (!grpc_conn_room(c, 9 + length)) {
@@ -260,9 +285,7 @@ int grpc_call_send_data(nghttp2_session *s, nghttp2_frame *f, const uint8_t *fra
         if (n <= 0) /* read_message counted these bytes: they are there */
             return NGHTTP2_ERR_CALLBACK_FAILURE;
         grpc_conn_put(c, p, (size_t)n);
-        if (r->stream && call->sent >= TILE_GRPC_PREFIX)
-            tiled_stream_consume(r->stream, call->sent - TILE_GRPC_PREFIX, (size_t)n);
-        call->sent += (uint64_t)n;
+        message_sent(call, (size_t)n);
         length -= (size_t)n;
     }
     return c->dead ? NGHTTP2_ERR_CALLBACK_FAILURE : 0;

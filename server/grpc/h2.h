@@ -64,6 +64,9 @@ struct grpc_call {
     /* The reply message being sent: 5-byte prefix, then the body or stream. */
     uint8_t prefix[TILE_GRPC_PREFIX];
     uint64_t msg_len, sent;
+    const uint8_t *run;      /* a stream's ready bytes at run_at, lent until all are sent */
+    uint64_t run_at;
+    size_t run_len;
     /* Resumed calls (loop->ready), under loop->ready_lock. */
     struct grpc_call *ready_next;
     bool in_ready, dead;
