@@ -492,9 +492,10 @@ static void resized_plans(void **state)
 #define CASE2(sem_, dt, d0, d1, r0, r1) \
     {.sem = (sem_), .dtype = (dt), .rank = 2, .shape = {d0, d1}, .nrepeats = 2, .repeats = {r0, r1}}
 
-/* Outputs of a few MiB: tiles above TILE_REPLICATE_MAX are regenerated
- * (under non-temporal stores), outputs of TILE_PARALLEL_MIN_BYTES and more
- * are split across the pool; check_execute runs both kinds of store. */
+/* Outputs of a few MiB: tiles of many chunks, written piece by piece to
+ * every copy or (long rows) tile after tile, regenerated under
+ * non-temporal stores; outputs of TILE_PARALLEL_MIN_BYTES and more are
+ * split across the pool. check_execute runs every write mode. */
 static const struct ref_case large_cases[] = {
     CASE2(TILE_SEM_ONNX, TILE_FLOAT32, 256, 256, 4, 4),
     CASE2(TILE_SEM_ONNX, TILE_FLOAT32, 4096, 1, 1, 64),
