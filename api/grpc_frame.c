@@ -18,8 +18,10 @@ void tile_grpc_deframer_init(struct tile_grpc_deframer *d, uint64_t max)
 
 void tile_grpc_deframer_free(struct tile_grpc_deframer *d)
 {
+    bool compressed_ok = d->compressed_ok;
     free(d->msg);
     tile_grpc_deframer_init(d, d->max);
+    d->compressed_ok = compressed_ok;
 }
 
 bool tile_grpc_deframer_idle(const struct tile_grpc_deframer *d)
@@ -32,9 +34,8 @@ static int start_message(struct tile_grpc_deframer *d, struct tile_error *e)
 {
     uint32_t len = (uint32_t)d->prefix[1] << 24 | (uint32_t)d->prefix[2] << 16 | (uint32_t)d->prefix[3] << 8 |
                    d->prefix[4];
-    if (d->prefix[0] != 0)
-        return tile_error_set(e, TILE_EUNSUPPORTED,
-                              "the message is compressed (flag %u); this server accepts grpc-encoding identity only",
+    if (d->prefix[0] > 1 || (d->prefix[0] == 1 && !d->compressed_ok))
+        return tile_error_set(e, TILE_EUNSUPPORTED, "the message is compressed (flag %u) but the call names no grpc-encoding",
                               d->prefix[0]);
     if (len > d->max)
         return tile_error_set(e, TILE_ETOOBIG, "gRPC message of %lu bytes is larger than the limit of %llu bytes",
@@ -62,6 +63,7 @@ long long tile_grpc_deframe_step(struct tile_grpc_deframer *d, const void *data,
         if (start_message(d, e) < 0)
             return -1;
         out->start = true;
+        out->compressed = d->prefix[0] == 1;
         out->msg_len = d->msg_len;
     }
     size_t n = d->msg_len - d->msg_have;

@@ -19,6 +19,7 @@
  * (0: the protocol's own bound, UINT32_MAX). */
 struct tile_grpc_deframer {
     uint64_t max;
+    bool compressed_ok; /* the call named a grpc-encoding: flag 1 is allowed (set after init) */
     uint8_t prefix[TILE_GRPC_PREFIX];
     size_t prefix_have;
     uint8_t *msg; /* tile_grpc_deframe only: malloc'd, msg_len bytes */
@@ -32,6 +33,7 @@ struct tile_grpc_deframer {
  * (`end`). Any combination; a message of length 0 is start and end. */
 struct tile_grpc_piece {
     bool start, end;
+    bool compressed; /* with start: the message is compressed (flag 1) */
     size_t msg_len;
     const uint8_t *bytes;
     size_t n;

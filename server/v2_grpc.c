@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "base.h"
+#include "compress.h"
 #include "grpc_msgs.h"
 #include "handlers.h"
 #include "server.h"
@@ -228,6 +229,37 @@ void tiled_check_grpc_head(struct tiled_req *req)
         unimplemented(req, NULL);
 }
 
+/* A compressed request message (the transport names its grpc-encoding as
+ * the request's content_encoding) is inflated before any RPC reads it,
+ * bounded like an uncompressed one. False with an error reply: gRPC's
+ * INTERNAL for data that does not inflate, RESOURCE_EXHAUSTED above the
+ * limits. */
+static bool inflate_message(struct tiled_req *req)
+{
+    enum tiled_coding coding;
+    struct tile_error e = {0};
+    if (!req->content_encoding[0])
+        return true;
+    uint64_t max = req->srv->lim.max_body < (uint64_t)req->srv->cfg.max_grpc_message
+                       ? req->srv->lim.max_body
+                       : (uint64_t)req->srv->cfg.max_grpc_message;
+    if (tiled_coding_parse(req->content_encoding, &coding) < 0) {
+        tiled_reply_error(&req->reply, TILED_UNSUPPORTED_MEDIA_TYPE, "grpc-encoding '%.40s' is not supported",
+                          req->content_encoding);
+        tiled_reply_set_grpc_status(&req->reply, TILED_GRPC_UNIMPLEMENTED);
+        return false;
+    }
+    if (tiled_body_decompress(coding, &req->body, &req->body_len, max, &e) < 0) {
+        tiled_reply_tile_error(&req->reply, &e);
+        if (e.code != TILE_ETOOBIG)
+            tiled_reply_set_grpc_status(&req->reply, TILED_GRPC_INTERNAL);
+        return false;
+    }
+    req->body_cap = req->body_len;
+    req->content_encoding = ""; /* the work path must not inflate it again */
+    return true;
+}
+
 void tiled_handle_grpc(struct tiled_req *req)
 {
     int i = rpc_index(req->path);
@@ -235,6 +267,8 @@ void tiled_handle_grpc(struct tiled_req *req)
         unimplemented(req, NULL);
         return;
     }
+    if (!inflate_message(req))
+        return;
     struct tile_grpc_buf b = {0};
     rpcs[i].fn(req, &b);
     if (req->reply.status || req->prepare) /* decided, or left to the work path */

@@ -12,7 +12,9 @@
  *
  * What belongs to the transport is refused here before the service sees a
  * byte of the message: a content-type that is not gRPC (HTTP 415), a
- * grpc-encoding other than identity (UNIMPLEMENTED), a message above
+ * grpc-encoding other than identity, gzip or deflate (UNIMPLEMENTED; a
+ * compressed message is named to the service as the request's
+ * content_encoding, and v2_grpc.c inflates it), a message above
  * --max-grpc-message (RESOURCE_EXHAUSTED, before it is allocated), a second
  * message in a unary call, and, once the draining has begun, every new call
  * (UNAVAILABLE, with Triton's words).
@@ -378,6 +380,15 @@ static bool is_grpc_content_type(const char *ct)
            (ct[sizeof(grpc) - 1] == '\0' || ct[sizeof(grpc) - 1] == '+' || ct[sizeof(grpc) - 1] == ';');
 }
 
+/* The message encodings a call may name (gRPC's compression.md names;
+ * zlib inflates both). */
+#define GRPC_ENCODINGS "identity, deflate, gzip"
+
+static bool is_grpc_encoding(const char *enc)
+{
+    return strcmp(enc, "identity") == 0 || strcmp(enc, "deflate") == 0 || strcmp(enc, "gzip") == 0;
+}
+
 /* What the head alone refuses; the reply is set when it returns true. */
 static bool head_refused(struct grpc_call *call, const char *method)
 {
@@ -397,10 +408,10 @@ static bool head_refused(struct grpc_call *call, const char *method)
         call->http_only = true;
         set_error(call, TILED_UNSUPPORTED_MEDIA_TYPE, -1,
                   "content-type '%.60s' is not gRPC (application/grpc)", ct ? ct : "");
-    } else if (enc && strcmp(enc, "identity") != 0) {
+    } else if (enc && !is_grpc_encoding(enc)) {
         set_error(call, TILED_UNSUPPORTED_MEDIA_TYPE, TILED_GRPC_UNIMPLEMENTED,
-                  "grpc-encoding '%.40s' is not supported; this server accepts identity only", enc);
-        tiled_reply_header(r, "grpc-accept-encoding", "identity");
+                  "grpc-encoding '%.40s' is not supported; this server accepts " GRPC_ENCODINGS, enc);
+        tiled_reply_header(r, "grpc-accept-encoding", GRPC_ENCODINGS);
     } else if (timeout && tile_grpc_timeout_parse(timeout, &ns) < 0) {
         set_error(call, TILED_BAD_REQUEST, TILED_GRPC_INTERNAL, "grpc-timeout '%.20s' is not a gRPC timeout",
                   timeout);
@@ -426,6 +437,8 @@ void grpc_call_head_done(struct grpc_call *call, bool end_stream)
                               .header = service_header};
     call->state = CALL_BODY;
     tile_grpc_deframer_init(&call->deframer, (uint64_t)srv->cfg.max_grpc_message);
+    const char *enc = field(call, "grpc-encoding");
+    call->deframer.compressed_ok = enc && strcmp(enc, "identity") != 0;
     call->req = tiled_req_new(srv, &head, call, &grpc_conn_ops);
     if (!call->req) {
         call->state = CALL_REPLY;
@@ -467,6 +480,8 @@ void grpc_call_data(struct grpc_call *call, const uint8_t *data, size_t len)
                    "a unary call takes one request message; a second one began");
             return;
         }
+        if (pc.compressed) /* inflated by the service, which checks the encoding's name again */
+            call->req->content_encoding = field(call, "grpc-encoding");
         if (pc.start) {
             char n[24];
             snprintf(n, sizeof(n), "%zu", pc.msg_len);

@@ -141,6 +141,20 @@ static void test_limit_and_compression(void **state)
     assert_error_has(&e, TILE_EUNSUPPORTED, "compressed");
     tile_grpc_deframer_free(&d);
 
+    /* With a grpc-encoding named, flag 1 is a compressed message, reported
+     * as such; any other flag is still refused. */
+    struct tile_grpc_piece pc;
+    tile_error_clear(&e);
+    d.compressed_ok = true;
+    assert_int_equal(tile_grpc_deframe_step(&d, prefix, 5, &pc, &e), 5);
+    assert_true(pc.start && pc.compressed);
+    tile_grpc_deframer_free(&d);
+    assert_true(d.compressed_ok); /* a reset keeps what the call allows */
+    prefix[0] = 2;
+    assert_int_equal(tile_grpc_deframe_step(&d, prefix, 5, &pc, &e), -1);
+    assert_error_has(&e, TILE_EUNSUPPORTED, "flag 2");
+    tile_grpc_deframer_free(&d);
+
     /* 0 = the protocol's own bound */
     tile_grpc_deframer_init(&d, 0);
     assert_true(d.max == UINT32_MAX);

@@ -410,6 +410,14 @@ class TritonClientGrpc(GrpcCase):
         self.assertEqual(result.get_response().model_name, "tile")
         self.assertTrue(np.array_equal(result.as_numpy("output"), np.tile(a, (2, 1, 1))))
 
+    def test_compressed_requests(self):
+        """infer(compression_algorithm=...): tritonclient compresses the request message."""
+        a = sample(np.float32, (64, 64), self.rng)
+        for algorithm in ("gzip", "deflate"):
+            with self.subTest(algorithm=algorithm):
+                got = self.grpc_infer(a, [2, 3], compression_algorithm=algorithm).as_numpy("output")
+                self.assertTrue(np.array_equal(got, np.tile(a, (2, 3))))
+
     def test_large_output(self):
         """64 MiB, above --stream-threshold: the reply is produced chunk by chunk."""
         a = sample(np.float32, (256, 256), self.rng)

@@ -6,6 +6,7 @@ content-type, the compressed flag, two messages, RST_STREAM, GOAWAY).
 Run from tests/server with the venv's Python (grpcio, hpack):
     TILED_BIN=../../build/tiled ../../build/venv/bin/python -m unittest test_grpc_transport
 """
+import gzip
 import json
 import os
 import signal
@@ -17,6 +18,7 @@ import sys
 import tempfile
 import threading
 import time
+import zlib
 import unittest
 
 import grpc
@@ -390,14 +392,31 @@ class Unary(GrpcCase):
         s = self.h2().call(method="PUT")
         self.assertEqual((s.header(":status"), s.header("allow")), ("405", "POST"))
 
-    def test_compression_is_unimplemented(self):
-        with self.assertRaises(grpc.RpcError) as cm:
-            raw_method(self.channel, LIVE)(b"", compression=grpc.Compression.Gzip, timeout=10)
-        self.assertEqual(cm.exception.code(), grpc.StatusCode.UNIMPLEMENTED)
-        self.assertIn("grpc-encoding 'gzip' is not supported", cm.exception.details())
-        s = self.h2().call(metadata=[("grpc-encoding", "deflate")])
+    def test_gzip_and_deflate_messages_are_inflated(self):
+        """grpcio compresses with the channel's or the call's algorithm (gzip, deflate);
+        an uncompressed message (flag 0) is still fine on a call that names an encoding."""
+        for algorithm in (grpc.Compression.Gzip, grpc.Compression.Deflate):
+            with self.subTest(algorithm=algorithm):
+                reply = raw_method(self.channel, SERVICE + "ModelReady")(
+                    b"\x0a\x04tile", compression=algorithm, timeout=10)
+                self.assertEqual(reply, b"\x08\x01")  # ModelReadyResponse{ready: true}
+        payload = b"\x0a\x04tile"
+        for encoding, packed in (("gzip", gzip.compress(payload)), ("deflate", zlib.compress(payload)),
+                                 ("gzip", None)):
+            with self.subTest(encoding=encoding, compressed=packed is not None):
+                body = message(packed, flag=1) if packed else message(payload)
+                s = self.h2().call(path=SERVICE + "ModelReady", body=body, metadata=[("grpc-encoding", encoding)])
+                self.assertEqual(s.status(), (0, None))
+                self.assertEqual(s.data[5:], b"\x08\x01")
+
+    def test_other_encodings_are_unimplemented_and_bad_data_internal(self):
+        s = self.h2().call(metadata=[("grpc-encoding", "snappy")])
         self.assertEqual(s.status()[0], 12)
-        self.assertEqual(s.header("grpc-accept-encoding"), "identity")
+        self.assertIn("grpc-encoding 'snappy' is not supported", s.status()[1])
+        self.assertEqual(s.header("grpc-accept-encoding"), "identity, deflate, gzip")
+        code, msg = self.h2().call(body=message(b"not gzip", flag=1), metadata=[("grpc-encoding", "gzip")]).status()
+        self.assertEqual(code, 13)
+        self.assertTrue(msg)
 
     def test_compressed_flag_without_encoding_is_internal(self):
         code, msg = self.h2().call(body=message(b"\x08\x01", flag=1)).status()
@@ -651,6 +670,13 @@ class Limits(GrpcCase):
         code, msg = c.wait(sid).status()
         self.assertEqual(code, 8)
         self.assertIn("2147483647 bytes", msg)
+
+    def test_compressed_message_inflating_past_the_limits(self):
+        bomb = gzip.compress(b"\0" * (400 << 10))  # under 500 bytes that inflate to 400 KiB
+        self.assertLess(len(bomb), 500)
+        code, msg = self.h2().call(body=message(bomb, flag=1), metadata=[("grpc-encoding", "gzip")]).status()
+        self.assertEqual(code, 8, msg)
+        self.assertIn("500", msg)
 
     def test_message_above_max_body(self):
         with self.assertRaises(grpc.RpcError) as cm:
