@@ -84,10 +84,13 @@ for c in range(1, 9):
     for r in csv.DictReader(open(f"{work}/{name}-{c}.csv")):
         print(f"  {r['Concurrency']:>4} {float(r['Inferences/Second']):>9.0f} {r['p50 latency']:>8} "
               f"{r['p90 latency']:>8} {r['p99 latency']:>8} {client:>9} {server:>9}")
-    # The daemon's statistics count what the client sent, within 2%:
-    # perf_analyzer reads them while its requests keep flowing, so the two
-    # windows' edges differ by the requests of one stats round trip.
-    if client == 0 or abs(server - client) > max(2 * c, client // 50):
+    # The daemon's statistics count every request the client sent (within
+    # 2% below). perf_analyzer reads them while its requests keep flowing,
+    # so the daemon's window can also hold the requests of the statistics
+    # round trips at its edges: on a loaded machine those take long and the
+    # daemon counts more, never fewer; three times the client's count
+    # bounds that.
+    if client == 0 or server < client - max(2 * c, client // 50) or server > 3 * client + 2 * c:
         sys.exit(f"{name}, concurrency {c}: perf_analyzer counted {client} requests, the daemon {server}")
 PY
 }
