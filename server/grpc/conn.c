@@ -9,9 +9,10 @@
  * copied once before the kernel's copy, from the reply body or stream
  * into that buffer, as libmicrohttpd copies them into its own for HTTP:
  * DATA frames are NGHTTP2_DATA_FLAG_NO_COPY (call.c writes them), which
- * saves nghttp2's own frame copy: a 64 MiB output then costs the daemon
- * about the CPU time it costs over HTTP (14-17 ms against 13-20 ms, one
- * worker, curl as the client). Writing the body straight from the stream
+ * saves nghttp2's own frame copy; with a stream's chunk borrowed once
+ * (call.c), a 64 MiB output costs the daemon about the CPU time it costs
+ * over HTTP (19-24 ms against 16-21 ms, one worker, curl as the client:
+ * README, "gRPC against HTTP"). Writing the body straight from the stream
  * with writev would save the other one, but a stream's chunk must then be
  * held until the socket took it. A large frame is written straight from
  * nghttp2's buffer when nothing waits before it. When the socket is full,
