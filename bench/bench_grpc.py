@@ -11,6 +11,12 @@ daemon over HTTP with binary tensor data, same run, same layout: the daemon
      curl (libcurl with nghttp2): a gRPC ModelInfer over h2c against the HTTP
      binary stream of /v2/models/tile/infer, alternating, ROUNDS*2 of each;
      median GB/s and their ratio.
+  3. both again with h2load (nghttp2's C load generator, the "ghz-style" load:
+     a client that is not itself the limit): the same small request as a gRPC
+     message over 4 connections x c/4 streams against HTTP/1.1 binary over c
+     connections for 3 s each, p99 from its per-request log; and the 64 MiB
+     output, 10 requests each, h2load taking DATA frames of up to 16 MiB. The
+     daemon's own statistics must count every request as a success.
 
 The targets (issue 17): gRPC >= 1.0x HTTP's infer/s and p99 <= 2 ms on the
 small request, >= 0.8x on 64 MiB. The machine's load average is printed
@@ -28,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 
@@ -86,19 +93,25 @@ def tensor(name, datatype, shape):
     return ld(1, name.encode()) + ld(2, datatype.encode()) + ld(3, b"".join(varint(d) for d in shape))
 
 
-def big_requests(work):
-    """The 64 MiB request as an HTTP binary body and as a gRPC message."""
-    data = struct.pack("<65536f", *[float(i % 251) for i in range(65536)])
-    repeats = struct.pack("<2q", 16, 16)
+def write_requests(work, name, shape, repeats):
+    """A float32 `shape` input tiled by `repeats` as an HTTP binary body
+    (work/NAME.http) and a length-prefixed gRPC message (work/NAME.grpc);
+    returns the HTTP body's JSON header length."""
+    n = 1
+    for d in shape:
+        n *= d
+    data = struct.pack(f"<{n}f", *[float(i % 251) for i in range(n)])
+    reps = struct.pack(f"<{len(repeats)}q", *repeats)
     header = json.dumps({"inputs": [
-        {"name": "input", "shape": [256, 256], "datatype": "FP32", "parameters": {"binary_data_size": len(data)}},
-        {"name": "repeats", "shape": [2], "datatype": "INT64", "parameters": {"binary_data_size": 16}}],
+        {"name": "input", "shape": shape, "datatype": "FP32", "parameters": {"binary_data_size": len(data)}},
+        {"name": "repeats", "shape": [len(repeats)], "datatype": "INT64",
+         "parameters": {"binary_data_size": len(reps)}}],
         "outputs": [{"name": "output", "parameters": {"binary_data": True}}]}).encode()
-    with open(os.path.join(work, "big.http"), "wb") as f:
-        f.write(header + data + repeats)
-    msg = (ld(1, b"tile") + ld(5, tensor("input", "FP32", [256, 256])) + ld(5, tensor("repeats", "INT64", [2]))
-           + ld(7, data) + ld(7, repeats))
-    with open(os.path.join(work, "big.grpc"), "wb") as f:
+    with open(os.path.join(work, name + ".http"), "wb") as f:
+        f.write(header + data + reps)
+    msg = (ld(1, b"tile") + ld(5, tensor("input", "FP32", shape)) + ld(5, tensor("repeats", "INT64", [len(repeats)]))
+           + ld(7, data) + ld(7, reps))
+    with open(os.path.join(work, name + ".grpc"), "wb") as f:
         f.write(b"\0" + struct.pack(">I", len(msg)) + msg)
     return len(header)
 
@@ -111,6 +124,74 @@ def curl(args, work):
     with open(os.path.join(work, "head")) as f:
         head = f.read()
     return int(size) / float(seconds) / 1e9, int(size), head
+
+
+def successes(http_url):
+    """(success, fail) counts of the model's statistics (the daemon's own count)."""
+    with urllib.request.urlopen(f"http://{http_url}/v2/models/tile/versions/13/stats", timeout=30) as r:
+        stats = json.load(r)["model_stats"][0]["inference_stats"]
+    return stats["success"]["count"], stats["fail"]["count"]
+
+
+def h2load(protocol, http_url, grpc_url, name, header_len, work, args):
+    """One h2load run on core 1: (requests done, seconds, per-request microseconds).
+    Exits unless every request got a 2xx and the daemon counted each as a success."""
+    log = os.path.join(work, f"h2load-{protocol}.log")
+    if protocol == "grpc":
+        target = ["-d", os.path.join(work, name + ".grpc"), "-H", "content-type: application/grpc",
+                  "-H", "te: trailers", f"http://{grpc_url}/inference.GRPCInferenceService/ModelInfer"]
+    else:
+        target = ["--h1", "-d", os.path.join(work, name + ".http"), "-H",
+                  f"Inference-Header-Content-Length: {header_len}", f"http://{http_url}/v2/models/tile/infer"]
+    before = successes(http_url)
+    r = subprocess.run(["taskset", "-c", "1", "h2load", *args, "--log-file", log, *target],
+                       capture_output=True, text=True, timeout=600)
+    after = successes(http_url)
+    done = re.search(r"requests: \d+ total, \d+ started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored",
+                     r.stdout)
+    took = re.search(r"finished in ([0-9.]+)(ms|s),", r.stdout)
+    if r.returncode != 0 or not done or not took or int(done.group(1)) != int(done.group(2)):
+        sys.exit(f"h2load {protocol} failed:\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
+    n = int(done.group(1))
+    if after[1] != before[1] or after[0] - before[0] < n:
+        sys.exit(f"h2load {protocol}: {n} requests answered, the daemon counted {after[0] - before[0]} successes "
+                 f"and {after[1] - before[1]} failures")
+    seconds = float(took.group(1)) / (1000 if took.group(2) == "ms" else 1)
+    with open(log) as f:
+        times = sorted(int(line.split()[2]) for line in f if line.strip())
+    return n, seconds, times
+
+
+def h2load_figures(http_url, grpc_url, small_header, big_header, rounds, work):
+    print("the same with h2load (nghttp2 1.52's C load generator on core 1), medians of "
+          f"{rounds} alternating 3 s runs; gRPC: 4 connections x c/4 streams, HTTP/1.1: c connections")
+    print("| concurrency | HTTP binary req/s | gRPC req/s | ratio gRPC/HTTP | HTTP p99 ms | gRPC p99 ms |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    for c in (16, 64):
+        got = {"http": [], "grpc": []}
+        for _ in range(rounds):
+            for protocol, args in (("http", ["-c", str(c), "-D", "3"]),
+                                   ("grpc", ["-c", "4", "-m", str(c // 4), "-D", "3"])):
+                n, seconds, times = h2load(protocol, http_url, grpc_url, "small", small_header, work, args)
+                got[protocol].append((n / seconds, times[min(len(times) - 1, int(len(times) * 0.99))] / 1e3))
+        rate = {p: statistics.median(r for r, _ in v) for p, v in got.items()}
+        p99 = {p: statistics.median(q for _, q in v) for p, v in got.items()}
+        print(f"| {c} | {rate['http']:,.0f} | {rate['grpc']:,.0f} | {rate['grpc'] / rate['http']:.2f} | "
+              f"{p99['http']:.2f} | {p99['grpc']:.2f} |")
+        print("  (runs: " + ", ".join(f"{p} {r:,.0f}/s {q:.2f} ms" for p in ("http", "grpc") for r, q in got[p]) + ")")
+    print()
+    speeds = {"http": [], "grpc": []}
+    for _ in range(rounds):
+        for protocol, args in (("http", ["-n", "10", "-c", "1"]),
+                               ("grpc", ["-n", "10", "-c", "1", "-m", "1", "-f", "16777215", "-w", "30", "-W", "30"])):
+            n, seconds, _ = h2load(protocol, http_url, grpc_url, "big", big_header, work, args)
+            speeds[protocol].append(n * (64 << 20) / seconds / 1e9)
+    med = {p: statistics.median(v) for p, v in speeds.items()}
+    print(f"64 MiB output, h2load, 10 requests per run, medians of {rounds} alternating runs")
+    print("| | HTTP binary stream GB/s | gRPC GB/s | ratio gRPC/HTTP |")
+    print("|---|---:|---:|---:|")
+    print(f"| 64 MiB | {med['http']:.2f} | {med['grpc']:.2f} | {med['grpc'] / med['http']:.2f} |")
+    print("  (runs: " + ", ".join(f"{p} {s:.2f}" for p in ("http", "grpc") for s in speeds[p]) + ")")
 
 
 def main():
@@ -147,7 +228,7 @@ def main():
             print(f"  (runs: {runs})")
         print()
 
-        header_len = big_requests(work)
+        header_len = write_requests(work, "big", [256, 256], [16, 16])
         out_bytes = 64 << 20
         speeds = {"http": [], "grpc": []}
         for _ in range(2 * rounds):
@@ -169,6 +250,9 @@ def main():
         print("|---|---:|---:|---:|")
         print(f"| 64 MiB | {med['http']:.2f} | {med['grpc']:.2f} | {med['grpc'] / med['http']:.2f} |")
         print("  (runs: " + ", ".join(f"{p} {s:.2f}" for p in ("http", "grpc") for s in speeds[p]) + ")")
+        print()
+        small_header = write_requests(work, "small", [2, 2], [2, 2])
+        h2load_figures(http_url, grpc_url, small_header, header_len, rounds, work)
         load_after = os.getloadavg()
         print(f"load average after: {load_after[0]:.2f} (1 min), {load_after[1]:.2f} (5 min)")
     finally:

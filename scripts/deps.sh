@@ -21,7 +21,7 @@ for group in "$@"; do
                  libnghttp2-dev libgnutls28-dev" ;;
     test)  want="$want curl openssl procps python3 python3-numpy python3-venv python3-yaml valgrind prometheus
                  man=man-db kubectl=kubernetes-client systemd strace nginx-light wrk" ;;
-    bench) want="$want wrk nginx-light curl python3-numpy" ;;
+    bench) want="$want wrk nginx-light curl python3-numpy h2load=nghttp2-client" ;;
     fuzz)  want="$want clang libclang-rt-14-dev" ;;
     *) echo "usage: $0 build|test|bench|fuzz..." >&2; exit 2 ;;
   esac
