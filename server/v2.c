@@ -222,18 +222,24 @@ static const char *served_versions(char *text, size_t cap)
     return text;
 }
 
+void tiled_v2_unknown_version(struct tiled_req *req, const char *digits, size_t len)
+{
+    char versions[TILE_V2_NVERSIONS * 12];
+    tiled_reply_error(&req->reply, TILED_NOT_FOUND, "unknown version %.*s of model 'tile' (versions: %s)",
+                      (int)(len < 32 ? len : 32), digits, served_versions(versions, sizeof(versions)));
+}
+
 int tiled_v2_model_version(struct tiled_req *req, const char *model, size_t len, int version)
 {
     if (len != 4 || memcmp(model, "tile", 4) != 0) {
         tiled_reply_error(&req->reply, TILED_NOT_FOUND, "unknown model '%.*s' (this server serves the model 'tile')",
                           (int)(len < 128 ? len : 128), model);
-        tiled_reply_set_grpc_status(&req->reply, TILED_GRPC_INVALID_ARGUMENT); /* Triton's code for it over gRPC */
         return 0;
     }
     if (version && tile_v2_version_slot(version) < 0) {
-        char versions[TILE_V2_NVERSIONS * 12];
-        tiled_reply_error(&req->reply, TILED_NOT_FOUND, "unknown version %d of model 'tile' (versions: %s)", version,
-                          served_versions(versions, sizeof(versions)));
+        char digits[16];
+        int n = snprintf(digits, sizeof(digits), "%d", version);
+        tiled_v2_unknown_version(req, digits, (size_t)n);
         return 0;
     }
     return version ? version : tile_v2_versions[0];

@@ -48,16 +48,21 @@ static bool decode_ref(struct tiled_req *req, struct tile_grpc_str *first, struc
 int tiled_grpc_model(struct tiled_req *req, struct tile_grpc_str name, struct tile_grpc_str version)
 {
     int v = 0;
-    bool digits = version.len <= 7;
+    bool digits = true;
     for (size_t i = 0; digits && i < version.len; i++) {
         digits = version.ptr[i] >= '0' && version.ptr[i] <= '9';
-        v = v * 10 + (version.ptr[i] - '0');
+        v = i < 7 ? v * 10 + (version.ptr[i] - '0') : 0;
     }
     if (digits && (v || !version.len))
         return tiled_v2_model_version(req, name.ptr, name.len, v);
-    /* Not a version number at all: the request is malformed (Triton's
-     * INVALID_ARGUMENT), once the model is known. */
-    if (tiled_v2_model_version(req, name.ptr, name.len, 0))
+    /* Once the model is known: a number no version has (0, or too long
+     * for one) is an unknown version, as Triton finds it after std::stol;
+     * anything else is malformed, Triton's INVALID_ARGUMENT. */
+    if (!tiled_v2_model_version(req, name.ptr, name.len, 0))
+        return 0;
+    if (digits)
+        tiled_v2_unknown_version(req, version.ptr, version.len);
+    else
         tiled_reply_error(&req->reply, TILED_BAD_REQUEST,
                           "model version '%.*s' is not a version number (leave it empty for the newest)",
                           (int)(version.len < 64 ? version.len : 64), version.ptr);

@@ -17,9 +17,13 @@ struct tiled_server;
 
 /* The version a request for `model` (len bytes) at `version` (0: the
  * newest) addresses; 0 with the error reply set otherwise: an unknown
- * model is a 404 (INVALID_ARGUMENT over gRPC, as Triton answers), an
- * unknown version a 404 naming the served ones. */
+ * model or version is a 404, NOT_FOUND over gRPC, on both transports as
+ * in Triton (whose unknown model is NOT_FOUND unless it namespaces models). */
 int tiled_v2_model_version(struct tiled_req *req, const char *model, size_t len, int version);
+
+/* The 404 (NOT_FOUND) for a version number, written as `digits`, that the
+ * model does not have, naming the ones it has. */
+void tiled_v2_unknown_version(struct tiled_req *req, const char *digits, size_t len);
 
 /* After an infer request was decoded into req->v2 and req->treq: lets
  * shared-memory inputs go unless the output goes to a region too (they

@@ -56,9 +56,6 @@ GRPC_OF_HTTP = {"400": grpc.StatusCode.INVALID_ARGUMENT, "401": grpc.StatusCode.
                 "404": grpc.StatusCode.NOT_FOUND, "413": grpc.StatusCode.RESOURCE_EXHAUSTED,
                 "500": grpc.StatusCode.INTERNAL, "501": grpc.StatusCode.UNIMPLEMENTED,
                 "503": grpc.StatusCode.UNAVAILABLE}
-# But an unknown model: 404 over HTTP, INVALID_ARGUMENT over gRPC, as Triton answers it
-# (tritonclient users test for that code).
-UNKNOWN_MODEL = grpc.StatusCode.INVALID_ARGUMENT
 
 # Every datatype tritonclient sends, as numpy types (BF16 through ml_dtypes,
 # BYTES as object arrays of bytes).
@@ -313,7 +310,7 @@ class TritonClientGrpc(GrpcCase):
             self.assertTrue(self.client.is_model_ready("tile", version), version)
         # An unknown model or version is an error, as in Triton over gRPC (tritonclient.http
         # turns the same 404 into False).
-        for model, version, code in (("nope", "", UNKNOWN_MODEL), ("tile", "7", grpc.StatusCode.NOT_FOUND)):
+        for model, version, code in (("nope", "", grpc.StatusCode.NOT_FOUND), ("tile", "7", grpc.StatusCode.NOT_FOUND)):
             status, message = http_error("GET", f"http://127.0.0.1:{self.d.port}/v2/models/{model}"
                                          + (f"/versions/{version}" if version else "") + "/ready")
             e = error_of(lambda: self.client.is_model_ready(model, version))
@@ -453,7 +450,7 @@ class TritonClientGrpc(GrpcCase):
         }
         for name, (h, g) in cases.items():
             with self.subTest(name):
-                self.assert_same_error_as_http(h, g, UNKNOWN_MODEL if name == "unknown model" else None)
+                self.assert_same_error_as_http(h, g)
 
     def test_readme_snippet(self):
         """The README's tritonclient.grpc example runs and prints what it shows."""
@@ -558,7 +555,7 @@ class StubClient(GrpcCase):
 
     def test_unknown_model_and_version_as_over_http(self):
         a = np.arange(2, dtype=np.float32)
-        for model, version, code in (("nope", "", UNKNOWN_MODEL), ("tile", "5", grpc.StatusCode.NOT_FOUND)):
+        for model, version, code in (("nope", "", grpc.StatusCode.NOT_FOUND), ("tile", "5", grpc.StatusCode.NOT_FOUND)):
             with self.subTest(model=model, version=version):
                 h = error_of(lambda: self.http.infer(model, triton_inputs(httpclient, a, [2]),
                                                      model_version=version))
@@ -568,10 +565,15 @@ class StubClient(GrpcCase):
                     msg = self.P.msg(f"inference.{rpc}Request", name=model, version=version)
                     e = grpc_error(lambda: getattr(self.stub, rpc)(msg))
                     self.assertEqual((e.code(), e.details()), (code, h.message()), rpc)
-        # A version that is no number: INVALID_ARGUMENT, Triton's code (HTTP's URL would not route it).
+        # A version that is no number: INVALID_ARGUMENT, Triton's code (HTTP's URL would not route it);
+        # a number no version has is an unknown version.
         e = grpc_error(lambda: self.stub.ModelInfer(self.raw_request(a, [2], version="x")))
         self.assertEqual(e.code(), grpc.StatusCode.INVALID_ARGUMENT)
         self.assertIn("'x' is not a version number", e.details())
+        for version in ("0", "12345678901234567890"):
+            e = grpc_error(lambda: self.stub.ModelInfer(self.raw_request(a, [2], version=version)))
+            self.assertEqual((e.code(), e.details()),
+                             (grpc.StatusCode.NOT_FOUND, f"unknown version {version} of model 'tile' (versions: 13, 6, 1)"))
 
     def test_semantics_parameter(self):
         a = np.arange(4, dtype=np.int16).reshape(2, 2)

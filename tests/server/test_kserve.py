@@ -192,7 +192,7 @@ class KServeGRPC(SDKCase):
         self.assertIn("repeats has 2 values but input has rank 1", cm.exception.details())
         with self.assertRaises(grpc.aio.AioRpcError) as cm:
             self.infer(a, "FP32", [2], typed=True, model_name="resnet")
-        self.assertEqual(cm.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.NOT_FOUND)
         self.assertIn("unknown model 'resnet'", cm.exception.details())
 
 

@@ -235,20 +235,21 @@ static void model_errors(void **state)
     static const char *const rpcs[] = {RPC "ModelReady", RPC "ModelMetadata", RPC "ModelConfig",
                                        RPC "ModelStatistics"};
     for (size_t i = 0; i < sizeof(rpcs) / sizeof(rpcs[0]); i++) {
-        /* Triton: an unknown model is INVALID_ARGUMENT, an unknown version NOT_FOUND; HTTP's messages */
-        call_fails(rpcs[i], &other, TILED_GRPC_INVALID_ARGUMENT,
-                   "unknown model 'other' (this server serves the model 'tile')");
+        /* Triton: an unknown model or version is NOT_FOUND; HTTP's messages */
+        call_fails(rpcs[i], &other, TILED_GRPC_NOT_FOUND, "unknown model 'other' (this server serves the model 'tile')");
         call_fails(rpcs[i], &v7, TILED_GRPC_NOT_FOUND, "unknown version 7 of model 'tile' (versions: 13, 6, 1)");
+        /* a number no version has is an unknown version too */
+        call_fails(rpcs[i], &zero, TILED_GRPC_NOT_FOUND, "unknown version 0 of model 'tile' (versions: 13, 6, 1)");
+        call_fails(rpcs[i], &huge, TILED_GRPC_NOT_FOUND, "unknown version 99999999999 of model 'tile'");
         /* not a version number at all: malformed, as Triton answers */
         call_fails(rpcs[i], &word, TILED_GRPC_INVALID_ARGUMENT, "model version 'latest' is not a version number");
-        call_fails(rpcs[i], &zero, TILED_GRPC_INVALID_ARGUMENT, "model version '0' is not a version number");
-        call_fails(rpcs[i], &huge, TILED_GRPC_INVALID_ARGUMENT, "model version '99999999999' is not a version number");
-        struct msg other_word = model_ref("other", "x"); /* the model is checked first */
-        call_fails(rpcs[i], &other_word, TILED_GRPC_INVALID_ARGUMENT, "unknown model 'other'");
+        struct msg other_word = model_ref("other", "x"), other_zero = model_ref("other", "0");
+        call_fails(rpcs[i], &other_word, TILED_GRPC_NOT_FOUND, "unknown model 'other'"); /* the model first */
+        call_fails(rpcs[i], &other_zero, TILED_GRPC_NOT_FOUND, "unknown model 'other'");
         call_fails(rpcs[i], &bad, TILED_GRPC_INVALID_ARGUMENT, "field 1 has wire type 0");
     }
     struct msg none = model_ref(NULL, NULL);
-    call_fails(RPC "ModelReady", &none, TILED_GRPC_INVALID_ARGUMENT, "unknown model ''");
+    call_fails(RPC "ModelReady", &none, TILED_GRPC_NOT_FOUND, "unknown model ''");
 }
 
 static void grpc_health_service(void **state)
@@ -792,9 +793,11 @@ static void infer_errors(void **state)
     (void)state;
     const struct tensor_in ok[] = {FP32_22, REPEATS(rep23, 2)};
     struct infer_req q = {.model = "other", .in = ok, .nin = 2};
-    infer_fails(&q, TILED_GRPC_INVALID_ARGUMENT, "unknown model 'other' (this server serves the model 'tile')");
+    infer_fails(&q, TILED_GRPC_NOT_FOUND, "unknown model 'other' (this server serves the model 'tile')");
     q = (struct infer_req){.version = "7", .in = ok, .nin = 2};
     infer_fails(&q, TILED_GRPC_NOT_FOUND, "unknown version 7 of model 'tile' (versions: 13, 6, 1)");
+    q = (struct infer_req){.version = "0", .in = ok, .nin = 2};
+    infer_fails(&q, TILED_GRPC_NOT_FOUND, "unknown version 0 of model 'tile' (versions: 13, 6, 1)");
     q = (struct infer_req){.in = ok, .nin = 2, .output = "out"};
     infer_fails(&q, TILED_GRPC_INVALID_ARGUMENT, "unknown output 'out' (the tile model has one output, 'output')");
     q = (struct infer_req){.in = ok, .nin = 1};
