@@ -7,9 +7,9 @@
 #   make fuzz-build           only build (build-fuzz/fuzz_<name>)
 #   make fuzz-clean           remove build-fuzz/
 #
-# The library sources (core/ and api/; nothing needs the server) are built
-# again into $(FUZZ_BUILD) with clang's fuzzer instrumentation plus ASan and
-# UBSan. Seeds live in fuzz/corpus/<name>/ and are only read; what a run
+# The library sources (core/ and api/; only grpc_transport needs the
+# server, and it gets server/ too) are built again into $(FUZZ_BUILD) with
+# clang's fuzzer instrumentation plus ASan and UBSan. Seeds live in fuzz/corpus/<name>/ and are only read; what a run
 # discovers goes to $(FUZZ_BUILD)/corpus/<name>/ and crash inputs to
 # $(FUZZ_BUILD)/artifacts/<name>/. fuzz/run.sh runs the targets and prints
 # one summary line per target; it fails when any target found a crash.
@@ -17,7 +17,7 @@
 FUZZ_CC      ?= clang
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_TIME    ?= 60
-FUZZ_TARGETS ?= v1_json raw npy v2 lists grpc
+FUZZ_TARGETS ?= v1_json raw npy v2 lists grpc grpc_transport
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS  := -std=c11 -O1 -g -pthread $(WARN) -fno-strict-aliasing $(FUZZ_SAN)
 
@@ -36,6 +36,19 @@ $(FUZZ_BUILD)/obj/%.o: %.c
 
 $(FUZZ_BUILD)/fuzz_%: fuzz/fuzz_%.c $(FUZZ_LIB_OBJ)
 	$(FUZZ_CC) $(LAYER_api) $(CPPFLAGS) -Ifuzz $(FUZZ_CFLAGS) -fsanitize=fuzzer $(PKG_CFLAGS) -o $@ $< $(FUZZ_LIB_OBJ) $(API_LIBS) -pthread -lm
+
+# The gRPC transport's target drives the daemon's own code (fuzz_grpc_transport.c):
+# server/ (with the OpenAPI document it embeds) and its libraries as well.
+FUZZ_SERVER_OBJ := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(SERVER_SRC)) $(FUZZ_BUILD)/obj/gen/openapi.o
+.SECONDARY: $(FUZZ_SERVER_OBJ)
+
+$(FUZZ_BUILD)/obj/gen/openapi.o: $(BUILD)/gen/openapi.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(FUZZ_BUILD)/fuzz_grpc_transport: fuzz/fuzz_grpc_transport.c $(FUZZ_LIB_OBJ) $(FUZZ_SERVER_OBJ)
+	$(FUZZ_CC) $(LAYER_server) -Iserver/grpc $(CPPFLAGS) -Ifuzz $(FUZZ_CFLAGS) -fsanitize=fuzzer $(PKG_CFLAGS) \
+	    -o $@ $< $(FUZZ_LIB_OBJ) $(FUZZ_SERVER_OBJ) $(PKG_LIBS) -pthread -lm
 
 # clang and its runtimes first (an explicit step, not a prerequisite of the objects).
 fuzz-build:

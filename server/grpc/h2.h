@@ -140,6 +140,12 @@ void grpc_call_release(struct grpc_call *call);
 void grpc_call_resume(void *call);
 /* Keeps the loop's next wake-up no later than `deadline_us`. */
 void grpc_loop_deadline(struct grpc_loop *l, uint64_t deadline_us);
+/* One loop turn's work besides socket events, for loop_main and for a
+ * driver that runs a loop by hand (fuzz/fuzz_grpc_transport.c): the calls
+ * the eventfd announced (after it woke), then the end of the turn
+ * (deadlines, the tick, drain, output of every dirty connection). */
+void grpc_loop_take_ready(struct grpc_loop *l);
+void grpc_loop_turn_end(struct grpc_loop *l);
 
 /* ---- conn.c ------------------------------------------------------------ */
 /* The session callbacks every connection's session is made with. */

@@ -111,7 +111,7 @@ void grpc_call_resume(void *p)
     }
 }
 
-static void take_ready(struct grpc_loop *l)
+void grpc_loop_take_ready(struct grpc_loop *l)
 {
     uint64_t v;
     ssize_t n = read(l->evfd, &v, sizeof(v));
@@ -258,6 +258,18 @@ static int wait_ms(const struct grpc_loop *l, uint64_t now)
     return until <= now ? 0 : (int)((until - now + 999) / 1000);
 }
 
+void grpc_loop_turn_end(struct grpc_loop *l)
+{
+    uint64_t now = tiled_now_us();
+    if (l->next_deadline_us && now >= l->next_deadline_us)
+        check_deadlines(l, now);
+    /* Drain and stop are announced by a wake-up: act on them at once. */
+    bool news = (atomic_load(&l->t->quiescing) && !l->quiesced) || atomic_load(&l->t->stopping);
+    if (news || now >= l->next_tick_us)
+        tick(l, now);
+    flush_dirty(l);
+}
+
 static void *loop_main(void *arg)
 {
     struct grpc_loop *l = arg;
@@ -272,18 +284,11 @@ static void *loop_main(void *arg)
             if (tag == &listener_tag)
                 accept_all(l);
             else if (tag == &wake_tag)
-                take_ready(l);
+                grpc_loop_take_ready(l);
             else
                 grpc_conn_io(tag, evs[i].events);
         }
-        now = tiled_now_us();
-        if (l->next_deadline_us && now >= l->next_deadline_us)
-            check_deadlines(l, now);
-        /* Drain and stop are announced by a wake-up: act on them at once. */
-        bool news = (atomic_load(&l->t->quiescing) && !l->quiesced) || atomic_load(&l->t->stopping);
-        if (news || now >= l->next_tick_us)
-            tick(l, now);
-        flush_dirty(l);
+        grpc_loop_turn_end(l);
     }
     return NULL;
 }

@@ -1,0 +1,355 @@
+/* fuzz_grpc_transport.c - the gRPC transport (server/grpc/) under hostile
+ * HTTP/2: the input is what one client sends on one connection, and it
+ * goes through the daemon's own path, socket included: the connection
+ * (conn.c) reads it from its end of a socketpair into its nghttp2 session,
+ * the calls (call.c) take the streams through the service (routing, the
+ * message decoders, the tile model on the worker pool, streamed replies),
+ * and the replies are written back to the socket, whose other end this
+ * harness drains and throws away.
+ *
+ * The loop is driven by hand, one turn at a time, with loop.c's own turn
+ * work (grpc_loop_take_ready, grpc_loop_turn_end: resumed calls,
+ * deadlines, drain, output): no loop thread, so a crash stack is the
+ * transport's. Workers are the real pool's threads.
+ *
+ * Input layout: the client's bytes as sent (the 24-byte preface, then
+ * HTTP/2 frames). They are written in pieces: the first 24 bytes, then one
+ * frame at a time as each frame header declares its length (the rest of the
+ * input when it declares more). After each piece the connection reads it,
+ * and the harness waits until the server owes nothing (workers back, stream
+ * bytes produced, replies written), so that an input replays the same way
+ * every time. Bits HTTP/2 tells a receiver to ignore steer the harness:
+ *   - the reserved bit of the stream id: do not wait after this frame (the
+ *     next one arrives while workers may still hold their calls: cancel,
+ *     deadline and close against a worker's resume);
+ *   - frame flag 0x40 (no frame type defines it): the server starts to drain
+ *     (as on SIGTERM) before this frame;
+ *   - frame flag 0x80 (likewise): this frame comes in two reads, split in
+ *     the middle, so DATA arrives in partial chunks.
+ * At the end the client closes the socket. Every input must leave nothing
+ * behind: no connection, no request in flight, no call a worker holds
+ * (checked), and no leak (LeakSanitizer).
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "h2.h"
+
+#include "base.h"
+#include "bodycache.h"
+#include "fuzz_common.h"
+#include "log.h"
+#include "pool.h"
+#include "server.h"
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define PREFACE_LEN 24
+#define FRAME_HEAD 9
+#define NO_WAIT_BIT 0x80  /* in the first byte of the stream id */
+#define DRAIN_FLAG 0x40
+#define SPLIT_FLAG 0x80
+/* Longer than any reply of a small input takes, short of libFuzzer's -timeout. */
+#define OWED_LIMIT_US 10000000u
+
+static struct tiled_server srv = {.submit_lock = PTHREAD_MUTEX_INITIALIZER};
+static struct grpc_transport transport;
+static struct grpc_loop loop;
+static char wake_tag;  /* epoll data of the loop's eventfd */
+static int peer = -1;  /* the client's end of the socketpair */
+
+/* ---- FUZZ_VERBOSE: the frames the server sent --------------------------- */
+
+/* To see what an input does (a crash's, or a seed's): each frame the
+ * server wrote, its header fields decoded. Off, the bytes are only read. */
+static struct {
+    bool on;
+    nghttp2_hd_inflater *hd;
+    uint8_t *buf;
+    size_t len, cap;
+} shown;
+
+static void show_fields(const uint8_t *p, size_t n, bool last)
+{
+    while (n > 0 || last) {
+        nghttp2_nv nv;
+        int flags = 0;
+        ssize_t used = nghttp2_hd_inflate_hd2(shown.hd, &nv, &flags, p, n, last);
+        if (used < 0) {
+            fprintf(stderr, "      (undecodable header block)\n");
+            return;
+        }
+        p += used;
+        n -= (size_t)used;
+        if (flags & NGHTTP2_HD_INFLATE_EMIT)
+            fprintf(stderr, "      %.*s: %.*s\n", (int)nv.namelen, nv.name, (int)nv.valuelen, nv.value);
+        if (flags & NGHTTP2_HD_INFLATE_FINAL) {
+            nghttp2_hd_inflate_end_headers(shown.hd);
+            return;
+        }
+        if (used == 0 && n == 0 && !(flags & NGHTTP2_HD_INFLATE_EMIT))
+            return;
+    }
+}
+
+static void show_output(const uint8_t *p, size_t n)
+{
+    static const char *const names[] = {"DATA",   "HEADERS", "PRIORITY",      "RST_STREAM",  "SETTINGS",
+                                        "PUSH",   "PING",    "GOAWAY",        "WINDOW_UPDATE", "CONTINUATION"};
+    if (shown.cap - shown.len < n) {
+        shown.cap = (shown.len + n) * 2;
+        shown.buf = realloc(shown.buf, shown.cap);
+        FUZZ_CHECK(shown.buf != NULL, "out of memory");
+    }
+    memcpy(shown.buf + shown.len, p, n);
+    shown.len += n;
+    size_t at = 0;
+    while (shown.len - at >= FRAME_HEAD) {
+        const uint8_t *f = shown.buf + at;
+        size_t len = (size_t)f[0] << 16 | (size_t)f[1] << 8 | f[2];
+        if (shown.len - at < FRAME_HEAD + len)
+            break;
+        uint32_t id = (uint32_t)f[5] << 24 | (uint32_t)f[6] << 16 | (uint32_t)f[7] << 8 | f[8];
+        fprintf(stderr, "  server: %s stream %u flags 0x%02x, %zu bytes\n", f[3] < 10 ? names[f[3]] : "?", id,
+                f[4], len);
+        if (f[3] == NGHTTP2_HEADERS || f[3] == NGHTTP2_CONTINUATION)
+            show_fields(f + FRAME_HEAD, len, f[4] & NGHTTP2_FLAG_END_HEADERS);
+        size_t code_at = f[3] == NGHTTP2_RST_STREAM ? 0 : f[3] == NGHTTP2_GOAWAY ? 4 : len;
+        if (code_at + 4 <= len) {
+            const uint8_t *c = f + FRAME_HEAD + code_at;
+            fprintf(stderr, "      error %s: %.*s\n",
+                    nghttp2_http2_strerror((uint32_t)c[0] << 24 | (uint32_t)c[1] << 16 | (uint32_t)c[2] << 8 | c[3]),
+                    (int)(len - code_at - 4), (const char *)c + 4);
+        }
+        at += FRAME_HEAD + len;
+    }
+    memmove(shown.buf, shown.buf + at, shown.len - at);
+    shown.len -= at;
+}
+
+/* ---- the server ------------------------------------------------------------ */
+
+/* Small limits, so that every size check is reachable from a small input
+ * and no input makes the process allocate much: bodies and messages above
+ * a few KiB, outputs above 4 KiB streamed in 4 KiB chunks, requests above
+ * 256 bytes sent to the workers (below, served on the loop as inline). */
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    char *args[] = {"serve",          "--workers",     "2",    "--log-level",        "error", "--grpc-port",
+                    "0",              "--max-body",    "256K", "--max-grpc-message", "128K",  "--max-output",
+                    "1M",             "--max-stream",  "256K", "--stream-threshold", "4K",    "--stream-chunk",
+                    "4K",             "--inline-max",  "256",  "--body-cache",       "1M",    NULL};
+    struct tile_error e = {0};
+    if (tiled_config_load(&srv.cfg, (int)(sizeof(args) / sizeof(args[0])) - 1, args, stdout, &e) != 0)
+        fuzz_fail("config: %s", e.text);
+    srv.lim = (struct tile_limits){.max_body = (uint64_t)srv.cfg.max_body,
+                                   .max_output = (uint64_t)srv.cfg.max_output,
+                                   .max_stream = (uint64_t)srv.cfg.max_stream,
+                                   .max_rank = (int)srv.cfg.max_rank,
+                                   .max_depth = (int)srv.cfg.max_json_depth};
+    tiled_log_init(&srv.cfg);
+    srv.pool = tile_pool_init((int)srv.cfg.workers, (int)srv.cfg.queue, &e);
+    srv.bodies = tiled_bodycache_new((uint64_t)srv.cfg.body_cache);
+    transport.srv = &srv;
+    transport.lfd = -1; /* no listener: the harness makes the one connection */
+    transport.nloops = 1;
+    transport.loops = &loop;
+    transport.callbacks = grpc_conn_callbacks_new();
+    srv.grpc = &transport;
+    loop.t = &transport;
+    loop.epfd = epoll_create1(EPOLL_CLOEXEC);
+    loop.evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    pthread_mutex_init(&loop.ready_lock, NULL);
+    struct epoll_event wev = {.events = EPOLLIN, .data.ptr = &wake_tag};
+    shown.on = getenv("FUZZ_VERBOSE") != NULL;
+    if (shown.on && nghttp2_hd_inflate_new(&shown.hd) != 0)
+        fuzz_fail("out of memory");
+    if (!srv.pool || !srv.bodies || !transport.callbacks || loop.epfd < 0 || loop.evfd < 0 ||
+        epoll_ctl(loop.epfd, EPOLL_CTL_ADD, loop.evfd, &wev) < 0)
+        fuzz_fail("cannot set up the server: %s", e.text[0] ? e.text : strerror(errno));
+    return 0;
+}
+
+/* ---- the loop, one turn at a time ---------------------------------------- */
+
+static void drain_peer(void)
+{
+    uint8_t buf[64 * 1024];
+    ssize_t n;
+    while (peer >= 0 && (n = read(peer, buf, sizeof(buf))) > 0) {
+        if (shown.on)
+            show_output(buf, (size_t)n);
+    }
+}
+
+/* What loop_main does in a turn, but with the harness's timeout; then
+ * the client reads (and discards) what the server wrote. */
+static void turn(int timeout_ms)
+{
+    struct epoll_event evs[4];
+    int n = epoll_wait(loop.epfd, evs, 4, timeout_ms);
+    for (int i = 0; i < n; i++) {
+        if (evs[i].data.ptr == &wake_tag)
+            grpc_loop_take_ready(&loop);
+        else
+            grpc_conn_io(evs[i].data.ptr, evs[i].events);
+    }
+    grpc_loop_turn_end(&loop);
+    drain_peer();
+}
+
+/* The connection, set up as accept_all() sets up an accepted one. */
+static void open_connection(int fd)
+{
+    struct grpc_conn *c = grpc_conn_new(&loop, fd);
+    FUZZ_CHECK(c != NULL, "grpc_conn_new failed");
+    loop.conns = c;
+    atomic_fetch_add(&transport.nconns, 1);
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
+    c->events = EPOLLIN;
+    if (epoll_ctl(loop.epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+        c->dead = true;
+    grpc_loop_mark_dirty(c); /* the server's SETTINGS */
+}
+
+/* True while the server has work of its own in hand: a worker holds a
+ * call or runs a job, a reply waits for its stream's next bytes, or a
+ * resumed call waits on the ready list. */
+static bool server_owes(void)
+{
+    if (loop.parked > 0 || tile_pool_queue_depth(srv.pool) > 0 || tile_pool_busy(srv.pool) > 0)
+        return true;
+    for (const struct grpc_conn *c = loop.conns; c; c = c->next) {
+        for (const struct grpc_call *call = c->calls; call; call = call->next) {
+            if (call->deferred)
+                return true;
+        }
+    }
+    pthread_mutex_lock(&loop.ready_lock);
+    bool ready = loop.ready != NULL;
+    pthread_mutex_unlock(&loop.ready_lock);
+    return ready;
+}
+
+/* Turns until the server owes nothing (and, with `until_closed`, until
+ * the connection is gone); a server that never gets there is a bug. */
+static void settle(bool until_closed)
+{
+    uint64_t start = tiled_now_us();
+    while (server_owes() || (until_closed && loop.conns)) {
+        FUZZ_CHECK(tiled_now_us() - start < OWED_LIMIT_US,
+                   "the server still owes the client after %u s (%d calls with workers, connection %s)",
+                   OWED_LIMIT_US / 1000000u, loop.parked, loop.conns ? "open" : "closed");
+        turn(1);
+    }
+    turn(0);
+}
+
+/* The client sends `n` bytes; the connection reads them in its turn. */
+static void send_bytes(const uint8_t *p, size_t n)
+{
+    uint64_t start = tiled_now_us();
+    while (n > 0 && loop.conns) {
+        ssize_t w = send(peer, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w > 0) {
+            p += w;
+            n -= (size_t)w;
+        } else {
+            FUZZ_CHECK(w < 0 && (errno == EAGAIN || errno == EPIPE || errno == ECONNRESET), "send: %s",
+                       strerror(errno));
+            FUZZ_CHECK(tiled_now_us() - start < OWED_LIMIT_US, "the connection stopped reading");
+        }
+        turn(w > 0 ? 0 : 1);
+    }
+}
+
+/* The length of the next piece at p[0, left): a frame as its header
+ * declares it, or what is left. */
+static size_t frame_len(const uint8_t *p, size_t left)
+{
+    if (left < FRAME_HEAD)
+        return left;
+    size_t len = FRAME_HEAD + ((size_t)p[0] << 16 | (size_t)p[1] << 8 | p[2]);
+    return len < left ? len : left;
+}
+
+static void send_frame(const uint8_t *p, size_t n)
+{
+    if (n < FRAME_HEAD) {
+        send_bytes(p, n);
+        return;
+    }
+    uint8_t flags = p[4];
+    if (flags & DRAIN_FLAG) {
+        atomic_store(&srv.draining, true); /* what serve.c's drain and tiled_grpc_quiesce set */
+        atomic_store(&transport.quiescing, true);
+    }
+    if (shown.on)
+        fprintf(stderr, "client: type %u stream %u flags 0x%02x, %zu bytes\n", p[3],
+                ((uint32_t)p[5] << 24 | (uint32_t)p[6] << 16 | (uint32_t)p[7] << 8 | p[8]) & 0x7fffffffu, flags,
+                n - FRAME_HEAD);
+    size_t first = flags & SPLIT_FLAG ? FRAME_HEAD + (n - FRAME_HEAD) / 2 : n;
+    send_bytes(p, first);
+    send_bytes(p + first, n - first);
+    if (!(p[5] & NO_WAIT_BIT))
+        settle(false);
+}
+
+/* Back to the state before the input: nothing may be left of it. */
+static void check_and_reset(void)
+{
+    FUZZ_CHECK(loop.parked == 0, "%d calls still with workers", loop.parked);
+    FUZZ_CHECK(atomic_load(&transport.nconns) == 0, "%d connections counted", atomic_load(&transport.nconns));
+    FUZZ_CHECK(atomic_load(&srv.inflight) == 0, "%d requests never ended", atomic_load(&srv.inflight));
+    FUZZ_CHECK(loop.ready == NULL && loop.dirty == NULL, "the loop still holds calls or connections");
+    while (loop.free_calls) { /* each input starts without reused calls */
+        struct grpc_call *call = loop.free_calls;
+        loop.free_calls = call->next;
+        free(call);
+    }
+    loop.nfree_calls = 0;
+    loop.quiesced = false;
+    loop.next_deadline_us = 0;
+    atomic_store(&transport.quiescing, false);
+    atomic_store(&srv.draining, false);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0)
+        fuzz_fail("socketpair: %s", strerror(errno));
+    peer = sv[1];
+    if (shown.on) { /* a new connection: a new HPACK context */
+        nghttp2_hd_inflate_del(shown.hd);
+        FUZZ_CHECK(nghttp2_hd_inflate_new(&shown.hd) == 0, "out of memory");
+        shown.len = 0;
+    }
+    open_connection(sv[0]);
+    turn(0);
+    size_t off = size < PREFACE_LEN ? size : PREFACE_LEN;
+    send_bytes(data, off);
+    while (off < size && loop.conns) {
+        size_t n = frame_len(data + off, size - off);
+        send_frame(data + off, n);
+        off += n;
+    }
+    settle(false);
+    close(peer); /* the client goes away: calls still open end as 499 */
+    peer = -1;
+    settle(true);
+    check_and_reset();
+    return 0;
+}
