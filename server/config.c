@@ -55,6 +55,10 @@ static const struct tiled_option tiled_options[] = {
     {.flag = "max-grpc-message", .env = "TILED_MAX_GRPC_MESSAGE", .type = OPT_SIZE, .offset = OFF(max_grpc_message),
      .def = "2147483647", .min = 64, .max = 4294967295,
      .help = "largest gRPC message received or sent, in bytes (a bigger output is refused with RESOURCE_EXHAUSTED)"},
+    {.flag = "max-grpc-conn-memory", .env = "TILED_MAX_GRPC_CONN_MEMORY", .type = OPT_SIZE,
+     .offset = OFF(max_grpc_conn_memory), .def = "2G", .min = 1, .max = 1024 * GIB,
+     .help = "request-message bytes (declared sizes) the calls of one gRPC connection may hold at once; a call "
+             "above it is refused with RESOURCE_EXHAUSTED (one call alone is always let in up to --max-body)"},
     {.flag = "queue", .env = "TILED_QUEUE", .type = OPT_INT, .offset = OFF(queue),
      .def = "256", .min = 1, .max = 1 << 20, .help = "requests waiting for a worker before new ones get 503"},
     {.flag = "max-body", .env = "TILED_MAX_BODY", .type = OPT_SIZE, .offset = OFF(max_body),
@@ -74,7 +78,8 @@ static const struct tiled_option tiled_options[] = {
     {.flag = "header-timeout", .env = "TILED_HEADER_TIMEOUT", .type = OPT_INT, .offset = OFF(header_timeout),
      .def = "30", .min = 0, .max = 86400,
      .help = "seconds a client has to send a whole request head, from the connection's start or its previous "
-             "request's end (plus --idle-timeout, the keep-alive gap); a slower one is cut (0 = off)"},
+             "request's end (plus --idle-timeout, the keep-alive gap); a slower one is cut (0 = off); a gRPC call "
+             "has as long, plus a second per 500 bytes it sends, to send its whole request (else DEADLINE_EXCEEDED)"},
     {.flag = "drain-timeout", .env = "TILED_DRAIN_TIMEOUT", .type = OPT_INT, .offset = OFF(drain_timeout),
      .def = "20", .min = 0, .max = 3600, .help = "seconds to finish in-flight requests after SIGTERM"},
     {.flag = "stream-threshold", .env = "TILED_STREAM_THRESHOLD", .type = OPT_SIZE, .offset = OFF(stream_threshold),

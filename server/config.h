@@ -24,6 +24,7 @@ struct tiled_config {
     int64_t http_threads;     /* libmicrohttpd event-loop threads */
     int64_t grpc_port;        /* -1 = no gRPC listener, 0 = a free port */
     int64_t max_grpc_message; /* bytes of one gRPC message, either way */
+    int64_t max_grpc_conn_memory; /* request-message bytes one gRPC connection's calls hold */
     int64_t queue;            /* queued requests before 503 */
     int64_t max_body;         /* bytes */
     int64_t max_output;       /* bytes materialised in memory */
@@ -32,7 +33,7 @@ struct tiled_config {
     int64_t max_json_depth;
     int64_t max_connections;
     int64_t idle_timeout;     /* seconds */
-    int64_t header_timeout;   /* seconds to send a request head; 0 = off */
+    int64_t header_timeout;   /* seconds to send a request head (a gRPC call: its request); 0 = off */
     int64_t drain_timeout;    /* seconds */
     int64_t stream_threshold; /* bytes above which outputs are streamed */
     int64_t body_cache;       /* bytes of free response bodies kept (bodycache.h) */

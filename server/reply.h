@@ -29,6 +29,7 @@ enum tiled_status {
     TILED_NOT_FOUND = 404,
     TILED_METHOD_NOT_ALLOWED = 405,
     TILED_NOT_ACCEPTABLE = 406,
+    TILED_REQUEST_TIMEOUT = 408,
     TILED_TOO_LARGE = 413,
     TILED_UNSUPPORTED_MEDIA_TYPE = 415,
     TILED_CLIENT_GONE = 499, /* the client closed the connection first (nginx's code) */

@@ -453,6 +453,84 @@ void grpc_call_head_done(struct grpc_call *call, bool end_stream)
         grpc_call_request_end(call);
 }
 
+/* ---- bounds on what a call holds while its request arrives ---------------------- */
+
+/* The request messages of a connection's calls are held against a budget,
+ * --max-grpc-conn-memory: a message's declared size counts from its prefix
+ * until its stream closes, while the deframer fills it, while it waits for
+ * a worker and while a worker holds it. HTTP holds one body per
+ * connection; an HTTP/2 connection carries up to MAX_STREAMS calls (conn.c),
+ * so without a budget one client could make the daemon hold MAX_STREAMS
+ * times --max-body. A call alone on its connection is always let in (up to
+ * --max-body), so every call a client could make one at a time still
+ * passes, whatever the budget.
+ *
+ * A call over the budget is refused, not held back with flow control: the
+ * bytes of a stream that is not read still count against the connection's
+ * shared window, so a few held-back streams could stop the DATA of the
+ * admitted ones, whose end is what frees the budget (a deadlock the client
+ * cannot see); holding every call back before its first byte instead (a
+ * zero stream window, opened per call) would cost each small call a round
+ * trip. The refusal is immediate, touches no other call, and
+ * RESOURCE_EXHAUSTED says why, so the client can send fewer at once. */
+static bool admit_message(struct grpc_call *call, uint64_t len)
+{
+    struct grpc_conn *c = call->conn;
+    const struct tiled_config *cfg = &call->loop->t->srv->cfg;
+    uint64_t budget = (uint64_t)cfg->max_grpc_conn_memory;
+    if (len > (uint64_t)cfg->max_body) /* refused next with --max-body's own words; nothing is held */
+        return true;
+    if (c->held > 0 && c->held + len > budget) {
+        set_error(call, TILED_TOO_LARGE, TILED_GRPC_RESOURCE_EXHAUSTED,
+                  "request message of %llu bytes exceeds the max-grpc-conn-memory limit of %llu bytes: other "
+                  "calls on this connection hold %llu bytes of request messages",
+                  (unsigned long long)len, (unsigned long long)budget, (unsigned long long)c->held);
+        send_reply(call);
+        return false;
+    }
+    c->held += len;
+    call->held = len;
+    return true;
+}
+
+/* A call has --header-timeout from its stream's start to send its whole
+ * request, plus a second per RECV_MIN_RATE bytes of message it sends (the
+ * rule of Apache's mod_reqtimeout, body=20,MinRate=500): a client that
+ * sends steadily is never cut, however large its message; one that
+ * trickles is. The connection's idle timeout (loop.c) cannot see it: any
+ * byte on the connection, of this call or another, keeps that one away. */
+#define RECV_MIN_RATE 500
+
+static void receive_progress(struct grpc_call *call, size_t n)
+{
+    call->received += n;
+    if (call->recv_deadline_us)
+        call->recv_deadline_us += (uint64_t)n * (1000000 / RECV_MIN_RATE);
+}
+
+/* The request is late. DEADLINE_EXCEEDED, not CANCELLED: a time bound on
+ * the call passed before it could complete, which is what the code means
+ * whoever set the bound, while CANCELLED says the caller gave up (grpcio
+ * reports it as the client's own cancel). Logged as 408, HTTP's Request
+ * Timeout: the server gave up waiting, not the client. */
+static void receive_timed_out(struct grpc_call *call, uint64_t now)
+{
+    if (call->state == CALL_HEAD) {
+        /* A header block still arriving (CONTINUATION frames): no other
+         * frame may come on the connection until it ends, so the
+         * connection goes (closed once this loop turn ends). */
+        call->conn->dead = true;
+        grpc_loop_mark_dirty(call->conn);
+        return;
+    }
+    set_error(call, TILED_REQUEST_TIMEOUT, TILED_GRPC_DEADLINE_EXCEEDED,
+              "request not received in time: %llu bytes of its message came in %.1f s; a call has the "
+              "header-timeout of %lld s, plus a second per %d bytes it sends, to send its whole request",
+              (unsigned long long)call->received, (double)(now - call->req->t_start) / 1e6,
+              (long long)call->loop->t->srv->cfg.header_timeout, RECV_MIN_RATE);
+    send_reply(call);
+}
+
 /* The deframer's refusal: too large, or the compressed flag (allowed only
  * with a grpc-encoding, and every encoding but identity was refused). */
 static void refuse_message(struct grpc_call *call, const struct tile_error *e)
@@ -467,6 +545,8 @@ static void refuse_message(struct grpc_call *call, const struct tile_error *e)
 
 void grpc_call_data(struct grpc_call *call, const uint8_t *data, size_t len)
 {
+    if (call->state == CALL_BODY)
+        receive_progress(call, len);
     while (len > 0 && call->state == CALL_BODY) {
         struct tile_grpc_piece pc;
         struct tile_error e = {0};
@@ -485,6 +565,8 @@ void grpc_call_data(struct grpc_call *call, const uint8_t *data, size_t len)
         if (pc.start) {
             char n[24];
             snprintf(n, sizeof(n), "%zu", pc.msg_len);
+            if (!admit_message(call, pc.msg_len))
+                return;
             if (tiled_service_expect_body(call->req, n)) {
                 send_reply(call);
                 return;
@@ -541,6 +623,8 @@ void grpc_call_stream_closed(struct grpc_call *call)
     if (call->next)
         call->next->prev = call->prev;
     c->ncalls--;
+    c->held -= call->held; /* the request may live on with a worker: bounded by --queue, not this connection */
+    call->held = 0;
     call->conn = NULL;
     call->closed = true;
     call->abandoned |= !call->sent_all; /* cancelled (RST_STREAM), or the connection died */
@@ -574,7 +658,16 @@ void grpc_call_resumed(struct grpc_call *call)
 
 void grpc_call_check_deadline(struct grpc_call *call, uint64_t now)
 {
-    if (!call->deadline_us || call->state == CALL_REPLY || call->closed)
+    if (call->state == CALL_REPLY || call->closed)
+        return;
+    if (call->recv_deadline_us && (call->state == CALL_HEAD || call->state == CALL_BODY)) {
+        if (now >= call->recv_deadline_us) {
+            receive_timed_out(call, now);
+            return;
+        }
+        grpc_loop_deadline(call->loop, call->recv_deadline_us);
+    }
+    if (!call->deadline_us)
         return;
     if (now < call->deadline_us) {
         grpc_loop_deadline(call->loop, call->deadline_us);

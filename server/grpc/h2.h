@@ -54,6 +54,9 @@ struct grpc_call {
     struct tile_grpc_deframer deframer;
     int messages;            /* request messages begun */
     uint64_t deadline_us;    /* 0: no grpc-timeout */
+    uint64_t recv_deadline_us; /* the request must be in by then (moved on as bytes come); 0: no bound */
+    uint64_t received;       /* request-message bytes received */
+    uint64_t held;           /* its message's declared size, counted in conn->held */
     const char *timeout;     /* the grpc-timeout value, for the message */
     bool parked;             /* a worker holds the request until it resumes the call */
     bool deferred;           /* the reply's stream has no bytes ready yet */
@@ -89,6 +92,7 @@ struct grpc_conn {
     bool handshaking;
     struct grpc_call *calls;
     int ncalls;
+    uint64_t held;        /* request-message bytes its calls hold (call.c, admit_message) */
     /* Bytes produced by nghttp2 not yet taken by the socket. */
     uint8_t *out;
     size_t out_off, out_len, out_cap;

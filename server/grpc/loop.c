@@ -56,6 +56,12 @@ struct grpc_call *grpc_call_alloc(struct grpc_conn *c, int32_t id)
     call->loop = l;
     call->conn = c;
     call->id = id;
+    /* The clock of the call's whole request (call.c, receive_progress) */
+    uint64_t timeout_s = (uint64_t)l->t->srv->cfg.header_timeout;
+    if (timeout_s) {
+        call->recv_deadline_us = tiled_now_us() + timeout_s * 1000000u;
+        grpc_loop_deadline(l, call->recv_deadline_us);
+    }
     call->next = c->calls;
     if (c->calls)
         c->calls->prev = call;

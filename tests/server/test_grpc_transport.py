@@ -718,6 +718,123 @@ class Limits(GrpcCase):
             return False
 
 
+class ConnMemory(GrpcCase):
+    """--max-grpc-conn-memory: the request messages a connection's calls
+    hold at once (declared sizes) stay under it; a call that would go past
+    it is refused from its prefix, the others go on."""
+    array = np.arange(6000, dtype=np.float32)
+    body = message(infer_request(array, [2]))
+    size = len(body) - 5  # the declared size (the message, without its prefix)
+    daemon_args = daemon_args("--max-grpc-conn-memory", "64K", "--log-level", "info")
+
+    def test_calls_past_the_budget_are_refused_and_the_admitted_ones_complete(self):
+        self.assertTrue(2 * self.size <= 65536 < 3 * self.size, "two messages fit the budget, three do not")
+        c = self.h2()
+        for round_ in range(2):  # the second round finds the budget free again
+            c.cork()  # five calls whose first bytes arrive together: none can finish yet
+            sids = [c.start(path=INFER, metadata=[("x-request-id", f"grpc-budget-{round_}-{i}")]) for i in range(5)]
+            for sid in sids:
+                c.send(sid, self.body[:1000])
+            c.uncork()
+            for sid in sids[2:]:
+                code, msg = c.wait(sid).status()
+                self.assertEqual(code, 8, msg)
+                self.assertEqual(msg, f"request message of {self.size} bytes exceeds the max-grpc-conn-memory limit "
+                                      f"of 65536 bytes: other calls on this connection hold {2 * self.size} bytes "
+                                      f"of request messages")
+            self.assertFalse(any(c.streams[sid].ended for sid in sids[:2]), "the admitted calls are still open")
+            for sid in sids[:2]:
+                c.send(sid, self.body[1000:], end=True)
+            for sid in sids[:2]:
+                s = c.wait(sid)
+                self.assertEqual(s.status(), (0, None))
+                self.assertEqual(raw_output(s.data[5:]), np.tile(self.array, 2).tobytes())
+        self.assertTrue(wait_for(lambda: access_lines(self.d, "grpc-budget-1-4")))
+        self.assertEqual(access_lines(self.d, "grpc-budget-1-4")[0]["status"], 413)
+
+    def test_a_call_alone_is_let_in_above_the_budget(self):
+        a = np.arange(30000, dtype=np.float32)  # 120 KB: above the budget, under --max-body
+        s = self.h2().call(path=INFER, body=message(infer_request(a, [2])))
+        self.assertEqual(s.status(), (0, None))
+        self.assertEqual(raw_output(s.data[5:]), np.tile(a, 2).tobytes())
+
+    def test_cancelled_call_gives_back_its_share(self):
+        """A call cancelled mid-message no longer counts: room for another."""
+        c = self.h2()
+        held = c.start(path=INFER)
+        c.send(held, self.body[:1000])
+        cancelled = c.start(path=INFER)
+        c.send(cancelled, self.body[:1000])
+        c.cancel(cancelled)
+        self.assertEqual(c.call(path=INFER, body=self.body).status(), (0, None), "room for a second one again")
+        c.send(held, self.body[1000:], end=True)
+        self.assertEqual(c.wait(held).status(), (0, None))
+
+
+class ReceiveTimeout(GrpcCase):
+    """--header-timeout over gRPC: a call has that long, plus a second per
+    500 bytes it sends, to send its whole request."""
+    daemon_args = daemon_args("--header-timeout", "1", "--log-level", "info")
+
+    def test_trickling_call_ends_while_another_on_the_connection_succeeds(self):
+        c = self.h2()
+        body = message(unknown_field(1000))
+        t0 = time.monotonic()
+        sid = c.start(metadata=[("x-request-id", "grpc-trickle")])
+        c.send(sid, body[:10])
+        sent, others = 10, 0
+        while not c.streams[sid].ended and time.monotonic() - t0 < 10:
+            c.send(sid, body[sent:sent + 1])  # 10 bytes a second
+            sent += 1
+            if not c.streams[sid].ended and others < 3:
+                self.assertEqual(c.call().status(), (0, None), "another call on the same connection")
+                others += 1
+            c.pump(lambda: c.streams[sid].ended, 0.1)
+        elapsed = time.monotonic() - t0
+        code, msg = c.streams[sid].status()
+        self.assertEqual(code, 4, msg)
+        self.assertRegex(msg, r"^request not received in time: \d+ bytes of its message came in [0-9.]+ s; a call has "
+                              r"the header-timeout of 1 s, plus a second per 500 bytes it sends")
+        self.assertEqual(others, 3)
+        self.assertGreater(elapsed, 0.9)
+        self.assertLess(elapsed, 4)
+        self.assertTrue(wait_for(lambda: access_lines(self.d, "grpc-trickle")))
+        self.assertEqual(access_lines(self.d, "grpc-trickle")[0]["status"], 408)
+        self.assertEqual(c.call().status(), (0, None), "the connection goes on")
+
+    def test_steady_upload_outlasts_the_timeout(self):
+        a = np.arange(1000, dtype=np.float32)
+        body = message(infer_request(a, [3]))  # about 4 KB at 1 KB a second: 4 s, above the 1 s
+        c = self.h2()
+        sid = c.start(path=INFER)
+        for i in range(0, len(body), 100):
+            c.send(sid, body[i:i + 100], end=i + 100 >= len(body))
+            c.pump(lambda: c.streams[sid].ended, 0.1)
+        s = c.wait(sid)
+        self.assertEqual(s.status(), (0, None))
+        self.assertEqual(raw_output(s.data[5:]), np.tile(a, 3).tobytes())
+
+    def test_trickling_header_block_closes_the_connection(self):
+        """A header block cut into CONTINUATION frames holds the whole
+        connection (no other frame may come between them): it goes."""
+        c = self.h2()
+        block = c.enc.encode([(":method", "POST"), (":scheme", "http"), (":path", LIVE), (":authority", "localhost"),
+                              ("content-type", "application/grpc"), ("x-filler", "x" * 40)])
+        c.frame(HEADERS, 0, 1, block[:5])
+        t0 = time.monotonic()
+        for i in range(5, min(len(block) - 1, 12)):
+            if c.pump(lambda: False, 0.6) or c.closed:
+                break
+            try:
+                c.frame(CONTINUATION, 0, 1, block[i:i + 1])
+            except OSError:
+                break
+        c.pump(lambda: False, 0.1)
+        self.assertTrue(c.closed, "the connection is closed")
+        self.assertLess(time.monotonic() - t0, 3)
+        self.assertEqual(raw_method(self.channel, LIVE)(b"", timeout=10), LIVE_REPLY)
+
+
 class IdleTimeout(GrpcCase):
     daemon_args = daemon_args("--idle-timeout", "1")
 
