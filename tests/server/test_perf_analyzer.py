@@ -8,6 +8,7 @@ Here with short windows; `make bench-perf-analyzer` gives the figures. Over
 gRPC also with --shared-memory system (test_shared_memory.py runs that one
 over HTTP). Needs PyPI and a Debian mirror the first time (scripts/perf_analyzer.sh).
 """
+import json
 import os
 import re
 import subprocess
@@ -55,6 +56,44 @@ class PerfAnalyzer(unittest.TestCase):
             self.assertGreaterEqual(len(registered), 3, "input, repeats and output regions")
         finally:
             self.assertEqual(d.stop(), 0)
+
+
+class PerfAnalyzerConnMemory(unittest.TestCase):
+    """perf_analyzer -i grpc sends the calls of all its concurrency workers
+    over one connection: at concurrency 8 with inputs near --max-body, a
+    --max-grpc-conn-memory of eight times --max-body (the defaults' ratio,
+    2G to 256M) passes without an error, and one of three times refuses
+    calls with the budget's message (so the calls did share a connection)."""
+    MAX_BODY = 300 << 10
+
+    def run_at_concurrency_8(self, budget):
+        d = Daemon("--grpc-port", "0", "--max-body", str(self.MAX_BODY), "--max-grpc-conn-memory", str(budget))
+        data = f"/tmp/tiled-pa-budget-{os.getpid()}.json"
+        n = 65536  # 256 KiB of FP32 input: the request message is just under --max-body
+        with open(data, "w") as f:
+            json.dump({"data": [{"input": {"content": [float(i % 251) for i in range(n)], "shape": [n]},
+                                 "repeats": {"content": [1], "shape": [1]}}]}, f)
+        try:
+            r = subprocess.run(["sh", "scripts/perf_analyzer.sh", "-m", "tile", "-x", "13", "-u",
+                                f"127.0.0.1:{d.grpc_port}", "-i", "grpc", "--input-data", data,
+                                "--concurrency-range", "8", "--measurement-interval", "500", "-s", "1000", "-r", "5"],
+                               cwd=ROOT, capture_output=True, text=True, timeout=600)
+        finally:
+            os.unlink(data)
+            self.assertEqual(d.stop(), 0)
+        return r.returncode, r.stdout + r.stderr
+
+    def test_concurrency_8_at_max_body_fits_eight_times_max_body(self):
+        rc, out = self.run_at_concurrency_8(8 * self.MAX_BODY)
+        self.assertEqual(rc, 0, out[-3000:])
+        self.assertNotIn("error", out.lower())
+        self.assertGreater(int(re.search(r"Client:\s+Request count: (\d+)", out).group(1)), 0)
+
+    def test_a_smaller_budget_refuses_the_calls_above_it(self):
+        rc, out = self.run_at_concurrency_8(3 * self.MAX_BODY)
+        self.assertNotEqual(rc, 0, out[-3000:])
+        self.assertRegex(out, r"request message of \d+ bytes exceeds the max-grpc-conn-memory limit of "
+                              rf"{3 * self.MAX_BODY} bytes: other calls on this connection hold \d+ bytes")
 
 
 if __name__ == "__main__":
