@@ -195,9 +195,8 @@ static void send_trailers(struct grpc_call *call)
 /* The reply message's bytes at offset `at` (prefix included), in place:
  * how many are ready there (at most max), 0 when a stream has none yet,
  * negative when it was cut short. A stream's ready run is asked for once
- * and kept (call->run) until all of it is sent: one lock round per chunk
- * rather than three per DATA frame, which on a busy core meant a context
- * switch whenever the producer held the lock. */
+ * and kept (call->run) until all of it is framed, rather than peeked for
+ * every DATA frame (twice: counted, then written). */
 static long message_piece(struct grpc_call *call, uint64_t at, size_t max, const uint8_t **p)
 {
     const struct tiled_reply *r = &call->req->reply;
@@ -223,15 +222,23 @@ static long message_piece(struct grpc_call *call, uint64_t at, size_t max, const
     return (long)(left < max ? left : max);
 }
 
-/* `n` bytes at call->sent went out: a stream's run, once all sent, goes
- * back to its producer. */
+/* `n` bytes at call->sent are framed (lent to the connection): the run
+ * cached is left behind once passed; its chunk is still the connection's
+ * until given back. */
 static void message_sent(struct grpc_call *call, size_t n)
 {
     call->sent += n;
-    if (call->run && call->sent == call->run_at + call->run_len) {
-        tiled_stream_consume(call->req->reply.stream, call->run_at - TILE_GRPC_PREFIX, call->run_len);
+    if (call->run && call->sent == call->run_at + call->run_len)
         call->run = NULL;
-    }
+}
+
+void grpc_call_given_back(struct grpc_call *call, uint64_t at, size_t n)
+{
+    const struct tiled_reply *r = &call->req->reply;
+    /* The stream frees a chunk when its last byte comes back; the pieces
+     * come back in order, so that is when all of it was written. */
+    if (r->stream && at >= TILE_GRPC_PREFIX)
+        tiled_stream_consume(r->stream, at - TILE_GRPC_PREFIX, n);
 }
 
 /* nghttp2's DATA source: counts what the next frame carries (the 5-byte
@@ -286,7 +293,7 @@ int grpc_call_send_data(nghttp2_session *s, nghttp2_frame *f, const uint8_t *fra
         long n = message_piece(call, call->sent, length, &p);
         if (n <= 0) /* read_message counted these bytes: they are there */
             return NGHTTP2_ERR_CALLBACK_FAILURE;
-        grpc_conn_put(c, p, (size_t)n);
+        grpc_conn_lend(c, p, (size_t)n, call, call->sent);
         message_sent(call, (size_t)n);
         length -= (size_t)n;
     }
@@ -616,6 +623,7 @@ static void finish(struct grpc_call *call)
 void grpc_call_stream_closed(struct grpc_call *call)
 {
     struct grpc_conn *c = call->conn;
+    grpc_conn_keep_lent(c, call); /* the bytes are the connection's; the reply goes */
     if (call->prev)
         call->prev->next = call->next;
     else

@@ -2,23 +2,24 @@
  * socket (or TLS) into its nghttp2 session, and the session's output back.
  *
  * DESIGN. nghttp2 is used without its I/O callbacks: received bytes go in
- * with nghttp2_session_mem_recv, and nghttp2_session_mem_send's frames
- * are gathered in one buffer per connection, written once per loop turn
- * (loop.c) or whenever OUT_BATCH bytes wait, so many small replies cost
- * one syscall and a large one a syscall per OUT_BATCH. Reply bytes are
- * copied once before the kernel's copy, from the reply body or stream
- * into that buffer, as libmicrohttpd copies them into its own for HTTP:
- * DATA frames are NGHTTP2_DATA_FLAG_NO_COPY (call.c writes them), which
- * saves nghttp2's own frame copy; with a stream's chunk borrowed once
- * (call.c), a 64 MiB output costs the daemon about the CPU time it costs
- * over HTTP (19-24 ms against 16-21 ms, one worker, curl as the client:
- * README, "gRPC against HTTP"). Writing the body straight from the stream
- * with writev would save the other one, but a stream's chunk must then be
- * held until the socket took it. A large frame is written straight from
- * nghttp2's buffer when nothing waits before it. When the socket is full,
- * no more frames are produced (nghttp2 keeps them queued) and reading
- * stops once MAX_PENDING bytes wait, so a client that does not read
- * cannot make the server buffer without bound.
+ * with nghttp2_session_mem_recv, and the output waits in one queue per
+ * connection, written with one sendmsg per loop turn (loop.c) or whenever
+ * OUT_BATCH bytes wait, so many small replies cost one syscall and a long
+ * one a syscall per OUT_BATCH. The queue holds pieces: frames and frame
+ * headers copied into the connection's own buffer, and reply payloads
+ * lent by their calls (DATA frames are NGHTTP2_DATA_FLAG_NO_COPY and
+ * call.c hands over where the bytes are: the reply body, or a stream's
+ * chunk), so the only copy of a reply's bytes is the kernel's. A lent
+ * piece goes back to its call once the socket took it, which is when a
+ * stream's chunk returns to its producer; a call that ends first (reset,
+ * deadline) has its waiting pieces copied (grpc_conn_keep_lent), since
+ * they are part of frames already committed to the connection. Over TLS
+ * pieces are copied at once (a record is encrypted from one buffer). A
+ * large frame from nghttp2 is written straight from its buffer when
+ * nothing waits before it. When the socket is full, no more frames are
+ * produced (nghttp2 keeps them queued) and reading stops once MAX_PENDING
+ * bytes wait, so a client that does not read cannot make the server
+ * buffer without bound.
  *
  * Windows: the client may send up to STREAM_WINDOW per stream and
  * CONN_WINDOW in all before a WINDOW_UPDATE (nghttp2 sends them as bytes
@@ -31,6 +32,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 
@@ -46,7 +48,11 @@
  * tritonclient's share of a channel; each may hold up to --max-body. */
 #define MAX_STREAMS 256
 #define MAX_FRAME (1 << 20)
-#define OUT_BATCH (256 * 1024)  /* written once this much is gathered */
+/* Output gathered before a write: a long reply leaves in writes of two
+ * stream chunks (both of a stream's chunks lent at once), which a
+ * loopback reader takes in about half the CPU time 256 KiB writes cost
+ * it (bench/bench_grpc.py; README, "gRPC against HTTP"). */
+#define OUT_BATCH (2u << 20)
 #define DATA_FRAME (256 * 1024) /* largest DATA payload sent */
 #define MAX_PENDING (4u << 20)  /* unwritten bytes above which reading pauses */
 
@@ -208,46 +214,63 @@ static void watch(struct grpc_conn *c, uint32_t events)
     c->events = events;
 }
 
-/* Writes the pending output: true when all of it went. */
-static bool write_pending(struct grpc_conn *c)
+/* ---- output: the connection's own bytes and bytes lent by calls ---------------- */
+
+static bool write_pending(struct grpc_conn *c);
+
+/* Pieces written per sendmsg: a 16 KiB-frame client's 1 MiB batch is 128. */
+#define OUT_IOV 256
+
+static struct grpc_out *out_push(struct grpc_conn *c)
 {
-    while (c->out_off < c->out_len) {
-        long n = sock_send(c, c->out + c->out_off, c->out_len - c->out_off);
-        if (n == -1)
-            return false;
-        if (n < 0) {
+    if (c->nout == c->out_segs_cap) {
+        int cap = c->out_segs_cap ? 2 * c->out_segs_cap : 64;
+        struct grpc_out *ns = realloc(c->out_segs, (size_t)cap * sizeof(*ns));
+        if (!ns) {
             c->dead = true;
-            return false;
+            return NULL;
         }
-        c->out_off += (size_t)n;
+        c->out_segs = ns;
+        c->out_segs_cap = cap;
     }
-    c->out_off = c->out_len = 0;
-    return true;
+    return &c->out_segs[c->nout++];
 }
 
-static bool append(struct grpc_conn *c, const uint8_t *p, size_t n)
+/* Copies n bytes into the connection's own buffer: their offset there,
+ * or SIZE_MAX when out of memory (the connection is then dead). */
+static size_t own_bytes(struct grpc_conn *c, const uint8_t *p, size_t n)
 {
-    if (c->out_cap - c->out_len < n) {
-        size_t cap = c->out_cap ? c->out_cap : 64 * 1024;
-        while (cap - c->out_len < n)
+    if (c->own_cap - c->own_len < n) {
+        size_t cap = c->own_cap ? c->own_cap : 64 * 1024;
+        while (cap - c->own_len < n)
             cap *= 2;
-        uint8_t *nb = realloc(c->out, cap);
+        uint8_t *nb = realloc(c->own, cap);
         if (!nb) {
             c->dead = true;
-            return false;
+            return SIZE_MAX;
         }
-        c->out = nb;
-        c->out_cap = cap;
+        c->own = nb;
+        c->own_cap = cap;
     }
-    memcpy(c->out + c->out_len, p, n);
-    c->out_len += n;
-    return true;
+    memcpy(c->own + c->own_len, p, n);
+    c->own_len += n;
+    return c->own_len - n;
 }
 
-bool grpc_conn_room(struct grpc_conn *c, size_t n)
+/* Bytes copied into the queue (frame headers, nghttp2's frames): the last
+ * piece grows when it is the connection's own and ends where these go. */
+static void append(struct grpc_conn *c, const uint8_t *p, size_t n)
 {
-    size_t pending = c->out_len - c->out_off;
-    return pending + n <= OUT_BATCH || write_pending(c) || c->out_len - c->out_off == 0;
+    size_t off = own_bytes(c, p, n);
+    if (off == SIZE_MAX)
+        return;
+    struct grpc_out *last = c->nout > c->out_first ? &c->out_segs[c->nout - 1] : NULL;
+    if (last && !last->lender && last->off + last->len == off) {
+        last->len += n;
+    } else if ((last = out_push(c))) {
+        *last = (struct grpc_out){.off = off, .len = n};
+    }
+    c->pending += n;
 }
 
 void grpc_conn_put(struct grpc_conn *c, const uint8_t *p, size_t n)
@@ -255,25 +278,160 @@ void grpc_conn_put(struct grpc_conn *c, const uint8_t *p, size_t n)
     append(c, p, n);
 }
 
-/* Takes one frame from nghttp2: written at once when it is large and
- * nothing waits before it (no copy), else gathered. False when the
- * socket is full (the rest waits for EPOLLOUT) or the connection failed. */
+void grpc_conn_lend(struct grpc_conn *c, const uint8_t *p, size_t n, struct grpc_call *call, uint64_t at)
+{
+    if (c->tls) { /* GnuTLS takes one buffer per record: copy, give back at once */
+        append(c, p, n);
+        grpc_call_given_back(call, at, n);
+        return;
+    }
+    struct grpc_out *o = out_push(c);
+    if (!o)
+        return;
+    *o = (struct grpc_out){.lent = p, .len = n, .lender = call, .at = at};
+    c->pending += n;
+}
+
+/* Lent bytes a closing call may have copied rather than written first
+ * (written at once, a few small replies would each cost a syscall). */
+#define KEEP_COPY_MAX (64 * 1024)
+
+void grpc_conn_keep_lent(struct grpc_conn *c, const struct grpc_call *call)
+{
+    size_t waiting = 0;
+    for (int i = c->out_first; i < c->nout; i++)
+        waiting += c->out_segs[i].lender == call ? c->out_segs[i].len : 0;
+    if (waiting > KEEP_COPY_MAX) /* the end of a long reply: written, not copied, if the socket takes it */
+        write_pending(c);
+    for (int i = c->out_first; i < c->nout && !c->dead; i++) {
+        struct grpc_out *o = &c->out_segs[i];
+        if (o->lender != call)
+            continue;
+        size_t off = own_bytes(c, o->lent, o->len);
+        *o = (struct grpc_out){.off = off, .len = o->len};
+    }
+}
+
+static const uint8_t *out_bytes(const struct grpc_conn *c, const struct grpc_out *o)
+{
+    return o->lender ? o->lent : c->own + o->off;
+}
+
+/* Hands the socket what waits from the first piece on: bytes taken, or as
+ * sock_send. Plain TCP takes many pieces per call, TLS one. */
+static long send_pieces(struct grpc_conn *c)
+{
+    if (c->tls) {
+        const struct grpc_out *o = &c->out_segs[c->out_first];
+        return sock_send(c, out_bytes(c, o) + c->out_first_sent, o->len - c->out_first_sent);
+    }
+    struct iovec iov[OUT_IOV];
+    int n = 0;
+    for (int i = c->out_first; i < c->nout && n < OUT_IOV; i++, n++) {
+        const struct grpc_out *o = &c->out_segs[i];
+        size_t skip = i == c->out_first ? c->out_first_sent : 0;
+        iov[n] = (struct iovec){.iov_base = (void *)(out_bytes(c, o) + skip), .iov_len = o->len - skip};
+    }
+    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+    ssize_t r = sendmsg(c->fd, &msg, MSG_NOSIGNAL);
+    if (r > 0)
+        c->last_active_us = tiled_now_us(); /* a client reading a long reply is not idle */
+    if (r >= 0)
+        return r;
+    return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? -1 : -2;
+}
+
+/* `n` bytes went: whole pieces leave the queue, lent ones go back to
+ * their calls (a stream's chunk returns to its producer). */
+static void out_taken(struct grpc_conn *c, size_t n)
+{
+    c->pending -= n;
+    while (n > 0) {
+        struct grpc_out *o = &c->out_segs[c->out_first];
+        size_t left = o->len - c->out_first_sent;
+        if (n < left) {
+            c->out_first_sent += n;
+            return;
+        }
+        n -= left;
+        c->out_first_sent = 0;
+        c->out_first++;
+        if (o->lender)
+            grpc_call_given_back(o->lender, o->at, o->len);
+    }
+}
+
+/* Drops what was written from the front of the queue, so a queue that
+ * never empties (a long reply to a slow reader) does not grow. */
+static void out_compact(struct grpc_conn *c)
+{
+    size_t low = c->own_len;
+    for (int i = c->out_first; i < c->nout; i++) {
+        const struct grpc_out *o = &c->out_segs[i];
+        if (!o->lender && o->off < low)
+            low = o->off;
+    }
+    memmove(c->own, c->own + low, c->own_len - low);
+    c->own_len -= low;
+    for (int i = c->out_first; i < c->nout; i++) {
+        if (!c->out_segs[i].lender)
+            c->out_segs[i].off -= low;
+    }
+    memmove(c->out_segs, c->out_segs + c->out_first, (size_t)(c->nout - c->out_first) * sizeof(*c->out_segs));
+    c->nout -= c->out_first;
+    c->out_first = 0;
+}
+
+/* Writes the pending output: true when all of it went. */
+static bool write_pending(struct grpc_conn *c)
+{
+    while (c->pending > 0 && !c->dead) {
+        long n = send_pieces(c);
+        if (n == -1) {
+            if (c->out_first >= 64 && c->out_first >= c->nout / 2)
+                out_compact(c);
+            return false;
+        }
+        if (n < 0) {
+            c->dead = true;
+            return false;
+        }
+        out_taken(c, (size_t)n);
+    }
+    if (c->dead)
+        return false;
+    c->nout = c->out_first = 0;
+    c->own_len = 0;
+    return true;
+}
+
+bool grpc_conn_room(struct grpc_conn *c, size_t n)
+{
+    return c->pending + n <= OUT_BATCH || write_pending(c) || c->pending == 0;
+}
+
+/* Takes one frame from nghttp2 (valid until the next frame is asked
+ * for): written at once when it is large and nothing waits before it,
+ * else queued. False when the socket is full (the rest waits for
+ * EPOLLOUT) or the connection failed. */
 static bool take_frame(struct grpc_conn *c, const uint8_t *p, size_t n)
 {
-    if (c->out_len - c->out_off + n > OUT_BATCH && !write_pending(c)) {
+    if (c->pending + n > OUT_BATCH && !write_pending(c)) {
         append(c, p, n);
         return false;
     }
-    if (c->out_len == 0 && n >= OUT_BATCH / 4 && !c->tls) {
+    if (c->pending == 0 && n >= OUT_BATCH / 4 && !c->tls) {
         long w = sock_send(c, p, n);
         if (w == -2) {
             c->dead = true;
             return false;
         }
         size_t done = w > 0 ? (size_t)w : 0;
-        return append(c, p + done, n - done) && done == n;
+        append(c, p + done, n - done);
+        return !c->dead && done == n;
     }
-    return append(c, p, n);
+    append(c, p, n);
+    return !c->dead;
 }
 
 void grpc_conn_flush(struct grpc_conn *c)
@@ -304,12 +462,12 @@ void grpc_conn_flush(struct grpc_conn *c)
         room = write_pending(c);
     if (c->dead)
         return;
-    bool pending = c->out_len > c->out_off;
+    bool pending = c->pending > 0;
     if (!pending && !nghttp2_session_want_read(c->h2) && !nghttp2_session_want_write(c->h2)) {
         c->dead = true; /* GOAWAY exchanged, or a fatal protocol error answered */
         return;
     }
-    uint32_t ev = (pending ? EPOLLOUT : 0) | (c->out_len - c->out_off > MAX_PENDING ? 0 : EPOLLIN);
+    uint32_t ev = (pending ? EPOLLOUT : 0) | (c->pending > MAX_PENDING ? 0 : EPOLLIN);
     watch(c, ev);
 }
 
@@ -429,6 +587,9 @@ void grpc_conn_goaway_final(struct grpc_conn *c)
 void grpc_conn_close(struct grpc_conn *c)
 {
     struct grpc_loop *l = c->loop;
+    /* Nothing more is written: lent bytes are not kept for it. */
+    c->nout = c->out_first = 0;
+    c->pending = 0;
     /* nghttp2_session_del does not report its streams closed: end the
      * calls here (a call a worker holds waits for its resume, detached). */
     while (c->calls)
@@ -444,6 +605,7 @@ void grpc_conn_close(struct grpc_conn *c)
     if (c->next)
         c->next->prev = c->prev;
     atomic_fetch_sub(&l->t->nconns, 1);
-    free(c->out);
+    free(c->own);
+    free(c->out_segs);
     free(c);
 }

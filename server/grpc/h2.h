@@ -35,6 +35,18 @@ struct tiled_grpc_tls_conn;
 
 struct grpc_loop;
 struct grpc_conn;
+struct grpc_call;
+
+/* A piece of a connection's output: `len` bytes of its own buffer at
+ * `off`, or lent by `lender` (its reply message's bytes at offset `at`),
+ * valid until given back (grpc_call_given_back) or copied
+ * (grpc_conn_keep_lent). */
+struct grpc_out {
+    const uint8_t *lent;
+    size_t off, len;
+    struct grpc_call *lender;
+    uint64_t at;
+};
 
 /* Where a call is in its life (one way only). */
 enum grpc_call_state {
@@ -93,9 +105,15 @@ struct grpc_conn {
     struct grpc_call *calls;
     int ncalls;
     uint64_t held;        /* request-message bytes its calls hold (call.c, admit_message) */
-    /* Bytes produced by nghttp2 not yet taken by the socket. */
-    uint8_t *out;
-    size_t out_off, out_len, out_cap;
+    /* Output not yet taken by the socket, in order: out_segs[out_first,
+     * nout), the first with out_first_sent of its bytes gone; `pending`
+     * bytes in all. Frames and headers are copied into `own`; reply
+     * payloads are lent by their calls. */
+    struct grpc_out *out_segs;
+    int nout, out_first, out_segs_cap;
+    size_t out_first_sent, pending;
+    uint8_t *own;
+    size_t own_len, own_cap;
     bool tls_again;       /* GnuTLS wants the last send repeated */
     bool frame_waits;     /* a DATA frame was refused for want of room */
     uint32_t events;      /* what epoll watches now */
@@ -165,6 +183,12 @@ void grpc_conn_flush(struct grpc_conn *c);
  * frames already produced. */
 bool grpc_conn_room(struct grpc_conn *c, size_t n);
 void grpc_conn_put(struct grpc_conn *c, const uint8_t *p, size_t n);
+/* Reply bytes written where they are: `call` lends n bytes at p (its
+ * message's bytes at `at`) and gets them back through
+ * grpc_call_given_back() once the socket took them. */
+void grpc_conn_lend(struct grpc_conn *c, const uint8_t *p, size_t n, struct grpc_call *call, uint64_t at);
+/* `call` ends: the bytes it lent that still wait are copied. */
+void grpc_conn_keep_lent(struct grpc_conn *c, const struct grpc_call *call);
 /* Ends every call (as cut short) and frees the connection. */
 void grpc_conn_close(struct grpc_conn *c);
 /* Drain: GOAWAY announcing shutdown (new streams still get an answer). */
@@ -181,6 +205,8 @@ void grpc_call_stream_closed(struct grpc_call *call);
 /* nghttp2's send_data_callback: a DATA frame of the reply message. */
 int grpc_call_send_data(nghttp2_session *s, nghttp2_frame *f, const uint8_t *framehd, size_t length,
                         nghttp2_data_source *src, void *user);
+/* The socket took n bytes the call lent (its message's bytes at `at`). */
+void grpc_call_given_back(struct grpc_call *call, uint64_t at, size_t n);
 /* Taken from the ready list: a worker finished, or stream bytes are ready. */
 void grpc_call_resumed(struct grpc_call *call);
 /* Checks the call's deadline at `now`. */

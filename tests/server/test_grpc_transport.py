@@ -136,7 +136,7 @@ class Stream:
 class H2Client:
     """Frames written and read by hand; HPACK through the hpack package."""
 
-    def __init__(self, port, tls_context=None, host="127.0.0.1", rcvbuf=None):
+    def __init__(self, port, tls_context=None, host="127.0.0.1", rcvbuf=None, window=None):
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.settimeout(10)
         if rcvbuf:  # before connect: a buffer shrunk later can stall loopback TCP for good
@@ -147,7 +147,11 @@ class H2Client:
         self.buf, self.streams, self.goaways, self.next_id = b"", {}, [], 1
         self.closed, self.corked, self.server_settings = False, None, False
         self.sock.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
-        self.frame(SETTINGS, 0, 0, b"")
+        if window:  # SETTINGS_INITIAL_WINDOW_SIZE for each stream, and as much for the connection
+            self.frame(SETTINGS, 0, 0, struct.pack(">HI", 4, window))
+            self.frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", window - 65535))
+        else:
+            self.frame(SETTINGS, 0, 0, b"")
         # The server's SETTINGS and window first: bodies up to its 8 MiB
         # stream window go without flow control on this side.
         self.pump(lambda: self.server_settings)
@@ -614,6 +618,61 @@ class Streamed(GrpcCase):
         self.assertEqual(raw_output(reply), np.tile(a, 300000).tobytes())
 
 
+    def test_streams_interleaved_for_a_slow_reader(self):
+        """Three long replies on one connection whose reader keeps the
+        socket full: the pieces lent by each call leave in order and whole."""
+        arrays = [np.arange(1 << 16, dtype=np.float32) + k / 4 for k in range(3)]
+        c = H2Client(self.d.grpc_port, rcvbuf=8192, window=1 << 30)
+        self.addCleanup(c.close)
+        sids = []
+        for a in arrays:
+            sids.append(c.start(path=INFER))
+            c.send(sids[-1], message(infer_request(a, [32])), end=True)
+        time.sleep(0.3)  # the server fills the socket and queues the rest
+        for sid, a in zip(sids, arrays):
+            s = c.wait(sid, 60)
+            self.assertEqual(s.status(), (0, None))
+            self.assertEqual(raw_output(s.data[5:]), np.tile(a, 32).tobytes())
+
+    def test_reset_while_its_reply_waits_for_the_socket(self):
+        """A call reset while pieces of its reply still wait for a full
+        socket: they were framed already, so they are kept (copied) and
+        sent as they were; its chunks go, and the other call is untouched."""
+        first, second = np.arange(1 << 18, dtype=np.float32), np.arange(1 << 18, dtype=np.float32) - 0.5
+        with grpc.insecure_channel(self.target, options=BIG_OPTIONS) as channel:
+            whole = raw_method(channel, INFER)(infer_request(first, [16]), timeout=60)
+        c = H2Client(self.d.grpc_port, rcvbuf=8192, window=1 << 30)  # only the socket holds the server back
+        self.addCleanup(c.close)
+        a = c.start(path=INFER, metadata=[("x-request-id", "grpc-reset-while-lent")])
+        c.send(a, message(infer_request(first, [16])), end=True)
+        b = c.start(path=INFER)
+        c.send(b, message(infer_request(second, [16])), end=True)
+        time.sleep(0.3)  # both replies begun; the socket is full
+        c.cancel(a)
+        s = c.wait(b, 60)
+        self.assertEqual(s.status(), (0, None))
+        self.assertEqual(raw_output(s.data[5:]), np.tile(second, 16).tobytes())
+        got = c.streams[a].data
+        self.assertGreater(len(got), 5)
+        self.assertLess(len(got), 5 + len(whole))
+        self.assertEqual(got, message(whole)[:len(got)], "the reset call's bytes sent are its reply's")
+        self.assertTrue(wait_for(lambda: access_lines(self.d, "grpc-reset-while-lent"), 30))
+        self.assertEqual(access_lines(self.d, "grpc-reset-while-lent")[0]["status"], 499)
+
+    def test_connection_gone_while_replies_wait_for_the_socket(self):
+        for _ in range(3):
+            c = H2Client(self.d.grpc_port, rcvbuf=8192, window=1 << 30)
+            for k in range(2):
+                sid = c.start(path=INFER)
+                c.send(sid, message(infer_request(np.arange(1 << 18, dtype=np.float32) + k, [16])), end=True)
+            time.sleep(0.2)
+            c.close()
+        a = np.arange(1 << 16, dtype=np.float32)
+        with grpc.insecure_channel(self.target, options=BIG_OPTIONS) as channel:
+            reply = raw_method(channel, INFER)(infer_request(a, [64]), timeout=60)
+        self.assertEqual(raw_output(reply), np.tile(a, 64).tobytes())
+
+
 class Garbage(GrpcCase):
     """Seeded random frame sequences (valid request heads among random
     frames, prefixes, flags and payloads): whatever nghttp2 and the call
@@ -918,6 +977,15 @@ class Tls(unittest.TestCase):
         self.assertEqual(c.sock.selected_alpn_protocol(), "h2")
         s = c.call(body=message(unknown_field(100000)), piece=7000)
         self.assertEqual((s.status(), s.data), ((0, None), message(LIVE_REPLY)))
+
+    def test_streamed_reply_over_tls(self):
+        """Over TLS a reply's pieces are copied into records, not lent."""
+        a = np.arange(1 << 18, dtype=np.float32)
+        with open(self.cert, "rb") as f:
+            creds = grpc.ssl_channel_credentials(root_certificates=f.read())
+        with grpc.secure_channel(f"localhost:{self.d.grpc_port}", creds, options=BIG_OPTIONS) as channel:
+            reply = raw_method(channel, INFER)(infer_request(a, [48]), timeout=60)
+        self.assertEqual(raw_output(reply), np.tile(a, 48).tobytes())  # 48 MiB: above --stream-threshold
 
     def test_plain_client_on_the_tls_port_fails_cleanly(self):
         with grpc.insecure_channel(f"127.0.0.1:{self.d.grpc_port}") as channel:
