@@ -11,6 +11,7 @@ import gzip
 import io
 import json
 import os
+import re
 import shutil
 import socket
 import struct
@@ -41,8 +42,34 @@ from test_http import Daemon  # noqa: E402
 
 # Small streaming thresholds so generated and known requests exercise
 # streamed bodies, and small output limits so no generated repeats can make
-# the daemon build a huge answer (it answers 413 instead).
-DAEMON_ARGS = ["--stream-threshold", "256K", "--stream-chunk", "64K", "--max-output", "16M", "--max-stream", "16M"]
+# the daemon build a huge answer (it answers 413 instead). Shared memory on,
+# so its endpoints answer as they do for the clients that use them.
+DAEMON_ARGS = ["--stream-threshold", "256K", "--stream-chunk", "64K", "--max-output", "16M", "--max-stream", "16M",
+               "--shared-memory", "system"]
+ROUTE_TABLE = os.path.join(ROOT, "server", "route.c")
+
+# The endpoints behind each prefix route of server/route.c, as Triton's HTTP
+# server matches them (http_server.cc: model_regex_ without generate and
+# trace, systemsharedmemory_regex_, cudasharedmemory_regex_). A new prefix
+# route must say here what it serves.
+SHM_ENDPOINTS = ["/status", "/region/{region_name}/status", "/register", "/region/{region_name}/register",
+                 "/unregister", "/region/{region_name}/unregister"]
+PREFIX_ENDPOINTS = {
+    "/v2/models/": ["/v2/models/stats", "/v2/models/{model}/versions/1/infer"] + [
+        "/v2/models/{model}" + version + action for version in ("", "/versions/{version}")
+        for action in ("", "/ready", "/config", "/stats", "/infer")],
+    "/v2/systemsharedmemory/": ["/v2/systemsharedmemory" + e for e in SHM_ENDPOINTS],
+    "/v2/cudasharedmemory/": ["/v2/cudasharedmemory" + e for e in SHM_ENDPOINTS],
+}
+
+
+def http_routes():
+    """(method, path, is_prefix) of every HTTP route in server/route.c's table."""
+    with open(ROUTE_TABLE) as f:
+        text = f.read()
+    entries = re.findall(r'\{\.method = "([^"]+)", \.path = "([^"]+)"([^}]*)\}', text)
+    assert entries, "no route found in " + ROUTE_TABLE
+    return [(m, p, ".prefix = true" in rest) for m, p, rest in entries if ".grpc = true" not in rest]
 
 # schemathesis: examples per operation and the seed (the run is reproducible).
 MAX_EXAMPLES = int(os.environ.get("TILED_OPENAPI_EXAMPLES", "100"))
@@ -95,6 +122,31 @@ class OpenAPIDocument(unittest.TestCase):
         with open(DOC) as f:
             text = f.read()
         self.assertEqual(text, json.dumps(json.loads(text), indent=2, ensure_ascii=False) + "\n")
+
+
+class OpenAPIRoutes(unittest.TestCase):
+    """The document lists what the route table serves, and nothing else."""
+
+    def setUp(self):
+        with open(DOC) as f:
+            self.paths = json.load(f)["paths"]
+
+    def test_every_route_is_documented(self):
+        for method, path, prefix in http_routes():
+            with self.subTest(path=path):
+                if not prefix:
+                    self.assertTrue(method.lower() in self.paths.get(path, {}), f"{method} {path} is not documented")
+                    continue
+                self.assertIn(path, PREFIX_ENDPOINTS, "a new prefix route: list its endpoints in PREFIX_ENDPOINTS")
+                for endpoint in PREFIX_ENDPOINTS[path]:
+                    self.assertTrue(endpoint in self.paths, f"{endpoint} (under {path}) is not documented")
+
+    def test_every_documented_path_is_routed(self):
+        routes = http_routes()
+        exact = {p for _, p, prefix in routes if not prefix}
+        served = exact | {e for _, p, prefix in routes if prefix for e in PREFIX_ENDPOINTS[p]}
+        for path in self.paths:
+            self.assertTrue(path in served, f"{path} is documented but not served")
 
 
 class LiveDaemon:
@@ -380,6 +432,82 @@ class OpenAPILive(LiveDaemon, unittest.TestCase):
         self.assertEqual(r.headers["Allow"], "POST")
 
 
+    # ---- shared memory --------------------------------------------------------
+    def shm(self, path, method, status, name=None, **case):
+        params = {"region_name": name} if name else None
+        return self.call(path, method, status, path_parameters=params, **case)
+
+    def test_every_documented_operation_reaches_its_handler(self):
+        """Each documented path and method is answered with a documented status, never the
+        router's or a handler's "no such endpoint"."""
+        with open(DOC) as f:
+            paths = json.load(f)["paths"]
+        values = {"model": "tile", "version": 13, "region_name": "nosuch"}
+        for path, ops in paths.items():
+            for method, operation in ops.items():
+                with self.subTest(method=method, path=path):
+                    url = self.base + path.format(**values)
+                    resp = self.session.request(method.upper(), url, data=b"{}" if method == "post" else None,
+                                                timeout=60)
+                    if resp.status_code == 404:
+                        self.assertNotIn("no such endpoint", resp.json()["error"])
+                    self.assertIn(str(resp.status_code), operation["responses"], resp.text[:200])
+
+    def test_system_shared_memory(self):
+        key = f"/tiled-openapi-{os.getpid()}"
+        a = np.arange(3, dtype=np.int32)
+        with open("/dev/shm" + key, "wb") as f:
+            f.write(a.tobytes() + bytes(52) + bytes(64))
+        try:
+            self.shm("/v2/systemsharedmemory/region/{region_name}/register", "POST", 200, "in",
+                     body={"key": key, "byte_size": 12}, media_type="application/json")
+            self.shm("/v2/systemsharedmemory/region/{region_name}/register", "POST", 200, "out",
+                     body={"key": key, "offset": 64, "byte_size": 64, "ignored": True}, media_type="application/json")
+            listed = self.shm("/v2/systemsharedmemory/status", "GET", 200).json()
+            self.assertEqual(sorted((r["name"], r["offset"], r["byte_size"]) for r in listed),
+                             [("in", 0, 12), ("out", 64, 64)])
+            one = self.shm("/v2/systemsharedmemory/region/{region_name}/status", "GET", 200, "out").json()
+            self.assertEqual(one, [{"name": "out", "key": key, "offset": 64, "byte_size": 64}])
+            # An infer request reading its input from one region and writing its output into the other.
+            body = {"inputs": [
+                {"name": "input", "shape": [3], "datatype": "INT32",
+                 "parameters": {"shared_memory_region": "in", "shared_memory_byte_size": 12}},
+                {"name": "repeats", "shape": [1], "datatype": "INT64", "data": [2]}],
+                "outputs": [{"name": "output", "parameters": {"shared_memory_region": "out",
+                                                              "shared_memory_byte_size": 64}}]}
+            out = self.infer(body=body, media_type="application/json").json()["outputs"][0]
+            self.assertEqual(out, {"name": "output", "datatype": "INT32", "shape": [6]})
+            with open("/dev/shm" + key, "rb") as f:
+                f.seek(64)
+                self.assertEqual(np.frombuffer(f.read(24), np.int32).tolist(), np.tile(a, 2).tolist())
+            for body in ({"key": key, "byte_size": 12}, {"byte_size": 1}, {"key": key}, [key],
+                         {"key": key, "offset": -1, "byte_size": 1}, {"key": "/tiled-openapi-none", "byte_size": 1}):
+                with self.subTest(body=body):  # "in" is taken, or the body is wrong
+                    self.shm("/v2/systemsharedmemory/region/{region_name}/register", "POST", 400, "in",
+                             body=body, media_type="application/json")
+            self.shm("/v2/systemsharedmemory/register", "POST", 400, body={"key": key, "byte_size": 1},
+                     media_type="application/json")
+            self.shm("/v2/systemsharedmemory/region/{region_name}/status", "GET", 404, "nosuch")
+            r = self.shm("/v2/systemsharedmemory/region/{region_name}/register", "POST", 405, "x", send_method="GET")
+            self.assertEqual(r.headers["Allow"], "POST")
+            self.shm("/v2/systemsharedmemory/region/{region_name}/unregister", "POST", 200, "in")
+            self.shm("/v2/systemsharedmemory/region/{region_name}/unregister", "POST", 200, "in")  # unknown: no error
+            self.shm("/v2/systemsharedmemory/unregister", "POST", 200)
+            self.assertEqual(self.shm("/v2/systemsharedmemory/status", "GET", 200).json(), [])
+        finally:
+            self.session.post(self.base + "/v2/systemsharedmemory/unregister", timeout=60)
+            os.unlink("/dev/shm" + key)
+
+    def test_cuda_shared_memory(self):
+        self.assertEqual(self.shm("/v2/cudasharedmemory/status", "GET", 200).json(), [])
+        self.shm("/v2/cudasharedmemory/region/{region_name}/status", "GET", 404, "r")
+        self.shm("/v2/cudasharedmemory/region/{region_name}/register", "POST", 501, "r",
+                 body={"raw_handle": {"b64": "AA=="}, "device_id": 0, "byte_size": 4}, media_type="application/json")
+        self.shm("/v2/cudasharedmemory/register", "POST", 501)
+        self.shm("/v2/cudasharedmemory/region/{region_name}/unregister", "POST", 200, "r")
+        self.shm("/v2/cudasharedmemory/unregister", "POST", 200)
+
+
 class OpenAPIAuth(LiveDaemon, unittest.TestCase):
     """The 401 answers, and the health routes left open, with --api-key-file."""
 
@@ -405,6 +533,17 @@ class OpenAPIAuth(LiveDaemon, unittest.TestCase):
         self.call("/metrics", "GET", 401, headers={"Authorization": "Bearer wrong"})
         self.call("/v2/health/live", "GET", 200)
         self.call("/v2/health/ready", "GET", 200)
+        self.call("/v2/systemsharedmemory/status", "GET", 401)
+
+    def test_shared_memory_off(self):
+        """This daemon runs without --shared-memory: nothing to list, register or unregister."""
+        auth = {"Authorization": "Bearer k-openapi-test"}
+        self.assertEqual(self.call("/v2/systemsharedmemory/status", "GET", 200, headers=auth).json(), [])
+        self.call("/v2/systemsharedmemory/region/{region_name}/register", "POST", 501,
+                  path_parameters={"region_name": "r"}, headers=auth, body={"key": "/k", "byte_size": 1},
+                  media_type="application/json")
+        self.call("/v2/systemsharedmemory/unregister", "POST", 501, headers=auth)
+        self.call("/v2/cudasharedmemory/unregister", "POST", 200, headers=auth)
 
 
 class KnownServerBugs(LiveDaemon, unittest.TestCase):
