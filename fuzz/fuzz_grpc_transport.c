@@ -21,12 +21,14 @@
  * every time. Bits HTTP/2 tells a receiver to ignore steer the harness:
  *   - the reserved bit of the stream id: do not wait after this frame (the
  *     next one arrives while workers may still hold their calls: cancel,
- *     deadline and close against a worker's resume);
+ *     deadline and, after the last frame, the client's close against a
+ *     worker's resume);
  *   - frame flag 0x40 (no frame type defines it): the server starts to drain
  *     (as on SIGTERM) before this frame;
  *   - frame flag 0x80 (likewise): this frame comes in two reads, split in
  *     the middle, so DATA arrives in partial chunks.
- * At the end the client closes the socket. Every input must leave nothing
+ * At the end the client closes the socket (after a drain began: the server
+ * stops, as when the drain timeout passed). Every input must leave nothing
  * behind: no connection, no request in flight, no call a worker holds
  * (checked), and no leak (LeakSanitizer).
  */
@@ -50,6 +52,7 @@
 #include "log.h"
 #include "pool.h"
 #include "server.h"
+#include "stream.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -140,17 +143,18 @@ static void show_output(const uint8_t *p, size_t n)
 /* ---- the server ------------------------------------------------------------ */
 
 /* Small limits, so that every size check is reachable from a small input
- * and no input makes the process allocate much: bodies and messages above
- * a few KiB, outputs above 4 KiB streamed in 4 KiB chunks, requests above
- * 256 bytes sent to the workers (below, served on the loop as inline). */
+ * and no input makes the process allocate much: bodies above 64 KiB and
+ * messages above 128 KiB refused (each limit reachable before the other),
+ * outputs above 4 KiB streamed in 64 KiB chunks, requests above 256 bytes
+ * sent to the workers (below, served on the loop as inline). */
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
     char *args[] = {"serve",          "--workers",     "2",    "--log-level",        "error", "--grpc-port",
-                    "0",              "--max-body",    "256K", "--max-grpc-message", "128K",  "--max-output",
+                    "0",              "--max-body",    "64K",  "--max-grpc-message", "128K",  "--max-output",
                     "1M",             "--max-stream",  "256K", "--stream-threshold", "4K",    "--stream-chunk",
-                    "4K",             "--inline-max",  "256",  "--body-cache",       "1M",    NULL};
+                    "64K",            "--inline-max",  "256",  "--body-cache",       "1M",    NULL};
     struct tile_error e = {0};
     if (tiled_config_load(&srv.cfg, (int)(sizeof(args) / sizeof(args[0])) - 1, args, stdout, &e) != 0)
         fuzz_fail("config: %s", e.text);
@@ -225,13 +229,15 @@ static void open_connection(int fd)
 }
 
 /* True while the server has work of its own in hand: a worker holds a
- * call or runs a job, a reply waits for its stream's next bytes, or a
- * resumed call waits on the ready list. */
+ * call or runs a job, a reply waits for its stream's next bytes, output
+ * waits for room in the socket, or a resumed call waits on the ready list. */
 static bool server_owes(void)
 {
     if (loop.parked > 0 || tile_pool_queue_depth(srv.pool) > 0 || tile_pool_busy(srv.pool) > 0)
         return true;
     for (const struct grpc_conn *c = loop.conns; c; c = c->next) {
+        if (c->out_len > c->out_off)
+            return true; /* the socket has not taken all yet */
         for (const struct grpc_call *call = c->calls; call; call = call->next) {
             if (call->deferred)
                 return true;
@@ -285,11 +291,13 @@ static size_t frame_len(const uint8_t *p, size_t left)
     return len < left ? len : left;
 }
 
-static void send_frame(const uint8_t *p, size_t n)
+/* Sends one frame (or the bytes left); true when the harness then waited
+ * for the server. */
+static bool send_frame(const uint8_t *p, size_t n)
 {
     if (n < FRAME_HEAD) {
         send_bytes(p, n);
-        return;
+        return false;
     }
     uint8_t flags = p[4];
     if (flags & DRAIN_FLAG) {
@@ -303,8 +311,20 @@ static void send_frame(const uint8_t *p, size_t n)
     size_t first = flags & SPLIT_FLAG ? FRAME_HEAD + (n - FRAME_HEAD) / 2 : n;
     send_bytes(p, first);
     send_bytes(p + first, n - first);
-    if (!(p[5] & NO_WAIT_BIT))
-        settle(false);
+    if (p[5] & NO_WAIT_BIT)
+        return false;
+    settle(false);
+    return true;
+}
+
+/* The end of a drain, as serve.c does it once --drain-timeout passed:
+ * streams still waiting are cut, and the loop closes every connection
+ * with a final GOAWAY. */
+static void stop_server(void)
+{
+    atomic_store(&srv.stopping, true);
+    tiled_streams_abort();
+    atomic_store(&transport.stopping, true);
 }
 
 /* Back to the state before the input: nothing may be left of it. */
@@ -323,7 +343,9 @@ static void check_and_reset(void)
     loop.quiesced = false;
     loop.next_deadline_us = 0;
     atomic_store(&transport.quiescing, false);
+    atomic_store(&transport.stopping, false);
     atomic_store(&srv.draining, false);
+    atomic_store(&srv.stopping, false);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -332,6 +354,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0)
         fuzz_fail("socketpair: %s", strerror(errno));
     peer = sv[1];
+    /* A small socket buffer: a reply of a few KiB fills it, so the server
+     * meets a full socket (EAGAIN, EPOLLOUT, frames held back) and the
+     * harness's turns take the rest as a slow client would. */
+    int sndbuf = 4096;
+    setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
     if (shown.on) { /* a new connection: a new HPACK context */
         nghttp2_hd_inflate_del(shown.hd);
         FUZZ_CHECK(nghttp2_hd_inflate_new(&shown.hd) == 0, "out of memory");
@@ -341,13 +368,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     turn(0);
     size_t off = size < PREFACE_LEN ? size : PREFACE_LEN;
     send_bytes(data, off);
+    bool settled = true;
     while (off < size && loop.conns) {
         size_t n = frame_len(data + off, size - off);
-        send_frame(data + off, n);
+        settled = send_frame(data + off, n);
         off += n;
     }
-    settle(false);
-    close(peer); /* the client goes away: calls still open end as 499 */
+    /* The end: after a drain began, the server stops; else the client goes
+     * away, at once after a frame not waited for (calls with workers are
+     * cut short). Calls still open end as 499 either way. */
+    if (atomic_load(&srv.draining)) {
+        stop_server();
+        settle(true);
+    } else if (settled) {
+        settle(false);
+    }
+    close(peer);
     peer = -1;
     settle(true);
     check_and_reset();

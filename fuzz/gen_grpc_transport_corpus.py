@@ -74,10 +74,17 @@ def model_ref(name=b"tile", version=b""):
 
 
 INFER = GRPC["raw_fp32"]  # tile, version 13, FP32 [2,2] x repeats [2,3]
-# 4096 float32 outputs (16 KiB): above the harness's 4 KiB stream threshold.
-BIG_INFER = (pb_len(1, "tile") + pb_len(5, pb_len(1, "input") + pb_len(2, "FP32") + pb_len(3, b"\x02\x02"))
-             + pb_len(5, pb_len(1, "repeats") + pb_len(2, "INT64") + pb_len(3, b"\x02"))
-             + pb_len(7, struct.pack("<4f", 1, 2, 3, 4)) + pb_len(7, struct.pack("<2q", 32, 32)))
+
+
+def tile_fp32_2x2(r0, r1):
+    """ModelInfer: FP32 [2,2] tiled by [r0, r1]."""
+    return (pb_len(1, "tile") + pb_len(5, pb_len(1, "input") + pb_len(2, "FP32") + pb_len(3, b"\x02\x02"))
+            + pb_len(5, pb_len(1, "repeats") + pb_len(2, "INT64") + pb_len(3, b"\x02"))
+            + pb_len(7, struct.pack("<4f", 1, 2, 3, 4)) + pb_len(7, struct.pack("<2q", r0, r1)))
+
+
+BIG_INFER = tile_fp32_2x2(32, 32)  # 16 KiB: above the harness's 4 KiB stream threshold
+HUGE_INFER = tile_fp32_2x2(128, 48)  # 96 KiB: two stream chunks, DATA frames as large as the client takes
 
 
 def one_stream(path, data, extra=()):
@@ -101,6 +108,9 @@ def seeds():
     # A streamed reply, let through by the client's WINDOW_UPDATEs.
     s["infer_streamed"] = (Client(False, (4, 1 << 20)).add(frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", 1 << 20)))
                            .call(1, SERVICE + "ModelInfer", BIG_INFER).out)
+    s["infer_large_frames"] = (Client(False, (4, 1 << 23), (5, (1 << 24) - 1))
+                               .add(frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", 1 << 24)))
+                               .call(1, SERVICE + "ModelInfer", HUGE_INFER).out)
     # The same with the client's window closed: the reply waits until the client goes.
     s["infer_window_zero"] = Client(False, (4, 0)).call(1, SERVICE + "ModelInfer", BIG_INFER).out
     # The message across DATA frames, the prefix itself split, padding, client trailers.
@@ -117,8 +127,12 @@ def seeds():
           frame(DATA, END_STREAM, 3 | NO_WAIT, message(INFER)), frame(GOAWAY, 0, 0, struct.pack(">II", 0, 0)))
     s["cancel_in_flight"] = c.out
     s["deadline"] = Client().call(1, SERVICE + "ModelInfer", BIG_INFER, [("grpc-timeout", "1n")]).out
-    s["deadline_late"] = Client().call(1, SERVICE + "ServerLive", b"", [("grpc-timeout", "99999999H")]).out
-    s["gzip"] = one_stream(SERVICE + "ModelInfer", message(gzip.compress(INFER), flag=1), [("grpc-encoding", "gzip")])
+    s["deadline_late"] = Client().call(1, SERVICE + "ModelInfer", BIG_INFER, [("grpc-timeout", "99999999H")]).out
+    c = Client()
+    c.add(c.head(1, SERVICE + "ModelInfer", [("grpc-timeout", "50u")]),
+          frame(DATA, END_STREAM, 1 | NO_WAIT, message(BIG_INFER)), frame(PING, 0, 0, b"deadline"))
+    s["deadline_with_worker"] = c.out
+    s["gzip"] = one_stream(SERVICE + "ModelInfer", message(gzip.compress(INFER, mtime=0), flag=1), [("grpc-encoding", "gzip")])
     s["bad_encoding"] = Client().call(1, SERVICE + "ServerLive", b"", [("grpc-encoding", "br")]).out
     s["compressed_identity"] = one_stream(SERVICE + "ServerLive", message(b"", flag=1))
     s["huge_length"] = one_stream(SERVICE + "ModelInfer", message(b"x", length=0xFFFFFFFF))
@@ -140,6 +154,18 @@ def seeds():
           frame(PING, 0, 0, b"12345678"), *[settings((4, 65535 + i), (5, 16384)) for i in range(8)],
           frame(DATA, END_STREAM, 1, message(b"")))
     s["control_frames"] = c.out
+    s["metadata_overflow"] = Client().call(1, SERVICE + "ServerLive", b"",
+                                           [("x-m%d" % i, "v") for i in range(70)]).out
+    # Three large replies at once: more output than the connection gathers
+    # before it must wait for the socket.
+    c = Client(False, (4, 1 << 23), (5, (1 << 24) - 1)).add(frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", 1 << 24)))
+    for stream in (1, 3, 5):
+        c.add(c.head(stream, SERVICE + "ModelInfer"), frame(DATA, END_STREAM, stream | NO_WAIT, message(HUGE_INFER)))
+    s["three_large_replies"] = c.add(frame(PING, 0, 0, b"waitdone")).out
+    # The server stops while a reply is streamed.
+    c = Client(False, (4, 1 << 23)).add(frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", 1 << 24)))
+    s["stop_mid_stream"] = c.add(c.head(1, SERVICE + "ModelInfer"),
+                                 frame(DATA, END_STREAM | DRAIN, 1 | NO_WAIT, message(HUGE_INFER))).out
     # Drain begins before the second call: it gets UNAVAILABLE.
     c = Client()
     c.call(1, SERVICE + "ServerLive").add(frame(PING, DRAIN, 0, b"drainnow"))
