@@ -236,7 +236,7 @@ static bool server_owes(void)
     if (loop.parked > 0 || tile_pool_queue_depth(srv.pool) > 0 || tile_pool_busy(srv.pool) > 0)
         return true;
     for (const struct grpc_conn *c = loop.conns; c; c = c->next) {
-        if (c->out_len > c->out_off)
+        if (c->pending > 0)
             return true; /* the socket has not taken all yet */
         for (const struct grpc_call *call = c->calls; call; call = call->next) {
             if (call->deferred)
