@@ -145,6 +145,7 @@ static void show_output(const uint8_t *p, size_t n)
 /* Small limits, so that every size check is reachable from a small input
  * and no input makes the process allocate much: bodies above 64 KiB and
  * messages above 128 KiB refused (each limit reachable before the other),
+ * more than 32 KiB of request messages held by one connection's calls,
  * outputs above 4 KiB streamed in 64 KiB chunks, requests above 256 bytes
  * sent to the workers (below, served on the loop as inline). */
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -154,7 +155,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     char *args[] = {"serve",          "--workers",     "2",    "--log-level",        "error", "--grpc-port",
                     "0",              "--max-body",    "64K",  "--max-grpc-message", "128K",  "--max-output",
                     "1M",             "--max-stream",  "256K", "--stream-threshold", "4K",    "--stream-chunk",
-                    "64K",            "--inline-max",  "256",  "--body-cache",       "1M",    NULL};
+                    "64K",            "--inline-max",  "256",  "--body-cache",       "1M",    "--max-grpc-conn-memory",
+                    "32K",            NULL};
     struct tile_error e = {0};
     if (tiled_config_load(&srv.cfg, (int)(sizeof(args) / sizeof(args[0])) - 1, args, stdout, &e) != 0)
         fuzz_fail("config: %s", e.text);
@@ -249,6 +251,18 @@ static bool server_owes(void)
     return ready;
 }
 
+/* What a connection counts of its calls agrees with the calls. */
+static void check_connection(const struct grpc_conn *c)
+{
+    uint64_t held = 0;
+    int n = 0;
+    for (const struct grpc_call *call = c->calls; call; call = call->next, n++)
+        held += call->held;
+    FUZZ_CHECK(n == c->ncalls, "the connection counts %d calls, its list has %d", c->ncalls, n);
+    FUZZ_CHECK(held == c->held, "the connection counts %llu bytes of request messages held, its calls %llu",
+               (unsigned long long)c->held, (unsigned long long)held);
+}
+
 /* Turns until the server owes nothing (and, with `until_closed`, until
  * the connection is gone); a server that never gets there is a bug. */
 static void settle(bool until_closed)
@@ -261,6 +275,8 @@ static void settle(bool until_closed)
         turn(1);
     }
     turn(0);
+    if (loop.conns)
+        check_connection(loop.conns);
 }
 
 /* The client sends `n` bytes; the connection reads them in its turn. */

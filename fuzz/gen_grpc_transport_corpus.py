@@ -166,6 +166,12 @@ def seeds():
     c = Client(False, (4, 1 << 23)).add(frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", 1 << 24)))
     s["stop_mid_stream"] = c.add(c.head(1, SERVICE + "ModelInfer"),
                                  frame(DATA, END_STREAM | DRAIN, 1 | NO_WAIT, message(HUGE_INFER))).out
+    # Two calls whose messages (declared sizes) are more than a connection may hold.
+    c = Client()
+    for stream in (1, 3):
+        c.add(c.head(stream, SERVICE + "ModelInfer"), frame(DATA, 0, stream, message(b"\x0a\x04tile", length=30000)))
+    s["conn_budget"] = c.add(frame(RST_STREAM, 0, 1, struct.pack(">I", 8)),
+                             c.head(5, SERVICE + "ModelInfer"), frame(DATA, 0, 5, message(b"", length=20000))).out
     # Drain begins before the second call: it gets UNAVAILABLE.
     c = Client()
     c.call(1, SERVICE + "ServerLive").add(frame(PING, DRAIN, 0, b"drainnow"))
