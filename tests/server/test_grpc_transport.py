@@ -250,8 +250,11 @@ class H2Client:
         elif kind == DATA and s:
             s.data += payload
             if payload:  # keep the windows open
-                self.frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", len(payload)))
-                self.frame(WINDOW_UPDATE, 0, sid, struct.pack(">I", len(payload)))
+                try:
+                    self.frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", len(payload)))
+                    self.frame(WINDOW_UPDATE, 0, sid, struct.pack(">I", len(payload)))
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the server sent its last frames and closed (drain): they are still read
         elif kind == RST_STREAM and s:
             s.reset = int.from_bytes(payload, "big")
         if s and flags & END_STREAM and kind in (DATA, HEADERS):
