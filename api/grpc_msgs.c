@@ -75,6 +75,26 @@ static void put_packed(struct tile_grpc_buf *b, uint32_t field, const int64_t *v
         put_sub(b, field, &packed);
 }
 
+void tile_grpc_buf_bytes(struct tile_grpc_buf *b, uint32_t field, const void *data, size_t len)
+{
+    put_bytes(b, field, data, len);
+}
+
+void tile_grpc_buf_str(struct tile_grpc_buf *b, uint32_t field, const char *s)
+{
+    put_str(b, field, s);
+}
+
+void tile_grpc_buf_varint(struct tile_grpc_buf *b, uint32_t field, uint64_t v)
+{
+    put_varint(b, field, v);
+}
+
+void tile_grpc_buf_sub(struct tile_grpc_buf *b, uint32_t field, struct tile_grpc_buf *child)
+{
+    put_sub(b, field, child);
+}
+
 int tile_grpc_model_ref_decode(const void *msg, size_t len, struct tile_grpc_str *name, struct tile_grpc_str *version,
                                struct tile_error *e)
 {

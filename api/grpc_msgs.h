@@ -25,6 +25,14 @@ struct tile_grpc_buf {
     bool oom;
 };
 
+/* Field writers for messages built in other files (grpc_reflect.c): a
+ * length-delimited field, a string (none when empty, as proto3 writes
+ * it), a varint (none when 0), and `child` as a sub-message (freed). */
+void tile_grpc_buf_bytes(struct tile_grpc_buf *b, uint32_t field, const void *data, size_t len);
+void tile_grpc_buf_str(struct tile_grpc_buf *b, uint32_t field, const char *s);
+void tile_grpc_buf_varint(struct tile_grpc_buf *b, uint32_t field, uint64_t v);
+void tile_grpc_buf_sub(struct tile_grpc_buf *b, uint32_t field, struct tile_grpc_buf *child);
+
 /* ModelReadyRequest, ModelMetadataRequest, ModelConfigRequest and
  * ModelStatisticsRequest: {name = 1, version = 2}. Also every request
  * whose only string is field 1: HealthCheckRequest{service},

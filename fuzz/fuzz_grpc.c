@@ -3,7 +3,8 @@
  * it in every format (fuzz_common.h), and write a ModelInferResponse head
  * for it that must read back as what was put in. The message first goes
  * through gRPC framing, fed to the deframer in pieces of varying size, and
- * must come out whole; it is also read as the model RPCs' request.
+ * must come out whole; it is also read as the model RPCs' request and as a
+ * server reflection request.
  *
  * Input layout: the protobuf message itself. */
 #include <stdbool.h>
@@ -16,6 +17,7 @@
 #include "grpc_frame.h"
 #include "grpc_infer.h"
 #include "grpc_msgs.h"
+#include "grpc_reflect.h"
 #include "pbwire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -30,6 +32,26 @@ static void check_inside(struct tile_grpc_str s, const uint8_t *msg, size_t size
 static bool same(const struct tile_pb_field *f, struct tile_grpc_str s)
 {
     return f->len == s.len && (s.len == 0 || memcmp(f->data, s.ptr, s.len) == 0);
+}
+
+/* The same bytes as a server reflection request: a message that decodes
+ * is answered with a well-formed response whose original_request (field
+ * 2) is the message itself. */
+static void check_reflection(const uint8_t *msg, size_t size)
+{
+    struct tile_grpc_buf b = {0};
+    struct tile_error e = {0};
+    if (tile_grpc_reflect(msg, size, &b, &e) == 0 && !b.oom) {
+        struct tile_pb_reader rd;
+        struct tile_pb_field f;
+        int rc, echoed = 0;
+        tile_pb_reader_init(&rd, b.p, b.len);
+        while ((rc = tile_pb_next(&rd, &f, "the reflection response", &e)) > 0)
+            echoed += f.number == 2 && f.len == size && (size == 0 || memcmp(f.data, msg, size) == 0);
+        FUZZ_CHECK(rc == 0 && echoed == 1, "the reflection response does not read back: %s", e.text);
+    }
+    free(b.p);
+    tile_error_clear(&e);
 }
 
 /* The reply head for `in`, read back field by field. */
@@ -138,6 +160,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_inside(reg.key, msg, size, "a region key");
     }
     tile_error_clear(&e);
+    check_reflection(msg, size);
     struct tile_grpc_infer_request r;
     const struct tile_v2_shm_source shm = {.resolve = resolve_region, .borrow = true};
     int rc = tile_grpc_infer_decode_shm(msg, size, &fuzz_limits, &shm, &r, &e);

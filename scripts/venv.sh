@@ -1,8 +1,9 @@
 #!/bin/sh
 # venv.sh DIR - a Python virtual environment with the real protocol clients
 # the tests drive tiled with (tritonclient over HTTP and gRPC, KServe's SDK,
-# grpcio and grpcio-tools for stubs of api/proto/, hpack for the hand-driven
-# HTTP/2 client of the gRPC transport's tests, from PyPI).
+# grpcio and grpcio-tools for stubs of api/proto/, grpcio-reflection's
+# client for the server reflection tests, hpack for the hand-driven HTTP/2
+# client of the gRPC transport's tests, from PyPI).
 # Idempotent. Fails, saying so, when PyPI cannot be reached: the suites that
 # need it then fail by name instead of being left out.
 set -eu
@@ -11,8 +12,8 @@ dir=${1:-build/venv}
 # protobuf messages, which one process's default pool cannot hold twice.
 has() { "$dir/bin/python" -c "import $1" 2>/dev/null; }
 if [ ! -x "$dir/bin/python" ] || ! has 'tritonclient.http, kserve, numpy, schemathesis, openapi_spec_validator' ||
-   ! has 'tritonclient.grpc, grpc, grpc_tools, hpack'; then
+   ! has 'tritonclient.grpc, grpc, grpc_tools, grpc_reflection, hpack'; then
   python3 -m venv "$dir" || { echo "venv: python3 -m venv $dir failed (Debian: python3-venv)" >&2; exit 1; }
-  "$dir/bin/pip" install -q --disable-pip-version-check 'tritonclient[grpc,http]' grpcio grpcio-tools hpack 'kserve==0.21.0' numpy openapi-spec-validator schemathesis || {
+  "$dir/bin/pip" install -q --disable-pip-version-check 'tritonclient[grpc,http]' grpcio grpcio-tools grpcio-reflection hpack 'kserve==0.21.0' numpy openapi-spec-validator schemathesis || {
     echo "venv: pip could not install the test clients into $dir (is PyPI reachable?)" >&2; exit 1; }
 fi

@@ -33,6 +33,12 @@ static const struct tiled_route tiled_routes[] = {
      .needs_body = true, .prefix = true, .open = true, .grpc = true, .check_head = tiled_check_grpc_head},
     {.method = "POST", .path = "/inference.GRPCInferenceService/", .handler = tiled_handle_grpc,
      .label = TILED_RL_GRPC, .needs_body = true, .prefix = true, .grpc = true, .check_head = tiled_check_grpc_head},
+    {.method = "POST", .path = "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+     .handler = tiled_handle_grpc, .label = TILED_RL_GRPC, .needs_body = true, .grpc = true,
+     .first_message_answers = true},
+    {.method = "POST", .path = "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+     .handler = tiled_handle_grpc, .label = TILED_RL_GRPC, .needs_body = true, .grpc = true,
+     .first_message_answers = true},
 };
 
 #define NROUTES (sizeof(tiled_routes) / sizeof(tiled_routes[0]))

@@ -17,6 +17,7 @@
 #include "base.h"
 #include "compress.h"
 #include "grpc_msgs.h"
+#include "grpc_reflect.h"
 #include "handlers.h"
 #include "server.h"
 #include "v2_grpc.h"
@@ -188,10 +189,21 @@ static void unimplemented(struct tiled_req *req, struct tile_grpc_buf *b)
     tiled_reply_error(&req->reply, TILED_NOT_IMPLEMENTED, "unknown method %s", req->path);
 }
 
+/* grpc.reflection's ServerReflectionInfo: one request message, one answer
+ * (the route ends the call after the first message). */
+static void reflection_info(struct tiled_req *req, struct tile_grpc_buf *b)
+{
+    struct tile_error e = {0};
+    if (tile_grpc_reflect(req->body, req->body_len, b, &e) < 0)
+        tiled_reply_tile_error(&req->reply, &e);
+}
+
 /* ---- dispatch ------------------------------------------------------------- */
 
 #define INFERENCE "/inference.GRPCInferenceService/"
 #define HEALTH "/grpc.health.v1.Health/"
+#define REFLECTION_V1 "/grpc.reflection.v1.ServerReflection/"
+#define REFLECTION_V1ALPHA "/grpc.reflection.v1alpha.ServerReflection/"
 
 static const struct {
     const char *path;
@@ -212,6 +224,8 @@ static const struct {
     {INFERENCE "CudaSharedMemoryRegister", tiled_grpc_cuda_shm_register},
     {INFERENCE "CudaSharedMemoryUnregister", tiled_grpc_cuda_shm_unregister},
     {HEALTH "Check", health_check},
+    {REFLECTION_V1 "ServerReflectionInfo", reflection_info},
+    {REFLECTION_V1ALPHA "ServerReflectionInfo", reflection_info},
 };
 
 static int rpc_index(const char *path)

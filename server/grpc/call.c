@@ -583,6 +583,10 @@ void grpc_call_data(struct grpc_call *call, const uint8_t *data, size_t len)
             tiled_service_body(call->req, (const char *)pc.bytes, pc.n);
         data += used;
         len -= (size_t)used;
+        if (call->req->route->first_message_answers && tile_grpc_deframer_idle(&call->deframer)) {
+            grpc_call_request_end(call); /* what the client sends next is not read */
+            return;
+        }
     }
 }
 
