@@ -251,13 +251,20 @@ static bool server_owes(void)
     return ready;
 }
 
-/* What a connection counts of its calls agrees with the calls. */
+/* Once the server owes nothing: what a connection counts of its calls
+ * agrees with the calls, and no call is stuck, its request complete but
+ * neither answered nor with a worker (the client would wait forever). */
 static void check_connection(const struct grpc_conn *c)
 {
     uint64_t held = 0;
     int n = 0;
-    for (const struct grpc_call *call = c->calls; call; call = call->next, n++)
+    for (const struct grpc_call *call = c->calls; call; call = call->next, n++) {
         held += call->held;
+        bool request_ended = nghttp2_session_get_stream_remote_close(c->h2, call->id) == 1;
+        FUZZ_CHECK(call->state != CALL_WORK && !(call->state == CALL_BODY && request_ended),
+                   "stream %d is stuck: its request %s, no reply was decided and no worker has it", (int)call->id,
+                   call->state == CALL_WORK ? "was dispatched" : "ended");
+    }
     FUZZ_CHECK(n == c->ncalls, "the connection counts %d calls, its list has %d", c->ncalls, n);
     FUZZ_CHECK(held == c->held, "the connection counts %llu bytes of request messages held, its calls %llu",
                (unsigned long long)c->held, (unsigned long long)held);
