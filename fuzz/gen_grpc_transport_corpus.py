@@ -33,6 +33,7 @@ DRAIN, SPLIT = 0x40, 0x80  # frame flags no frame type defines
 
 SERVICE = "/inference.GRPCInferenceService/"
 HEALTH = "/grpc.health.v1.Health/Check"
+REFLECTION = "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo"
 
 
 def frame(ftype, flags, stream, payload=b""):
@@ -172,6 +173,15 @@ def seeds():
         c.add(c.head(stream, SERVICE + "ModelInfer"), frame(DATA, 0, stream, message(b"\x0a\x04tile", length=30000)))
     s["conn_budget"] = c.add(frame(RST_STREAM, 0, 1, struct.pack(">I", 8)),
                              c.head(5, SERVICE + "ModelInfer"), frame(DATA, 0, 5, message(b"", length=20000))).out
+    # Reflection answers its first message without the client's half-close;
+    # later messages on the call are not read. ServerReflectionRequest:
+    # file_containing_symbol = 4, list_services = 7.
+    s["reflection_list"] = Client().call(1, REFLECTION, pb_len(7, "")).out
+    c = Client(False, (4, 1 << 20))
+    c.add(c.head(1, REFLECTION.replace(".v1.", ".v1alpha.")),
+          frame(DATA, 0, 1, message(pb_len(4, "inference.GRPCInferenceService"))),
+          frame(DATA, 0, 1, message(pb_len(7, ""))), frame(DATA, END_STREAM, 1))
+    s["reflection_open_call"] = c.out
     # Drain begins before the second call: it gets UNAVAILABLE.
     c = Client()
     c.call(1, SERVICE + "ServerLive").add(frame(PING, DRAIN, 0, b"drainnow"))
