@@ -490,6 +490,8 @@ class OpenAPILive(LiveDaemon, unittest.TestCase):
             self.shm("/v2/systemsharedmemory/region/{region_name}/status", "GET", 404, "nosuch")
             r = self.shm("/v2/systemsharedmemory/region/{region_name}/register", "POST", 405, "x", send_method="GET")
             self.assertEqual(r.headers["Allow"], "POST")
+            r = self.shm("/v2/systemsharedmemory/status", "GET", 405, send_method="POST")
+            self.assertEqual(r.headers["Allow"], "GET, HEAD")  # a GET route serves HEAD too
             self.shm("/v2/systemsharedmemory/region/{region_name}/unregister", "POST", 200, "in")
             self.shm("/v2/systemsharedmemory/region/{region_name}/unregister", "POST", 200, "in")  # unknown: no error
             self.shm("/v2/systemsharedmemory/unregister", "POST", 200)
