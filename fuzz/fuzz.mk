@@ -40,15 +40,16 @@ $(FUZZ_BUILD)/fuzz_%: fuzz/fuzz_%.c $(FUZZ_LIB_OBJ)
 # The gRPC transport's target drives the daemon's own code (fuzz_grpc_transport.c):
 # server/ (with the OpenAPI document it embeds) and its libraries as well.
 FUZZ_SERVER_OBJ := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(SERVER_SRC)) $(FUZZ_BUILD)/obj/gen/openapi.o
-.SECONDARY: $(FUZZ_SERVER_OBJ)
+.SECONDARY: $(FUZZ_SERVER_OBJ) $(FUZZ_BUILD)/obj/fuzz/h2_replies.o
 
 $(FUZZ_BUILD)/obj/gen/openapi.o: $(BUILD)/gen/openapi.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
-$(FUZZ_BUILD)/fuzz_grpc_transport: fuzz/fuzz_grpc_transport.c $(FUZZ_LIB_OBJ) $(FUZZ_SERVER_OBJ)
+$(FUZZ_BUILD)/fuzz_grpc_transport: fuzz/fuzz_grpc_transport.c $(FUZZ_BUILD)/obj/fuzz/h2_replies.o $(FUZZ_LIB_OBJ) \
+                                   $(FUZZ_SERVER_OBJ)
 	$(FUZZ_CC) $(LAYER_server) -Iserver/grpc $(CPPFLAGS) -Ifuzz $(FUZZ_CFLAGS) -fsanitize=fuzzer $(PKG_CFLAGS) \
-	    -o $@ $< $(FUZZ_LIB_OBJ) $(FUZZ_SERVER_OBJ) $(PKG_LIBS) -pthread -lm
+	    -o $@ $< $(FUZZ_BUILD)/obj/fuzz/h2_replies.o $(FUZZ_LIB_OBJ) $(FUZZ_SERVER_OBJ) $(PKG_LIBS) -pthread -lm
 
 # clang and its runtimes first (an explicit step, not a prerequisite of the objects).
 fuzz-build:

@@ -5,7 +5,8 @@
  * the calls (call.c) take the streams through the service (routing, the
  * message decoders, the tile model on the worker pool, streamed replies),
  * and the replies are written back to the socket, whose other end this
- * harness drains and throws away.
+ * harness reads as a client would (h2_replies.c: every reply must keep to
+ * gRPC over HTTP/2).
  *
  * The loop is driven by hand, one turn at a time, with loop.c's own turn
  * work (grpc_loop_take_ready, grpc_loop_turn_end: resumed calls,
@@ -49,6 +50,7 @@
 #include "base.h"
 #include "bodycache.h"
 #include "fuzz_common.h"
+#include "h2_replies.h"
 #include "log.h"
 #include "pool.h"
 #include "server.h"
@@ -71,74 +73,8 @@ static struct grpc_loop loop;
 static char wake_tag;  /* epoll data of the loop's eventfd */
 static int peer = -1;  /* the client's end of the socketpair */
 
-/* ---- FUZZ_VERBOSE: the frames the server sent --------------------------- */
-
-/* To see what an input does (a crash's, or a seed's): each frame the
- * server wrote, its header fields decoded. Off, the bytes are only read. */
-static struct {
-    bool on;
-    nghttp2_hd_inflater *hd;
-    uint8_t *buf;
-    size_t len, cap;
-} shown;
-
-static void show_fields(const uint8_t *p, size_t n, bool last)
-{
-    while (n > 0 || last) {
-        nghttp2_nv nv;
-        int flags = 0;
-        ssize_t used = nghttp2_hd_inflate_hd2(shown.hd, &nv, &flags, p, n, last);
-        if (used < 0) {
-            fprintf(stderr, "      (undecodable header block)\n");
-            return;
-        }
-        p += used;
-        n -= (size_t)used;
-        if (flags & NGHTTP2_HD_INFLATE_EMIT)
-            fprintf(stderr, "      %.*s: %.*s\n", (int)nv.namelen, nv.name, (int)nv.valuelen, nv.value);
-        if (flags & NGHTTP2_HD_INFLATE_FINAL) {
-            nghttp2_hd_inflate_end_headers(shown.hd);
-            return;
-        }
-        if (used == 0 && n == 0 && !(flags & NGHTTP2_HD_INFLATE_EMIT))
-            return;
-    }
-}
-
-static void show_output(const uint8_t *p, size_t n)
-{
-    static const char *const names[] = {"DATA",   "HEADERS", "PRIORITY",      "RST_STREAM",  "SETTINGS",
-                                        "PUSH",   "PING",    "GOAWAY",        "WINDOW_UPDATE", "CONTINUATION"};
-    if (shown.cap - shown.len < n) {
-        shown.cap = (shown.len + n) * 2;
-        shown.buf = realloc(shown.buf, shown.cap);
-        FUZZ_CHECK(shown.buf != NULL, "out of memory");
-    }
-    memcpy(shown.buf + shown.len, p, n);
-    shown.len += n;
-    size_t at = 0;
-    while (shown.len - at >= FRAME_HEAD) {
-        const uint8_t *f = shown.buf + at;
-        size_t len = (size_t)f[0] << 16 | (size_t)f[1] << 8 | f[2];
-        if (shown.len - at < FRAME_HEAD + len)
-            break;
-        uint32_t id = (uint32_t)f[5] << 24 | (uint32_t)f[6] << 16 | (uint32_t)f[7] << 8 | f[8];
-        fprintf(stderr, "  server: %s stream %u flags 0x%02x, %zu bytes\n", f[3] < 10 ? names[f[3]] : "?", id,
-                f[4], len);
-        if (f[3] == NGHTTP2_HEADERS || f[3] == NGHTTP2_CONTINUATION)
-            show_fields(f + FRAME_HEAD, len, f[4] & NGHTTP2_FLAG_END_HEADERS);
-        size_t code_at = f[3] == NGHTTP2_RST_STREAM ? 0 : f[3] == NGHTTP2_GOAWAY ? 4 : len;
-        if (code_at + 4 <= len) {
-            const uint8_t *c = f + FRAME_HEAD + code_at;
-            fprintf(stderr, "      error %s: %.*s\n",
-                    nghttp2_http2_strerror((uint32_t)c[0] << 24 | (uint32_t)c[1] << 16 | (uint32_t)c[2] << 8 | c[3]),
-                    (int)(len - code_at - 4), (const char *)c + 4);
-        }
-        at += FRAME_HEAD + len;
-    }
-    memmove(shown.buf, shown.buf + at, shown.len - at);
-    shown.len -= at;
-}
+/* FUZZ_VERBOSE: the client's frames and the server's are printed. */
+static bool verbose;
 
 /* ---- the server ------------------------------------------------------------ */
 
@@ -179,9 +115,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     loop.evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     pthread_mutex_init(&loop.ready_lock, NULL);
     struct epoll_event wev = {.events = EPOLLIN, .data.ptr = &wake_tag};
-    shown.on = getenv("FUZZ_VERBOSE") != NULL;
-    if (shown.on && nghttp2_hd_inflate_new(&shown.hd) != 0)
-        fuzz_fail("out of memory");
+    verbose = getenv("FUZZ_VERBOSE") != NULL;
     if (!srv.pool || !srv.bodies || !transport.callbacks || loop.epfd < 0 || loop.evfd < 0 ||
         epoll_ctl(loop.epfd, EPOLL_CTL_ADD, loop.evfd, &wev) < 0)
         fuzz_fail("cannot set up the server: %s", e.text[0] ? e.text : strerror(errno));
@@ -195,13 +129,12 @@ static void drain_peer(void)
     uint8_t buf[64 * 1024];
     ssize_t n;
     while (peer >= 0 && (n = read(peer, buf, sizeof(buf))) > 0) {
-        if (shown.on)
-            show_output(buf, (size_t)n);
+        h2_replies_read(buf, (size_t)n);
     }
 }
 
 /* What loop_main does in a turn, but with the harness's timeout; then
- * the client reads (and discards) what the server wrote. */
+ * the client reads what the server wrote (h2_replies.h checks it). */
 static void turn(int timeout_ms)
 {
     struct epoll_event evs[4];
@@ -327,7 +260,7 @@ static bool send_frame(const uint8_t *p, size_t n)
         atomic_store(&srv.draining, true); /* what serve.c's drain and tiled_grpc_quiesce set */
         atomic_store(&transport.quiescing, true);
     }
-    if (shown.on)
+    if (verbose)
         fprintf(stderr, "client: type %u stream %u flags 0x%02x, %zu bytes\n", p[3],
                 ((uint32_t)p[5] << 24 | (uint32_t)p[6] << 16 | (uint32_t)p[7] << 8 | p[8]) & 0x7fffffffu, flags,
                 n - FRAME_HEAD);
@@ -382,11 +315,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
      * harness's turns take the rest as a slow client would. */
     int sndbuf = 4096;
     setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
-    if (shown.on) { /* a new connection: a new HPACK context */
-        nghttp2_hd_inflate_del(shown.hd);
-        FUZZ_CHECK(nghttp2_hd_inflate_new(&shown.hd) == 0, "out of memory");
-        shown.len = 0;
-    }
+    h2_replies_begin(verbose);
     open_connection(sv[0]);
     turn(0);
     size_t off = size < PREFACE_LEN ? size : PREFACE_LEN;
