@@ -27,7 +27,11 @@
  *   - frame flag 0x40 (no frame type defines it): the server starts to drain
  *     (as on SIGTERM) before this frame;
  *   - frame flag 0x80 (likewise): this frame comes in two reads, split in
- *     the middle, so DATA arrives in partial chunks.
+ *     the middle, so DATA arrives in partial chunks;
+ *   - frame flag 0x10 (likewise): the client reads nothing until a frame
+ *     without it (replies pile up in the server's output queue, past the
+ *     point where the connection stops reading).
+ * (Flags 0x10, 0x40 and 0x80 are defined by no HTTP/2 frame type.)
  * At the end the client closes the socket (after a drain began: the server
  * stops, as when the drain timeout passed). Every input must leave nothing
  * behind: no connection, no request in flight, no call a worker holds
@@ -64,6 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define NO_WAIT_BIT 0x80  /* in the first byte of the stream id */
 #define DRAIN_FLAG 0x40
 #define SPLIT_FLAG 0x80
+#define PAUSE_FLAG 0x10
 /* Longer than any reply of a small input takes, short of libFuzzer's -timeout. */
 #define OWED_LIMIT_US 10000000u
 
@@ -72,6 +77,7 @@ static struct grpc_transport transport;
 static struct grpc_loop loop;
 static char wake_tag;  /* epoll data of the loop's eventfd */
 static int peer = -1;  /* the client's end of the socketpair */
+static bool paused;    /* the client does not read */
 
 /* FUZZ_VERBOSE: the client's frames and the server's are printed. */
 static bool verbose;
@@ -128,7 +134,7 @@ static void drain_peer(void)
 {
     uint8_t buf[64 * 1024];
     ssize_t n;
-    while (peer >= 0 && (n = read(peer, buf, sizeof(buf))) > 0) {
+    while (peer >= 0 && !paused && (n = read(peer, buf, sizeof(buf))) > 0) {
         h2_replies_read(buf, (size_t)n);
     }
 }
@@ -171,7 +177,7 @@ static bool server_owes(void)
     if (loop.parked > 0 || tile_pool_queue_depth(srv.pool) > 0 || tile_pool_busy(srv.pool) > 0)
         return true;
     for (const struct grpc_conn *c = loop.conns; c; c = c->next) {
-        if (c->pending > 0)
+        if (c->pending > 0 && !paused)
             return true; /* the socket has not taken all yet */
         for (const struct grpc_call *call = c->calls; call; call = call->next) {
             if (call->deferred)
@@ -256,6 +262,7 @@ static bool send_frame(const uint8_t *p, size_t n)
         return false;
     }
     uint8_t flags = p[4];
+    paused = flags & PAUSE_FLAG;
     if (flags & DRAIN_FLAG) {
         atomic_store(&srv.draining, true); /* what serve.c's drain and tiled_grpc_quiesce set */
         atomic_store(&transport.quiescing, true);
@@ -333,10 +340,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         stop_server();
         settle(true);
     } else if (settled) {
+        paused = false; /* the client reads what is left, then goes */
         settle(false);
     }
     close(peer);
     peer = -1;
+    paused = false;
     settle(true);
     check_and_reset();
     return 0;

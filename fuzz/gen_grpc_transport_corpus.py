@@ -29,7 +29,7 @@ DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PING, GOAWAY, WINDOW_UPDATE, CONT
 END_STREAM, ACK, END_HEADERS, PADDED, PRIO = 0x1, 0x1, 0x4, 0x8, 0x20
 # The harness's own bits (fuzz_grpc_transport.c), ignored by HTTP/2 receivers.
 NO_WAIT = 0x80000000  # reserved bit of the stream id
-DRAIN, SPLIT = 0x40, 0x80  # frame flags no frame type defines
+DRAIN, SPLIT, PAUSE = 0x40, 0x80, 0x10  # frame flags no frame type defines
 
 SERVICE = "/inference.GRPCInferenceService/"
 HEALTH = "/grpc.health.v1.Health/Check"
@@ -182,6 +182,14 @@ def seeds():
           frame(DATA, 0, 1, message(pb_len(4, "inference.GRPCInferenceService"))),
           frame(DATA, 0, 1, message(pb_len(7, ""))), frame(DATA, END_STREAM, 1))
     s["reflection_open_call"] = c.out
+    # A client that does not read while 60 replies of 16 KiB are made, then
+    # reads them: the server's output queue holds hundreds of pieces, and is
+    # written a socketful at a time.
+    c = Client(False, (4, 1 << 23), (5, (1 << 24) - 1)).add(frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", 1 << 30)))
+    for stream in range(1, 121, 2):
+        c.add(c.head(stream, SERVICE + "ModelInfer", flags=END_HEADERS | PAUSE),
+              frame(DATA, END_STREAM | PAUSE, stream, message(BIG_INFER)))
+    s["unread_replies"] = c.add(frame(PING, 0, 0, b"readnow!")).out
     # Drain begins before the second call: it gets UNAVAILABLE.
     c = Client()
     c.call(1, SERVICE + "ServerLive").add(frame(PING, DRAIN, 0, b"drainnow"))
