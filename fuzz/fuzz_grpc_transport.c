@@ -24,18 +24,22 @@
  *     next one arrives while workers may still hold their calls: cancel,
  *     deadline and, after the last frame, the client's close against a
  *     worker's resume);
- *   - frame flag 0x40 (no frame type defines it): the server starts to drain
- *     (as on SIGTERM) before this frame;
- *   - frame flag 0x80 (likewise): this frame comes in two reads, split in
- *     the middle, so DATA arrives in partial chunks;
- *   - frame flag 0x10 (likewise): the client reads nothing until a frame
- *     without it (replies pile up in the server's output queue, past the
- *     point where the connection stops reading).
- * (Flags 0x10, 0x40 and 0x80 are defined by no HTTP/2 frame type.)
- * At the end the client closes the socket (after a drain began: the server
- * stops, as when the drain timeout passed). Every input must leave nothing
- * behind: no connection, no request in flight, no call a worker holds
- * (checked), and no leak (LeakSanitizer).
+ *   - frame flag 0x40: the server starts to drain (as on SIGTERM) before
+ *     this frame;
+ *   - frame flag 0x80: this frame comes in two reads, split in the middle,
+ *     so DATA arrives in partial chunks;
+ *   - frame flag 0x10: the client reads nothing until a frame without it
+ *     (replies pile up in the server's output queue, then leave a socketful
+ *     at a time).
+ * (No HTTP/2 frame type defines flags 0x10, 0x40 or 0x80.) At the end the
+ * client closes the socket (after a drain began: the server stops, as when
+ * the drain timeout passed).
+ *
+ * Checked: every reply keeps to gRPC over HTTP/2 (h2_replies.h); whenever
+ * the server owes nothing, no call is stuck and the connection's counts
+ * agree with its calls; every input leaves nothing behind (no connection,
+ * request in flight or call a worker holds; LeakSanitizer for the rest).
+ * FUZZ_VERBOSE=1 build-fuzz/fuzz_grpc_transport INPUT prints the exchange.
  */
 #include <errno.h>
 #include <stdatomic.h>
