@@ -403,7 +403,9 @@ static bool head_refused(struct grpc_call *call, const char *method)
     const char *ct = field(call, "content-type"), *enc = field(call, "grpc-encoding");
     const char *timeout = field(call, "grpc-timeout");
     uint64_t ns;
-    if (call->head_overflow) {
+    if (call->head_overflow && call->nfields == GRPC_HEAD_FIELDS) { /* the count stopped it */
+        set_error(call, TILED_TOO_LARGE, -1, "the request metadata has more than %d fields", GRPC_HEAD_FIELDS);
+    } else if (call->head_overflow) {
         set_error(call, TILED_TOO_LARGE, -1, "the request metadata is larger than %d bytes", GRPC_HEAD_BYTES);
     } else if (atomic_load(&call->loop->t->srv->draining)) {
         set_error(call, TILED_UNAVAILABLE, -1, "%s", SHUTTING_DOWN);

@@ -740,6 +740,16 @@ class Limits(GrpcCase):
         self.assertEqual(code, 8, msg)
         self.assertIn("500", msg)
 
+    def test_metadata_past_its_bounds_names_the_bound_hit(self):
+        c = self.h2()
+        many = [(f"x-m{i}", "v") for i in range(70)]
+        s = c.call(metadata=many)
+        self.assertEqual(s.status(), (8, "the request metadata has more than 64 fields"))
+        big = [("x-big", "v" * 5000), ("x-big2", "v" * 5000)]
+        s = c.call(metadata=big)
+        self.assertEqual(s.status(), (8, "the request metadata is larger than 8192 bytes"))
+        self.assertEqual(c.call(metadata=many[:40]).status(), (0, None))
+
     def test_message_above_max_body(self):
         with self.assertRaises(grpc.RpcError) as cm:
             raw_method(self.channel, LIVE)(unknown_field(800), timeout=10)
