@@ -7,7 +7,10 @@ daemon over HTTP with binary tensor data, same run, same layout: the daemon
      scripts/perf_analyzer.sh), -i grpc against -i http (binary in and out)
      at concurrency 16 and 64: infer/s and p99, the two protocols alternating
      for ROUNDS rounds; medians, and the gRPC/HTTP ratio of the medians.
-  2. a 64 MiB output (float32 [256,256] x [16,16]) fetched by the same client,
+     Then a 64 MiB output (float32 [256,256] x [16,16]) by perf_analyzer at
+     concurrency 1, MiB/s from its infer/s: Triton's own clients (libcurl,
+     gRPC's C++ core) and what they do with 64 MiB are most of that time.
+  2. the 64 MiB output fetched by a lighter client,
      curl (libcurl with nghttp2): a gRPC ModelInfer over h2c against the HTTP
      binary stream of /v2/models/tile/infer, alternating, ROUNDS*2 of each;
      median GB/s and their ratio.
@@ -57,11 +60,11 @@ def start_daemon(tiled, work):
     sys.exit(f"the daemon ({tiled}) did not print its HTTP and gRPC addresses")
 
 
-def perf_analyzer(protocol, url, data, concurrency, window_ms, work):
+def perf_analyzer(protocol, url, data, concurrency, window_ms, work, shape="2,2"):
     """(infer/s, p99 us) of one perf_analyzer run on core 1; exits on any error."""
     csv_path = os.path.join(work, f"pa-{protocol}-{concurrency}.csv")
     cmd = ["taskset", "-c", "1", "sh", "scripts/perf_analyzer.sh", "-m", "tile", "-x", "13", "-i", protocol,
-           "-u", url, "--input-data", data, "--shape", "input:2,2", "--concurrency-range", str(concurrency),
+           "-u", url, "--input-data", data, "--shape", f"input:{shape}", "--concurrency-range", str(concurrency),
            "--measurement-interval", str(window_ms), "-s", "1000", "-r", "3", "-f", csv_path]
     if protocol == "http":
         cmd += ["--input-tensor-format", "binary", "--output-tensor-format", "binary"]
@@ -226,6 +229,23 @@ def main():
                   f"{p99['http']:.2f} | {p99['grpc']:.2f} |")
             runs = ", ".join(f"{p} {r:,.0f}/s {q / 1e3:.2f} ms" for p in ("http", "grpc") for r, q in got[p])
             print(f"  (runs: {runs})")
+        print()
+
+        big = os.path.join(work, "big.json")
+        with open(big, "w") as f:
+            json.dump({"data": [{"input": {"content": [float(i % 251) for i in range(1 << 16)], "shape": [256, 256]},
+                                 "repeats": {"content": [16, 16], "shape": [2]}}]}, f)
+        got = {"http": [], "grpc": []}
+        for _ in range(rounds):
+            got["http"].append(perf_analyzer("http", http_url, big, 1, 2 * window_ms, work, "256,256")[0])
+            got["grpc"].append(perf_analyzer("grpc", grpc_url, big, 1, 2 * window_ms, work, "256,256")[0])
+        med = {p: statistics.median(v) * 64 for p, v in got.items()}
+        print(f"64 MiB output (float32 [256,256] x [16,16]), perf_analyzer at concurrency 1, medians of {rounds} "
+              f"alternating runs ({2 * window_ms} ms windows)")
+        print("| | HTTP binary MiB/s | gRPC MiB/s | ratio gRPC/HTTP |")
+        print("|---|---:|---:|---:|")
+        print(f"| 64 MiB | {med['http']:.0f} | {med['grpc']:.0f} | {med['grpc'] / med['http']:.2f} |")
+        print("  (runs, infer/s: " + ", ".join(f"{p} {r:.2f}" for p in ("http", "grpc") for r in got[p]) + ")")
         print()
 
         header_len = write_requests(work, "big", [256, 256], [16, 16])
