@@ -185,15 +185,19 @@ class KServeGRPC(SDKCase):
         self.assertTrue(self.run_async(self.client.is_model_ready("tile")))
 
     def test_errors_surface_with_our_message(self):
+        """The SDK raises our status and message, and logs them on its "kserve" logger
+        (captured here, so its traceback does not read as a failure in the suite's output)."""
         a = np.arange(4, dtype=np.float32)
-        with self.assertRaises(grpc.aio.AioRpcError) as cm:
+        with self.assertLogs("kserve", "ERROR") as logged, self.assertRaises(grpc.aio.AioRpcError) as cm:
             self.infer(a, "FP32", [1, 2], typed=False)
         self.assertEqual(cm.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
         self.assertIn("repeats has 2 values but input has rank 1", cm.exception.details())
-        with self.assertRaises(grpc.aio.AioRpcError) as cm:
+        self.assertIn("repeats has 2 values", "\n".join(logged.output))
+        with self.assertLogs("kserve", "ERROR") as logged, self.assertRaises(grpc.aio.AioRpcError) as cm:
             self.infer(a, "FP32", [2], typed=True, model_name="resnet")
         self.assertEqual(cm.exception.code(), grpc.StatusCode.NOT_FOUND)
         self.assertIn("unknown model 'resnet'", cm.exception.details())
+        self.assertIn("unknown model 'resnet'", "\n".join(logged.output))
 
 
 if __name__ == "__main__":
