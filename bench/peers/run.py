@@ -72,8 +72,17 @@ def peer_env():
     return env
 
 
+def short(arg):
+    """An argument as the report shows it: a path under the repository relative to it, so the
+    commands read the same from any checkout."""
+    arg = str(arg)
+    if arg.startswith(ROOT + os.sep):
+        return os.path.relpath(arg, ROOT)
+    return arg
+
+
 def show(cmd, env_note=""):
-    return (env_note + " " if env_note else "") + " ".join(shlex.quote(str(c)) for c in cmd)
+    return (env_note + " " if env_note else "") + " ".join(shlex.quote(short(c)) for c in cmd)
 
 
 def run(phase, cmd, timeout, env=None, env_note="", check=True, record=True):
