@@ -28,6 +28,7 @@
 #include "base.h"
 #include "handlers.h"
 #include "server.h"
+#include "work.h"
 
 /* ---- infer ------------------------------------------------------------------ */
 
@@ -179,6 +180,12 @@ void tiled_v2_shm_unregister(struct tiled_req *req, bool cuda, const char *name)
 
 static void handle_register(struct tiled_req *req, const char *name)
 {
+    struct tile_error e = {0};
+    int inflated = tiled_work_inflate(req, &e);
+    if (inflated == -1)
+        tiled_reply_tile_error(&req->reply, &e);
+    if (inflated < 0)
+        return;
     json_error_t je;
     json_t *doc = json_loadb(req->body ? req->body : "", req->body_len, JSON_REJECT_DUPLICATES, &je);
     json_t *key = json_object_get(doc, "key");

@@ -93,13 +93,8 @@ void tiled_work_fail(struct tiled_req *req, const struct tile_error *e)
     tiled_reply_tile_error(&req->reply, e);
 }
 
-/* Decodes the body: 0 when prepared, -1 with `e` set, -2 when the reply
- * is already an error (an unsupported Content-Encoding: 415 naming the
- * codings we take, as Triton answers). */
-static int prepare(struct tiled_req *req, struct tile_error *e)
+int tiled_work_inflate(struct tiled_req *req, struct tile_error *e)
 {
-    if (req->enc)
-        return 0;
     if (tiled_coding_parse(req->content_encoding, &req->request_coding) < 0) {
         tiled_reply_error(&req->reply, TILED_UNSUPPORTED_MEDIA_TYPE, "unsupported Content-Encoding '%.60s' (use gzip, deflate or identity)",
                           req->content_encoding);
@@ -110,7 +105,18 @@ static int prepare(struct tiled_req *req, struct tile_error *e)
         return -1;
     req->body_cap = req->body_len;
     req->request_coding = TILED_CODING_IDENTITY;
-    return req->prepare(req, e);
+    req->content_encoding = ""; /* inflated once, whoever reads the body next */
+    return 0;
+}
+
+/* Decodes the body: 0 when prepared, -1 with `e` set, -2 when the reply
+ * is already an error. */
+static int prepare(struct tiled_req *req, struct tile_error *e)
+{
+    if (req->enc)
+        return 0;
+    int rc = tiled_work_inflate(req, e);
+    return rc ? rc : req->prepare(req, e);
 }
 
 void tiled_work_run(struct tiled_req *req)
