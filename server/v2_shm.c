@@ -27,8 +27,8 @@
 
 #include "base.h"
 #include "handlers.h"
+#include "inflate.h"
 #include "server.h"
-#include "work.h"
 
 /* ---- infer ------------------------------------------------------------------ */
 
@@ -181,7 +181,7 @@ void tiled_v2_shm_unregister(struct tiled_req *req, bool cuda, const char *name)
 static void handle_register(struct tiled_req *req, const char *name)
 {
     struct tile_error e = {0};
-    int inflated = tiled_work_inflate(req, &e);
+    int inflated = tiled_inflate_body(req, &e);
     if (inflated == -1)
         tiled_reply_tile_error(&req->reply, &e);
     if (inflated < 0)

@@ -17,6 +17,7 @@
 #include "base.h"
 #include "bodycache.h"
 #include "compress.h"
+#include "inflate.h"
 #include "server.h"
 #include "stream.h"
 #include "v2_shm.h"
@@ -93,29 +94,13 @@ void tiled_work_fail(struct tiled_req *req, const struct tile_error *e)
     tiled_reply_tile_error(&req->reply, e);
 }
 
-int tiled_work_inflate(struct tiled_req *req, struct tile_error *e)
-{
-    if (tiled_coding_parse(req->content_encoding, &req->request_coding) < 0) {
-        tiled_reply_error(&req->reply, TILED_UNSUPPORTED_MEDIA_TYPE, "unsupported Content-Encoding '%.60s' (use gzip, deflate or identity)",
-                          req->content_encoding);
-        tiled_reply_header(&req->reply, "Accept-Encoding", "gzip, deflate");
-        return -2;
-    }
-    if (tiled_body_decompress(req->request_coding, &req->body, &req->body_len, req->srv->lim.max_body, e) < 0)
-        return -1;
-    req->body_cap = req->body_len;
-    req->request_coding = TILED_CODING_IDENTITY;
-    req->content_encoding = ""; /* inflated once, whoever reads the body next */
-    return 0;
-}
-
 /* Decodes the body: 0 when prepared, -1 with `e` set, -2 when the reply
  * is already an error. */
 static int prepare(struct tiled_req *req, struct tile_error *e)
 {
     if (req->enc)
         return 0;
-    int rc = tiled_work_inflate(req, e);
+    int rc = tiled_inflate_body(req, e);
     return rc ? rc : req->prepare(req, e);
 }
 
