@@ -6,6 +6,8 @@
 # M failed", after a line naming the failed ones, and the exit status is 0 only
 # when none failed. The cases the suites report themselves (cmocka, unittest,
 # "name: N passed, M failed") are added up on a line before, as information.
+# Before the summary, each failed suite's failure lines are repeated from its
+# log, so the end of the output says what failed.
 #
 #   sh scripts/run-tests.sh                      every suite of tests/suites
 #   ONLY="http k8s" sh scripts/run-tests.sh      only these (their needs are
@@ -109,8 +111,26 @@ case "$list" in /*) ;; *) list=./$list ;; esac
 # shellcheck disable=SC1090
 . "$list"
 
+# What failed, near the end of the output where a reader (or a CI page that
+# shows only the last part) sees it: each failed suite's failure lines
+# (unittest's FAIL:/ERROR: blocks, cmocka's [  FAILED  ], a script's FAIL:),
+# or the end of its log when it has none.
+digest() {
+  for n in $failed; do
+    log=$logs/$n.log
+    [ -r "$log" ] || continue
+    echo "== $n failed: from $log"
+    if grep -qE '^(FAIL|ERROR)[: ]|^\[  FAILED  \] ' "$log"; then
+      grep -E -A12 '^(FAIL|ERROR)[: ]|^\[  FAILED  \] ' "$log" | head -n 60
+    else
+      tail -n 15 "$log"
+    fi
+  done
+}
+
 npass=$(echo "$passed" | wc -w)
 nfail=$(echo "$failed" | wc -w)
+digest
 echo "== summary"
 printf '%s' "$report"
 echo "cases as the suites report them: $total_p passed, $total_f failed, $total_s skipped"

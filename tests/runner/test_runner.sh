@@ -58,6 +58,15 @@ expect "a command that is not there fails the suite by name (exit 127)" mixed \
   grep -q "^FAIL no-tool .*exit 127: a command was not found" "$tmp/mixed.out"
 expect "a suite that prints '0 failed' but exits 1 fails" mixed grep -q "^FAIL liar .*exit 1" "$tmp/mixed.out"
 expect "a name with a digit is counted like the others" mixed grep -q "^FAIL k8s .*cases: 4 passed, 1 failed" "$tmp/mixed.out"
+# count NAME LINE: how many times LINE is a whole line of NAME's output
+count() { grep -cxF -- "$2" "$tmp/$1.out"; }
+expect "a failed suite's failure lines are repeated before the summary" mixed \
+  [ "$(count mixed "[  FAILED  ] 1 test(s), listed below:")" = 2 ]
+expect "... under a line naming the suite and its log" mixed has mixed "== broken failed: from $tmp/logs/broken.log"
+expect "... or, without failure lines, the end of its log" mixed [ "$(count mixed "5 passed, 0 failed")" = 2 ]
+expect "... and only failed suites are repeated" mixed [ "$(count mixed "[  PASSED  ] 3 test(s).")" = 1 ]
+expect "... all of it before the summary" mixed \
+  [ "$(grep -n "^== liar failed" "$tmp/mixed.out" | cut -d: -f1)" -lt "$(grep -n "^== summary" "$tmp/mixed.out" | cut -d: -f1)" ]
 expect "the cases the suites report are added up" mixed \
   has mixed "cases as the suites report them: 17 passed, 2 failed, 1 skipped"
 expect "each suite keeps its log" mixed grep -qx "k8s: 4 passed, 1 failed" "$TEST_LOGS/k8s.log"
