@@ -715,6 +715,62 @@ class Garbage(GrpcCase):
         self.assertEqual(raw_method(self.channel, LIVE)(b"", timeout=10), LIVE_REPLY)
 
 
+class Floods(GrpcCase):
+    """HTTP/2's known floods against this server: nghttp2 (Debian 12's, with its
+    security updates) cuts them off and the daemon keeps serving."""
+
+    def metric_sum(self, prefix):
+        _, body = self.d.request("GET", "/metrics")
+        return sum(float(line.rsplit(" ", 1)[1]) for line in body.decode().splitlines() if line.startswith(prefix))
+
+    def assert_serving(self):
+        self.assertIsNone(self.d.proc.poll(), "the daemon exited")
+        self.assertEqual(self.h2().call().status(), (0, None))
+
+    def test_rapid_reset_is_cut_off(self):
+        """CVE-2023-44487: calls opened and reset at once, 3000 in one write. The
+        connection gets GOAWAY and is closed after about a thousand resets, so
+        the daemon starts far fewer calls than were sent."""
+        c = self.h2()
+        body = message(infer_request(np.arange(4, dtype=np.float32), [2]))
+        before = self.metric_sum('tiled_requests_total{transport="grpc",route="/v2/models/infer"')
+        c.cork()
+        for _ in range(3000):
+            sid = c.start(SERVICE + "ModelInfer")
+            c.send(sid, body, end=True)
+            c.cancel(sid)
+        try:
+            c.uncork()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # closed while the frames were still being written
+        c.pump(lambda: False, timeout=5)
+        self.assertTrue(c.closed, "the connection stayed open")
+        self.assertTrue(c.goaways and c.goaways[0][1] != 0, f"no GOAWAY with an error code: {c.goaways}")
+        started = self.metric_sum('tiled_requests_total{transport="grpc",route="/v2/models/infer"') - before
+        self.assertLess(started, 2000, "the resets were not cut off")
+        self.assert_serving()
+
+    def test_continuation_flood_is_cut_off(self):
+        """CVE-2024-28182: one header block sent as endless CONTINUATION frames
+        closes the connection long before it ends."""
+        c = self.h2()
+        fields = [(":method", "POST"), (":scheme", "http"), (":path", LIVE), (":authority", "localhost"),
+                  ("content-type", "application/grpc")]
+        sid = c.next_id
+        c.frame(HEADERS, 0, sid, c.enc.encode(fields))
+        sent = 0
+        try:
+            for i in range(20000):
+                c.frame(CONTINUATION, 0, sid, c.enc.encode([(f"x-pad-{i % 50}", "v" * 100)]))
+                sent += 1
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        c.pump(lambda: False, timeout=5)
+        self.assertTrue(c.closed, "the connection stayed open")
+        self.assertLess(sent, 20000, "the server read every CONTINUATION frame")
+        self.assert_serving()
+
+
 class Limits(GrpcCase):
     daemon_args = daemon_args("--max-grpc-message", "1000", "--max-body", "500", "--max-connections", "3")
 
