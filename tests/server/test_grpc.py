@@ -15,8 +15,10 @@ Framing and HTTP/2-level cases are tests/server/test_grpc_transport.py's.
 Run with the virtual environment scripts/venv.sh makes, after make grpc-stubs:
   cd tests/server && ../../build/venv/bin/python -m unittest test_grpc
 """
+import asyncio
 import json
 import os
+import queue
 import re
 import shutil
 import signal
@@ -39,7 +41,7 @@ import tritonclient.grpc.service_pb2 as triton_pb2
 import tritonclient.http as httpclient
 import tritonclient.utils.shared_memory as shm
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-from tritonclient.utils import np_to_triton_dtype
+from tritonclient.utils import InferenceServerException, np_to_triton_dtype
 
 sys.path.insert(0, os.path.dirname(__file__))
 from test_http import Daemon, readme_python_output  # noqa: E402
@@ -455,6 +457,71 @@ class TritonClientGrpc(GrpcCase):
     def test_readme_snippet(self):
         """The README's tritonclient.grpc example runs and prints what it shows."""
         self.assertEqual(*readme_python_output("tritonclient.grpc", self.d.port, grpc_port=self.d.grpc_port))
+
+
+class AsyncClients(GrpcCase):
+    """tritonclient's other calling styles, unmodified: the asyncio clients
+    (tritonclient.grpc.aio, tritonclient.http.aio on aiohttp) and
+    tritonclient.grpc's callback-style async_infer, every datatype at
+    ranks 0-3 compared with numpy.tile, and errors raised with our message."""
+
+    def each_case(self):
+        for dt in CLIENT_DTYPES:
+            for rank in range(4):
+                shape, repeats = SHAPES[rank]
+                yield np.dtype(dt).name, rank, sample(dt, shape, self.rng), repeats
+
+    def assert_tiled(self, result, a, repeats):
+        got, want = result.as_numpy("output"), np.tile(a, repeats)
+        self.assertEqual((got.dtype, got.shape), (want.dtype, want.shape))
+        if a.dtype == object:
+            self.assertEqual(got.tolist(), want.tolist())
+        else:
+            self.assertEqual(got.tobytes(), want.tobytes())
+
+    def test_asyncio_clients_over_grpc_and_http(self):
+        import tritonclient.grpc.aio as grpc_aio
+        import tritonclient.http.aio as http_aio
+
+        async def run(module, url):
+            client = module.InferenceServerClient(url)
+            try:
+                self.assertTrue(await client.is_server_live())
+                self.assertTrue(await client.is_model_ready("tile"))
+                calls = 0
+                for name, rank, a, repeats in self.each_case():
+                    with self.subTest(client=module.__name__, dtype=name, rank=rank):
+                        self.assert_tiled(await client.infer("tile", triton_inputs(module, a, repeats)), a, repeats)
+                        calls += 1
+                with self.assertRaises(InferenceServerException) as cm:
+                    await client.infer("tile", triton_inputs(module, np.arange(4, dtype=np.float32), [1, 2]))
+                self.assertIn("repeats has 2 values but input has rank 1", cm.exception.message())
+                return calls
+            finally:
+                await client.close()
+
+        for module, url in ((grpc_aio, self.target), (http_aio, f"127.0.0.1:{self.d.port}")):
+            self.assertEqual(asyncio.run(run(module, url)), len(CLIENT_DTYPES) * 4)
+
+    def test_async_infer_with_a_callback(self):
+        done = queue.Queue()
+        cases = list(self.each_case())
+        for i, (_, _, a, repeats) in enumerate(cases):  # all in flight at once
+            self.client.async_infer("tile", triton_inputs(grpcclient, a, repeats), request_id=str(i),
+                                    callback=lambda result, error: done.put((result, error)))
+        results = {}
+        for _ in cases:
+            result, error = done.get(timeout=30)
+            self.assertIsNone(error)
+            results[int(result.get_response().id)] = result
+        for i, (name, rank, a, repeats) in enumerate(cases):
+            with self.subTest(dtype=name, rank=rank):
+                self.assert_tiled(results[i], a, repeats)
+        self.client.async_infer("tile", triton_inputs(grpcclient, np.arange(4, dtype=np.float32), [1, 2]),
+                                callback=lambda result, error: done.put((result, error)))
+        result, error = done.get(timeout=30)
+        self.assertIsNone(result)
+        self.assertIn("repeats has 2 values but input has rank 1", error.message())
 
 
 class StubClient(GrpcCase):
