@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "request.h"
+#include "recvrate.h"
 
 enum opt_type { OPT_STRING, OPT_INT, OPT_SIZE, OPT_ENUM };
 
@@ -78,8 +79,10 @@ static const struct tiled_option tiled_options[] = {
     {.flag = "header-timeout", .env = "TILED_HEADER_TIMEOUT", .type = OPT_INT, .offset = OFF(header_timeout),
      .def = "30", .min = 0, .max = 86400,
      .help = "seconds a client has to send a whole request head, from the connection's start or its previous "
-             "request's end (plus --idle-timeout, the keep-alive gap); a slower one is cut (0 = off); a gRPC call "
-             "has as long, plus a second per 500 bytes it sends, to send its whole request (else DEADLINE_EXCEEDED)"},
+             "request's end (plus --idle-timeout, the keep-alive gap); a slower one is cut; then as long, plus a "
+             "second per " TILED_RECV_MIN_RATE_TEXT " bytes received, from the head's end for the body (else 408, or "
+             "a cut when it stalls) and from a gRPC call's start for its whole request (else DEADLINE_EXCEEDED); "
+             "0 = off"},
     {.flag = "drain-timeout", .env = "TILED_DRAIN_TIMEOUT", .type = OPT_INT, .offset = OFF(drain_timeout),
      .def = "20", .min = 0, .max = 3600, .help = "seconds to finish in-flight requests after SIGTERM"},
     {.flag = "stream-threshold", .env = "TILED_STREAM_THRESHOLD", .type = OPT_SIZE, .offset = OFF(stream_threshold),

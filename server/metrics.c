@@ -21,6 +21,7 @@
 
 #include "base.h"
 #include "bodycache.h"
+#include "recvrate.h"
 #include "server.h"
 #include "shm.h"
 
@@ -235,6 +236,13 @@ static void render_gauges(struct out *o, struct tiled_server *srv)
     header(o, "tiled_header_timeouts_total", "counter",
            "Connections cut because a request head did not arrive within --header-timeout.");
     put(o, "tiled_header_timeouts_total %llu\n", (unsigned long long)atomic_load(&srv->header_timeouts));
+    header(o, "tiled_body_timeouts_total", "counter",
+           "Requests refused (408; gRPC: DEADLINE_EXCEEDED) or cut because their body (gRPC: the call's whole "
+           "request) did not arrive within --header-timeout plus a second per " TILED_RECV_MIN_RATE_TEXT " bytes received.");
+    for (int t = 0; t < NTRANSPORTS; t++)
+        if (t == TILED_TRANSPORT_HTTP || srv->grpc)
+            put(o, "tiled_body_timeouts_total{transport=\"%s\"} %llu\n", tiled_transport_name((enum tiled_transport)t),
+                (unsigned long long)atomic_load(&srv->body_timeouts[t]));
     struct tiled_bodycache_stats bc;
     tiled_bodycache_stats(srv->bodies, &bc);
     header(o, "tiled_body_cache_hits_total", "counter", "In-memory response bodies written into a reused buffer.");

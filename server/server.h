@@ -54,6 +54,8 @@ struct tiled_server {
     void *grpc;               /* the gRPC transport's (server/grpc/); NULL when off */
     uint16_t grpc_port;
     atomic_uint_fast64_t header_timeouts; /* connections cut for a late request head */
+    /* Requests refused or cut for a late body (a gRPC call: its request), per transport (recvrate.h) */
+    atomic_uint_fast64_t body_timeouts[TILED_TRANSPORT_COUNT];
     uint16_t port;
     atomic_bool draining;
     atomic_bool stopping;     /* drain is over: streams still open are cut */

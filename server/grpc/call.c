@@ -34,6 +34,7 @@
 #include "h2.h"
 
 #include "base.h"
+#include "recvrate.h"
 #include "server.h"
 #include "service.h"
 #include "stream.h"
@@ -503,18 +504,17 @@ static bool admit_message(struct grpc_call *call, uint64_t len)
 }
 
 /* A call has --header-timeout from its stream's start to send its whole
- * request, plus a second per RECV_MIN_RATE bytes of message it sends (the
- * rule of Apache's mod_reqtimeout, body=20,MinRate=500): a client that
- * sends steadily is never cut, however large its message; one that
- * trickles is. The connection's idle timeout (loop.c) cannot see it: any
- * byte on the connection, of this call or another, keeps that one away. */
-#define RECV_MIN_RATE 500
-
+ * request, plus a second per TILED_RECV_MIN_RATE bytes of message it sends
+ * (recvrate.h, the rule HTTP bodies follow too): a client that sends
+ * steadily is never cut, however large its message; one that trickles is.
+ * The connection's idle timeout (loop.c) cannot see it: any byte on the
+ * connection, of this call or another, keeps that one away. */
 static void receive_progress(struct grpc_call *call, size_t n)
 {
     call->received += n;
     if (call->recv_deadline_us)
-        call->recv_deadline_us += (uint64_t)n * (1000000 / RECV_MIN_RATE);
+        call->recv_deadline_us = tiled_recv_deadline_us(
+            call->recv_start_us, (uint64_t)call->loop->t->srv->cfg.header_timeout, call->received);
 }
 
 /* The request is late. DEADLINE_EXCEEDED, not CANCELLED: a time bound on
@@ -524,6 +524,7 @@ static void receive_progress(struct grpc_call *call, size_t n)
  * Timeout: the server gave up waiting, not the client. */
 static void receive_timed_out(struct grpc_call *call, uint64_t now)
 {
+    atomic_fetch_add(&call->loop->t->srv->body_timeouts[TILED_TRANSPORT_GRPC], 1);
     if (call->state == CALL_HEAD) {
         /* A header block still arriving (CONTINUATION frames): no other
          * frame may come on the connection until it ends, so the
@@ -536,7 +537,7 @@ static void receive_timed_out(struct grpc_call *call, uint64_t now)
               "request not received in time: %llu bytes of its message came in %.1f s; a call has the "
               "header-timeout of %lld s, plus a second per %d bytes it sends, to send its whole request",
               (unsigned long long)call->received, (double)(now - call->req->t_start) / 1e6,
-              (long long)call->loop->t->srv->cfg.header_timeout, RECV_MIN_RATE);
+              (long long)call->loop->t->srv->cfg.header_timeout, TILED_RECV_MIN_RATE);
     send_reply(call);
 }
 

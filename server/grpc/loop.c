@@ -30,6 +30,7 @@
 #include "h2.h"
 
 #include "base.h"
+#include "recvrate.h"
 #include "log.h"
 #include "server.h"
 
@@ -59,7 +60,8 @@ struct grpc_call *grpc_call_alloc(struct grpc_conn *c, int32_t id)
     /* The clock of the call's whole request (call.c, receive_progress) */
     uint64_t timeout_s = (uint64_t)l->t->srv->cfg.header_timeout;
     if (timeout_s) {
-        call->recv_deadline_us = tiled_now_us() + timeout_s * 1000000u;
+        call->recv_start_us = tiled_now_us();
+        call->recv_deadline_us = tiled_recv_deadline_us(call->recv_start_us, timeout_s, 0);
         grpc_loop_deadline(l, call->recv_deadline_us);
     }
     call->next = c->calls;

@@ -1,4 +1,5 @@
-/* headwatch.c - a deadline for request heads (see headwatch.h).
+/* headwatch.c - deadlines for receiving request heads and bodies (see
+ * headwatch.h).
  *
  * libmicrohttpd's connection timeout is an idle timeout: every byte that
  * arrives restarts it, so a client that sends its request head one byte a
@@ -12,14 +13,28 @@
  * by libmicrohttpd's idle timeout first, and only a head that trickles is
  * cut (and counted) here.
  *
+ * A body trickled the same way would hold the slot, and up to --max-body
+ * of buffered memory, as long. So from the end of its head a request that
+ * reads a body has the header timeout plus a second per 500 bytes received
+ * so far (recvrate.h, the rule gRPC calls follow too): a steady sender of
+ * any size is never late. Each piece is checked as it comes, in the access
+ * handler (tiled_headwatch_body_piece): a late one is refused there, which
+ * answers a client that keeps trickling with a 408. The sweeper cuts only a
+ * body that has stopped coming: late, and nothing for BODY_STALL_US, so a
+ * trickler's next piece gets the 408 rather than a bare cut. The pieces'
+ * count and time are atomics the handler stores without the lock: one piece
+ * usually carries a whole small body, and that path stays a clock read and
+ * two stores. Once the body is complete the request is not watched until
+ * it ends: a worker's long tile or a slowly read reply is not a slow client.
+ *
  * Each connection is watched from libmicrohttpd's "connection started"
  * notification to its "closed" one. A sweeper thread wakes a few times a
- * second and shuts down the socket of any connection whose head is late;
- * libmicrohttpd then sees the connection end, as if the client had gone,
- * and cleans it up on its own thread. The sweeper only calls shutdown(),
- * never close(), and only under the same lock that the "closed"
- * notification takes before libmicrohttpd closes the descriptor, so it can
- * never touch a descriptor number that has been reused.
+ * second and shuts down the socket of any connection whose head or body is
+ * late; libmicrohttpd then sees the connection end, as if the client had
+ * gone, and cleans it up on its own thread. The sweeper only calls
+ * shutdown(), never close(), and only under the same lock that the
+ * "closed" notification takes before libmicrohttpd closes the descriptor,
+ * so it can never touch a descriptor number that has been reused.
  */
 #include "headwatch.h"
 
@@ -32,10 +47,14 @@
 #include <time.h>
 
 #include "base.h"
+#include "recvrate.h"
 
 /* How often the sweeper looks, in milliseconds: a late head is cut at most
  * this long after its deadline. */
 #define SWEEP_MS 250
+/* A late body is cut once no piece has come for this long: a client still
+ * sending is answered 408 on its next piece instead (see above). */
+#define BODY_STALL_US 1000000u
 
 struct head_watch {
     MHD_socket fd;
@@ -43,6 +62,13 @@ struct head_watch {
     bool armed;           /* waiting for a head */
     bool kept_alive;      /* a request on it has ended: the idle gap is allowed */
     bool cut;             /* already shut down */
+    /* The body phase: set and cleared on the connection's thread, under the
+     * lock; the piece counters are written there without it. */
+    bool in_body;         /* the head is in and its body is being read */
+    bool body_cut;        /* the sweeper cut this request's body as late */
+    uint64_t body_since_us;           /* when the head was done */
+    atomic_uint_fast64_t body_bytes;  /* bytes of body so far */
+    atomic_uint_fast64_t body_last_us; /* when the last piece came */
     struct head_watch *prev, *next;
 };
 
@@ -51,10 +77,11 @@ struct tiled_headwatch {
     pthread_cond_t wake;
     pthread_t sweeper;
     bool stopping;
+    uint64_t timeout_s;
     uint64_t timeout_us;      /* for the first head */
     uint64_t next_timeout_us; /* for later heads: idle gap plus head */
     struct head_watch *head; /* every open connection */
-    atomic_uint_fast64_t *cut_total; /* the owner's counter */
+    atomic_uint_fast64_t *head_cuts, *body_late; /* the owner's counters */
 };
 
 static void unlink_watch(struct tiled_headwatch *hw, struct head_watch *w)
@@ -67,15 +94,43 @@ static void unlink_watch(struct tiled_headwatch *hw, struct head_watch *w)
         w->next->prev = w->prev;
 }
 
+static uint64_t body_deadline_us(const struct tiled_headwatch *hw, struct head_watch *w)
+{
+    return tiled_recv_deadline_us(w->body_since_us, hw->timeout_s,
+                                  atomic_load_explicit(&w->body_bytes, memory_order_relaxed));
+}
+
+static bool head_late(const struct tiled_headwatch *hw, const struct head_watch *w, uint64_t now)
+{
+    return w->armed && now - w->armed_at_us >= (w->kept_alive ? hw->next_timeout_us : hw->timeout_us);
+}
+
+/* Late, and stalled: no piece for BODY_STALL_US. */
+static bool body_stalled(const struct tiled_headwatch *hw, struct head_watch *w, uint64_t now)
+{
+    return w->in_body && now >= body_deadline_us(hw, w) &&
+           now - atomic_load_explicit(&w->body_last_us, memory_order_relaxed) >= BODY_STALL_US;
+}
+
+static void cut(struct head_watch *w, atomic_uint_fast64_t *counter)
+{
+    w->cut = true;
+    shutdown(w->fd, SHUT_RDWR);
+    atomic_fetch_add(counter, 1);
+}
+
 static void sweep(struct tiled_headwatch *hw)
 {
     uint64_t now = tiled_now_us();
     for (struct head_watch *w = hw->head; w; w = w->next) {
-        if (!w->armed || w->cut || now - w->armed_at_us < (w->kept_alive ? hw->next_timeout_us : hw->timeout_us))
+        if (w->cut)
             continue;
-        w->cut = true;
-        shutdown(w->fd, SHUT_RDWR);
-        atomic_fetch_add(hw->cut_total, 1);
+        if (head_late(hw, w, now)) {
+            cut(w, hw->head_cuts);
+        } else if (body_stalled(hw, w, now)) {
+            w->body_cut = true; /* in_body stays: only the connection's thread writes it */
+            cut(w, hw->body_late);
+        }
     }
 }
 
@@ -97,7 +152,8 @@ static void *sweeper_main(void *arg)
 }
 
 struct tiled_headwatch *tiled_headwatch_start(unsigned timeout_s, unsigned idle_timeout_s,
-                                              atomic_uint_fast64_t *cut_total, struct tile_error *e)
+                                              atomic_uint_fast64_t *head_cuts, atomic_uint_fast64_t *body_late,
+                                              struct tile_error *e)
 {
     if (timeout_s == 0)
         return NULL; /* off: every hook below accepts NULL */
@@ -106,7 +162,9 @@ struct tiled_headwatch *tiled_headwatch_start(unsigned timeout_s, unsigned idle_
         tile_error_set(e, TILE_ENOMEM, "cannot allocate the header-timeout watcher");
         return NULL;
     }
-    hw->cut_total = cut_total;
+    hw->head_cuts = head_cuts;
+    hw->body_late = body_late;
+    hw->timeout_s = timeout_s;
     hw->timeout_us = (uint64_t)timeout_s * 1000000u;
     hw->next_timeout_us = hw->timeout_us + (uint64_t)idle_timeout_s * 1000000u;
     pthread_mutex_init(&hw->lock, NULL);
@@ -176,21 +234,29 @@ void tiled_headwatch_notify(void *cls, struct MHD_Connection *c, void **socket_c
     }
 }
 
-/* Sets the armed state of connection c's watch, if it has one; returns
- * whether the connection has already been cut. */
-static bool set_armed(struct tiled_headwatch *hw, struct MHD_Connection *c, bool armed)
+static struct head_watch *watch_of(struct tiled_headwatch *hw, struct MHD_Connection *c)
 {
     if (!hw)
-        return false;
+        return NULL;
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    struct head_watch *w = ci ? ci->socket_context : NULL;
+    return ci ? ci->socket_context : NULL;
+}
+
+/* Sets the armed state of connection c's watch, if it has one, and ends
+ * its body phase; returns whether the connection has already been cut (for
+ * a late head when arming is false, for a late body when it is true). */
+static bool set_armed(struct tiled_headwatch *hw, struct MHD_Connection *c, bool armed)
+{
+    struct head_watch *w = watch_of(hw, c);
     if (!w)
         return false;
     pthread_mutex_lock(&hw->lock);
     w->armed = armed;
     w->armed_at_us = tiled_now_us();
     w->kept_alive |= armed;
-    bool cut = w->cut;
+    w->in_body = false;
+    bool cut = armed ? w->body_cut : w->cut;
+    w->body_cut = false;
     pthread_mutex_unlock(&hw->lock);
     return cut;
 }
@@ -200,7 +266,52 @@ bool tiled_headwatch_head_done(struct tiled_headwatch *hw, struct MHD_Connection
     return !set_armed(hw, c, false);
 }
 
-void tiled_headwatch_request_done(struct tiled_headwatch *hw, struct MHD_Connection *c)
+void tiled_headwatch_body_start(struct tiled_headwatch *hw, struct MHD_Connection *c)
 {
-    set_armed(hw, c, true);
+    struct head_watch *w = watch_of(hw, c);
+    if (!w)
+        return;
+    uint64_t now = tiled_now_us();
+    pthread_mutex_lock(&hw->lock);
+    w->body_since_us = now;
+    atomic_store_explicit(&w->body_bytes, 0, memory_order_relaxed);
+    atomic_store_explicit(&w->body_last_us, now, memory_order_relaxed);
+    w->in_body = true;
+    pthread_mutex_unlock(&hw->lock);
+}
+
+bool tiled_headwatch_body_piece(struct tiled_headwatch *hw, struct MHD_Connection *c, size_t n)
+{
+    struct head_watch *w = watch_of(hw, c);
+    if (!w || !w->in_body) /* in_body is only written on this thread */
+        return true;
+    uint64_t now = tiled_now_us();
+    if (now < body_deadline_us(hw, w)) {
+        /* Only this thread writes them: a load and a store, not a locked add. */
+        uint64_t bytes = atomic_load_explicit(&w->body_bytes, memory_order_relaxed);
+        atomic_store_explicit(&w->body_bytes, bytes + n, memory_order_relaxed);
+        atomic_store_explicit(&w->body_last_us, now, memory_order_relaxed);
+        return true;
+    }
+    pthread_mutex_lock(&hw->lock);
+    w->in_body = false;
+    if (!w->cut) /* else the sweeper got there first, and counted it */
+        atomic_fetch_add(hw->body_late, 1);
+    pthread_mutex_unlock(&hw->lock);
+    return false;
+}
+
+void tiled_headwatch_body_done(struct tiled_headwatch *hw, struct MHD_Connection *c)
+{
+    struct head_watch *w = watch_of(hw, c);
+    if (!w || !w->in_body)
+        return;
+    pthread_mutex_lock(&hw->lock);
+    w->in_body = false;
+    pthread_mutex_unlock(&hw->lock);
+}
+
+bool tiled_headwatch_request_done(struct tiled_headwatch *hw, struct MHD_Connection *c)
+{
+    return set_armed(hw, c, true);
 }

@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 
 #include "http.h"
 
@@ -25,6 +27,7 @@
 #include "cors.h"
 #include "headwatch.h"
 #include "log.h"
+#include "recvrate.h"
 #include "server.h"
 #include "service.h"
 #include "stream.h"
@@ -229,6 +232,40 @@ static bool cors_preflight(struct tiled_req *req, struct MHD_Connection *c, cons
     return true;
 }
 
+/* A body piece came after the body's deadline (headwatch.h): 408, and the
+ * connection closes. libmicrohttpd 0.9.75 takes no response while a body is
+ * being read (MHD_queue_response accepts one only right after the head or
+ * once the request is complete), and the request's end is what a trickling
+ * client withholds. So the reply is written to the socket here, where
+ * libmicrohttpd has nothing of its own to send (the head is read, no reply
+ * begun, a "100 Continue" long gone), and MHD_NO then makes it close the
+ * connection. Over TLS the bytes would have to go through the TLS session,
+ * which libmicrohttpd does not lend: there the connection just closes. The
+ * access log has the 408 either way (request_completed). */
+static enum MHD_Result refuse_late_body(struct tiled_req *req, struct MHD_Connection *c)
+{
+    struct tiled_reply *r = &req->reply;
+    tiled_reply_error(r, TILED_REQUEST_TIMEOUT,
+                      "request body not received in time: %llu bytes of it came in %.1f s; a request has the "
+                      "header-timeout of %lld s from the end of its head, plus a second per %d bytes of body it "
+                      "sends, to send its whole body",
+                      (unsigned long long)req->body_len, (double)(tiled_now_us() - req->t_start) / 1e6,
+                      (long long)req->srv->cfg.header_timeout, TILED_RECV_MIN_RATE);
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (req->srv->tls_cert_pem || !ci || !r->body)
+        return MHD_NO;
+    char head[256];
+    int n = snprintf(head, sizeof(head),
+                     "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\nContent-Length: %llu\r\n"
+                     "X-Request-Id: %s\r\nConnection: close\r\n\r\n",
+                     (unsigned long long)r->body_len, req->request_id);
+    struct iovec iov[2] = {{head, (size_t)n}, {r->body, (size_t)r->body_len}};
+    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 2};
+    /* Best effort: a few hundred bytes into an idle socket's send buffer. */
+    (void)sendmsg(ci->connect_fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    return MHD_NO;
+}
+
 static enum MHD_Result first_call(struct tiled_server *srv, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, void **req_cls)
 {
@@ -248,6 +285,8 @@ static enum MHD_Result first_call(struct tiled_server *srv, struct MHD_Connectio
         tiled_service_expect_body(req, MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH)) ||
         tiled_service_check_head(req))
         return answer_from_head(req, c);
+    if (announces_body(c)) /* the body's own deadline starts (headwatch.h) */
+        tiled_headwatch_body_start(transport_of(srv)->headwatch, c);
     return MHD_YES;
 }
 
@@ -258,11 +297,16 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *c, const
     struct tiled_req *req = *req_cls;
     if (!req)
         return first_call(cls, c, url, method, version, req_cls);
+    struct tiled_headwatch *hw = transport_of(req->srv)->headwatch;
     if (*upload_size) {
+        if (!tiled_headwatch_body_piece(hw, c, *upload_size))
+            return refuse_late_body(req, c);
         tiled_service_body(req, upload_data, *upload_size);
         *upload_size = 0;
         return MHD_YES;
     }
+    if (!req->done)
+        tiled_headwatch_body_done(hw, c); /* the work and the reply are not bounded */
     if (req->done || tiled_service_dispatch(req)) /* resumed by a worker, or ready at once */
         return queue_reply(req, c);
     return MHD_YES;
@@ -276,7 +320,12 @@ static void request_completed(void *cls, struct MHD_Connection *c, void **req_cl
     if (!req)
         return;
     int status = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? req->reply.status : TILED_CLIENT_GONE;
-    tiled_headwatch_request_done(transport_of(srv)->headwatch, c); /* the next head's deadline starts now */
+    /* The next head's deadline starts now. A body cut or refused as late
+     * ends the connection, not as the client going, but as a 408. */
+    if (tiled_headwatch_request_done(transport_of(srv)->headwatch, c))
+        tiled_reply_error(&req->reply, TILED_REQUEST_TIMEOUT, "request body stalled past its deadline");
+    if (req->reply.status == TILED_REQUEST_TIMEOUT)
+        status = TILED_REQUEST_TIMEOUT;
     if (tiled_log_enabled(TILED_LOG_INFO)) /* the address is for the access log only */
         remote_address(c, req->remote, sizeof(req->remote));
     tiled_service_end(req, status);
@@ -352,7 +401,7 @@ int tiled_http_start(struct tiled_server *srv, struct tile_error *e)
     if (!t)
         return tile_error_set(e, TILE_ENOMEM, "cannot allocate the HTTP transport");
     t->headwatch = tiled_headwatch_start((unsigned)srv->cfg.header_timeout, (unsigned)srv->cfg.idle_timeout,
-                                         &srv->header_timeouts, e);
+                                         &srv->header_timeouts, &srv->body_timeouts[TILED_TRANSPORT_HTTP], e);
     if (!t->headwatch && srv->cfg.header_timeout > 0) {
         free(t);
         return -1;

@@ -904,7 +904,14 @@ class ReceiveTimeout(GrpcCase):
     500 bytes it sends, to send its whole request."""
     daemon_args = daemon_args("--header-timeout", "1", "--log-level", "info")
 
+    def timeouts(self):
+        """tiled_body_timeouts_total of the gRPC transport (HTTP's rule, recvrate.h)."""
+        resp, data = self.d.request("GET", "/metrics")
+        return int(next(line.split()[-1] for line in data.decode().splitlines()
+                        if line.startswith('tiled_body_timeouts_total{transport="grpc"}')))
+
     def test_trickling_call_ends_while_another_on_the_connection_succeeds(self):
+        before = self.timeouts()
         c = self.h2()
         body = message(unknown_field(1000))
         t0 = time.monotonic()
@@ -928,6 +935,7 @@ class ReceiveTimeout(GrpcCase):
         self.assertLess(elapsed, 4)
         self.assertTrue(wait_for(lambda: access_lines(self.d, "grpc-trickle")))
         self.assertEqual(access_lines(self.d, "grpc-trickle")[0]["status"], 408)
+        self.assertEqual(self.timeouts(), before + 1)
         self.assertEqual(c.call().status(), (0, None), "the connection goes on")
 
     def test_steady_upload_outlasts_the_timeout(self):

@@ -358,14 +358,189 @@ class HeaderDeadline(unittest.TestCase):
         for i in range(0, len(head), 16):  # the head over ~1 s
             s.sendall(head[i:i + 16])
             time.sleep(1.0 / (len(head) / 16))
-        for i in range(len(SMALL_IN)):  # the body over ~3 s: past the head deadline, still served
+        for i in range(len(SMALL_IN)):  # the body over ~1.5 s: past the head deadline, inside its own
             s.sendall(SMALL_IN[i:i + 1])
-            time.sleep(3.0 / len(SMALL_IN))
+            time.sleep(1.5 / len(SMALL_IN))
         data, closed = read_until_close(s)
         s.close()
         self.assertTrue(closed)
         self.assertTrue(data.startswith(b"HTTP/1.1 200"), data[:80])
         self.assertTrue(data.endswith(SMALL_OUT))
+
+
+def metric_value(d, line_start):
+    """The value of the /metrics sample whose line starts with `line_start`."""
+    conn = http.client.HTTPConnection(d.host, d.port, timeout=5)
+    conn.request("GET", "/metrics")
+    text = conn.getresponse().read().decode()
+    conn.close()
+    return int(next(line.split()[-1] for line in text.splitlines() if line.startswith(line_start)))
+
+
+def access_status(d, request_id):
+    """The status of the access-log line of request `request_id` (None until it is logged)."""
+    for line in d.log_lines():
+        if line.startswith("{") and f'"request_id":"{request_id}"' in line and '"event":"access"' in line:
+            return json.loads(line)["status"]
+    return None
+
+
+class BodyDeadline(unittest.TestCase):
+    """A request body has --header-timeout from the end of its head, plus a
+    second per 500 bytes received so far: a client that keeps trickling gets
+    408 and Connection: close, one that stops is cut; a steady sender of any
+    size, and whatever follows the body (the work, a slowly read reply), are
+    not bounded."""
+
+    TIMEOUT = 1
+    SWEEP = 0.25  # headwatch.c SWEEP_MS
+    LATE = 'tiled_body_timeouts_total{transport="http"}'
+
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon("--header-timeout", str(cls.TIMEOUT), "--log-level", "info", "--stream-threshold", "64K")
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.d.stop() == 0, "daemon exit status"
+
+    def head(self, path, length, request_id, close=False):
+        return (f"POST {path} HTTP/1.1\r\nHost: t\r\nContent-Type: application/octet-stream\r\n"
+                f"Content-Length: {length}\r\nX-Request-Id: {request_id}\r\n"
+                + ("Connection: close\r\n" if close else "") + "\r\n").encode()
+
+    def trickle(self, s, body, every=0.3, limit=6.0):
+        """Sends `body` a byte every `every` s until the server answers or
+        closes: (everything it sent, whether it closed, seconds taken)."""
+        t0 = time.monotonic()
+        s.settimeout(every)
+        got = b""
+        for i in range(min(len(body), int(limit / every))):
+            try:
+                s.send(body[i:i + 1])
+                got = s.recv(65536)
+                break  # an answer, or the close (b"")
+            except socket.timeout:
+                continue
+            except OSError:
+                break
+        s.settimeout(5)
+        rest, closed = read_until_close(s)
+        return got + rest, closed or got == b"", time.monotonic() - t0
+
+    def assert_408(self, data, request_id):
+        head, _, body = data.partition(b"\r\n\r\n")
+        self.assertTrue(head.startswith(b"HTTP/1.1 408 "), data[:200])
+        self.assertIn(b"\r\nConnection: close", head)
+        self.assertIn(b"\r\nX-Request-Id: " + request_id.encode(), head)
+        self.assertRegex(json.loads(body)["error"],
+                         r"^request body not received in time: \d+ bytes of it came in [0-9.]+ s; a request has the "
+                         r"header-timeout of 1 s from the end of its head, plus a second per 500 bytes of body")
+
+    def assert_logged(self, request_id, status):
+        deadline = time.monotonic() + 5
+        while access_status(self.d, request_id) is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(access_status(self.d, request_id), status)
+
+    def test_trickled_body_gets_408(self):
+        before = metric_value(self.d, self.LATE)
+        s = socket.create_connection((self.d.host, self.d.port), timeout=5)
+        s.sendall(self.head(SMALL_PATH, len(SMALL_IN), "body-trickle"))
+        data, closed, took = self.trickle(s, SMALL_IN)
+        s.close()
+        print(f"\n  trickled body answered after {took:.2f} s (--header-timeout {self.TIMEOUT})")
+        self.assert_408(data, "body-trickle")
+        self.assertTrue(closed, "the connection stayed open after the 408")
+        self.assertGreater(took, self.TIMEOUT - 0.1)
+        self.assertLess(took, (self.TIMEOUT + 1.5) * SLACK)
+        self.assertEqual(metric_value(self.d, self.LATE), before + 1)
+        self.assert_logged("body-trickle", 408)
+        self.assertEqual(small_request(self.d.host, self.d.port)[1:], (200, True))
+
+    def test_stalled_body_is_cut(self):
+        before = metric_value(self.d, self.LATE)
+        s = socket.create_connection((self.d.host, self.d.port), timeout=(self.TIMEOUT + 3) * SLACK)
+        t0 = time.monotonic()
+        s.sendall(self.head(SMALL_PATH, len(SMALL_IN), "body-stall") + SMALL_IN[:5])
+        data, closed = read_until_close(s)
+        took = time.monotonic() - t0
+        s.close()
+        print(f"\n  stalled body cut after {took:.2f} s (--header-timeout {self.TIMEOUT})")
+        self.assertTrue(closed, "a stalled body was never cut")
+        self.assertEqual(data, b"", "a cut, not a reply")
+        self.assertGreater(took, self.TIMEOUT - 0.1)
+        self.assertLess(took, (self.TIMEOUT + self.SWEEP + 0.5) * SLACK)
+        self.assertEqual(metric_value(self.d, self.LATE), before + 1)
+        self.assert_logged("body-stall", 408)
+
+    def test_steady_body_longer_than_the_timeout_is_served(self):
+        a = np.arange(768, dtype=np.float32)  # 3 KB at ~1.5 KB/s: 2 s, twice the timeout
+        body = a.tobytes()
+        s = socket.create_connection((self.d.host, self.d.port), timeout=10)
+        t0 = time.monotonic()
+        s.sendall(self.head("/v1/tile?dtype=float32&shape=768&repeats=2", len(body), "body-steady", close=True))
+        for i in range(0, len(body), 150):
+            s.sendall(body[i:i + 150])
+            time.sleep(0.1)
+        data, closed = read_until_close(s)
+        took = time.monotonic() - t0
+        s.close()
+        self.assertGreater(took, 1.8)
+        self.assertTrue(data.startswith(b"HTTP/1.1 200 "), data[:200])
+        self.assertEqual(data.partition(b"\r\n\r\n")[2], np.tile(a, 2).tobytes())
+
+    def test_large_body_at_full_speed_is_served(self):
+        a = (np.arange(1 << 21) % 251).astype(np.uint8).reshape(1 << 11, 1 << 10)  # 2 MiB in, 8 MiB out
+        resp, data = self.d.request("POST", "/v1/tile?dtype=uint8&shape=2048,1024&repeats=2,2", a.tobytes(), RAW,
+                                    timeout=30)
+        self.assertEqual(resp.status, 200)
+        self.assertEqual(data, np.tile(a, (2, 2)).tobytes())
+
+    def test_slowly_read_streamed_reply_is_not_cut(self):
+        """The bound ends with the body: a streamed reply read for twice the
+        timeout goes out whole."""
+        before = metric_value(self.d, self.LATE)
+        a = np.arange(1024, dtype=np.uint8)
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+        s.settimeout(10)
+        s.connect((self.d.host, self.d.port))
+        t0 = time.monotonic()
+        s.sendall(self.head("/v1/tile?dtype=uint8&shape=1024&repeats=8192", len(a), "slow-reader", close=True)
+                  + a.tobytes())
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+            time.sleep(0.03)  # ~2 MiB/s: 8 MiB take longer than the bound
+        took = time.monotonic() - t0
+        s.close()
+        head, _, body = data.partition(b"\r\n\r\n")
+        self.assertTrue(head.startswith(b"HTTP/1.1 200 "), head[:200])
+        self.assertGreater(took, 2 * self.TIMEOUT)
+        self.assertEqual(body, np.tile(a, 8192).tobytes())
+        self.assertEqual(metric_value(self.d, self.LATE), before)
+
+    def test_each_request_on_a_kept_alive_connection_has_its_own_bound(self):
+        s = socket.create_connection((self.d.host, self.d.port), timeout=5)
+        t0 = time.monotonic()
+        for n in range(2):  # each body over ~0.8 s: 1.6 s in all, past one request's bound
+            s.sendall(self.head(SMALL_PATH, len(SMALL_IN), f"keep-{n}"))
+            for i in range(0, len(SMALL_IN), 4):
+                s.sendall(SMALL_IN[i:i + 4])
+                time.sleep(0.8 / (len(SMALL_IN) / 4))
+            resp = http.client.HTTPResponse(s)
+            resp.begin()
+            self.assertEqual((resp.status, resp.read()), (200, SMALL_OUT))
+        self.assertGreater(time.monotonic() - t0, 1.5)
+        s.sendall(self.head(SMALL_PATH, len(SMALL_IN), "keep-late"))
+        data, closed, _ = self.trickle(s, SMALL_IN)  # and the third, trickled, still gets its 408
+        s.close()
+        self.assert_408(data, "keep-late")
+        self.assertTrue(closed)
 
 
 class Streams(unittest.TestCase):
