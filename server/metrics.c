@@ -223,6 +223,24 @@ static void render_histograms(struct out *o)
             render_histogram(o, tiled_transport_name((enum tiled_transport)t), phase_names[p], &m.phases[t][p]);
 }
 
+/* Requests too slow to arrive (headwatch.h, recvrate.h). */
+static void render_receive_timeouts(struct out *o, struct tiled_server *srv)
+{
+    header(o, "tiled_header_timeouts_total", "counter",
+           "Connections cut because a request head did not arrive within --header-timeout.");
+    put(o, "tiled_header_timeouts_total %llu\n", (unsigned long long)atomic_load(&srv->header_timeouts));
+    header(o, "tiled_body_timeouts_total", "counter",
+           "Requests refused (408; gRPC: DEADLINE_EXCEEDED) or cut because their body (gRPC: the call's whole "
+           "request) did not arrive within --header-timeout plus a second per " TILED_RECV_MIN_RATE_TEXT
+           " bytes received.");
+    for (int t = 0; t < NTRANSPORTS; t++) {
+        if (t != TILED_TRANSPORT_HTTP && srv->cfg.grpc_port < 0) /* cfg, not srv->grpc: set before any thread */
+            continue;
+        put(o, "tiled_body_timeouts_total{transport=\"%s\"} %llu\n", tiled_transport_name((enum tiled_transport)t),
+            (unsigned long long)atomic_load(&srv->body_timeouts[t]));
+    }
+}
+
 static void render_gauges(struct out *o, struct tiled_server *srv)
 {
     header(o, "tiled_inflight_requests", "gauge", "Requests being received, processed or sent.");
@@ -233,16 +251,7 @@ static void render_gauges(struct out *o, struct tiled_server *srv)
     put(o, "tiled_workers %d\n", tile_pool_size(srv->pool));
     header(o, "tiled_busy_workers", "gauge", "Workers running a job.");
     put(o, "tiled_busy_workers %d\n", tile_pool_busy(srv->pool));
-    header(o, "tiled_header_timeouts_total", "counter",
-           "Connections cut because a request head did not arrive within --header-timeout.");
-    put(o, "tiled_header_timeouts_total %llu\n", (unsigned long long)atomic_load(&srv->header_timeouts));
-    header(o, "tiled_body_timeouts_total", "counter",
-           "Requests refused (408; gRPC: DEADLINE_EXCEEDED) or cut because their body (gRPC: the call's whole "
-           "request) did not arrive within --header-timeout plus a second per " TILED_RECV_MIN_RATE_TEXT " bytes received.");
-    for (int t = 0; t < NTRANSPORTS; t++)
-        if (t == TILED_TRANSPORT_HTTP || srv->grpc)
-            put(o, "tiled_body_timeouts_total{transport=\"%s\"} %llu\n", tiled_transport_name((enum tiled_transport)t),
-                (unsigned long long)atomic_load(&srv->body_timeouts[t]));
+    render_receive_timeouts(o, srv);
     struct tiled_bodycache_stats bc;
     tiled_bodycache_stats(srv->bodies, &bc);
     header(o, "tiled_body_cache_hits_total", "counter", "In-memory response bodies written into a reused buffer.");

@@ -524,6 +524,25 @@ class BodyDeadline(unittest.TestCase):
         self.assertEqual(body, np.tile(a, 8192).tobytes())
         self.assertEqual(metric_value(self.d, self.LATE), before)
 
+    def test_header_timeout_0_turns_the_body_bound_off(self):
+        """Off for bodies as for heads and gRPC calls: a 4-byte body over
+        0.8 s (far below the rate, far past the 8 ms the rate alone gives)."""
+        d = Daemon("--header-timeout", "0", "--log-level", "warn")
+        try:
+            s = socket.create_connection((d.host, d.port), timeout=5)
+            a = np.array([1.5], dtype=np.float32).tobytes()
+            s.sendall(self.head("/v1/tile?dtype=float32&shape=1&repeats=3", len(a), "off", close=True))
+            for i in range(len(a)):
+                time.sleep(0.2)
+                s.sendall(a[i:i + 1])
+            data, closed = read_until_close(s)
+            s.close()
+            self.assertTrue(data.startswith(b"HTTP/1.1 200 "), data[:200])
+            self.assertEqual(data.partition(b"\r\n\r\n")[2], np.tile(np.frombuffer(a, np.float32), 3).tobytes())
+            self.assertEqual(metric_value(d, self.LATE), 0)
+        finally:
+            self.assertEqual(d.stop(), 0)
+
     def test_each_request_on_a_kept_alive_connection_has_its_own_bound(self):
         s = socket.create_connection((self.d.host, self.d.port), timeout=5)
         t0 = time.monotonic()

@@ -3,6 +3,8 @@ logged) and TLS with a certificate the test generates."""
 import json
 import os
 import signal
+import socket
+import ssl
 import subprocess
 import tempfile
 import time
@@ -64,13 +66,19 @@ class ApiKeys(unittest.TestCase):
             self.assertNotIn(key, log)
 
 
+def make_certificate():
+    """A self-signed certificate for 127.0.0.1: (cert path, key path)."""
+    tmp = tempfile.mkdtemp()
+    cert, key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
+                    "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    return cert, key
+
+
 class Tls(unittest.TestCase):
     def test_https_with_a_generated_certificate(self):
-        tmp = tempfile.mkdtemp()
-        cert, key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
-                        "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
-                       check=True, capture_output=True)
+        cert, key = make_certificate()
         d = Daemon("--tls-cert", cert, "--tls-key", key, scheme="https")
         try:
             url = f"https://127.0.0.1:{d.port}"
@@ -84,6 +92,46 @@ class Tls(unittest.TestCase):
             r = subprocess.run(["curl", "-sS", "-m", "3", f"http://127.0.0.1:{d.port}/v2/health/live"],
                                capture_output=True, text=True)
             self.assertNotEqual(r.returncode, 0)
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+    def test_trickled_body_over_tls_is_closed_and_logged_as_408(self):
+        """Over TLS the 408 cannot be written beside libmicrohttpd's TLS
+        session (http.c, refuse_late_body): the connection closes, with no
+        plaintext written into the TLS stream, and the access log has 408."""
+        cert, key = make_certificate()
+        d = Daemon("--tls-cert", cert, "--tls-key", key, "--header-timeout", "1", "--log-level", "info",
+                   scheme="https")
+        try:
+            ctx = ssl.create_default_context(cafile=cert)
+            s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", d.port), timeout=5),
+                                server_hostname="127.0.0.1")
+            s.sendall(b"POST /v1/tile?dtype=uint8&shape=8&repeats=2 HTTP/1.1\r\nHost: t\r\n"
+                      b"Content-Type: application/octet-stream\r\nContent-Length: 8\r\nX-Request-Id: tls-trickle\r\n\r\n")
+            t0, got, closed = time.monotonic(), b"", False
+            s.settimeout(0.3)
+            for i in range(8):
+                try:
+                    s.sendall(b"x")
+                    got = s.recv(4096)
+                    closed = got == b""
+                    break
+                except (socket.timeout, TimeoutError):
+                    continue
+                except (ssl.SSLEOFError, ssl.SSLZeroReturnError, ConnectionResetError, BrokenPipeError):
+                    closed = True  # a close; bytes outside the TLS session would be a record error instead
+                    break
+            took = time.monotonic() - t0
+            s.close()
+            self.assertTrue(closed, f"not closed; got {got[:80]!r}")
+            self.assertLess(took, 2.4)
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline and not any('"request_id":"tls-trickle"' in line
+                                                          for line in d.log_lines()):
+                time.sleep(0.05)
+            access = [json.loads(line) for line in d.log_lines()
+                      if '"request_id":"tls-trickle"' in line and '"event":"access"' in line]
+            self.assertEqual([a["status"] for a in access], [408])
         finally:
             self.assertEqual(d.stop(), 0)
 
