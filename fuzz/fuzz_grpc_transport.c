@@ -91,7 +91,8 @@ static bool verbose;
 /* Small limits, so that every size check is reachable from a small input
  * and no input makes the process allocate much: bodies above 64 KiB and
  * messages above 128 KiB refused (each limit reachable before the other),
- * more than 32 KiB of request messages held by one connection's calls,
+ * more than 32 KiB of request messages and unsent replies held by one
+ * connection's calls,
  * outputs above 4 KiB streamed in 64 KiB chunks, requests above 256 bytes
  * sent to the workers (below, served on the loop as inline). */
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -199,10 +200,15 @@ static bool server_owes(void)
  * neither answered nor with a worker (the client would wait forever). */
 static void check_connection(const struct grpc_conn *c)
 {
-    uint64_t held = 0;
-    int n = 0;
+    uint64_t held = 0, unsent = 0;
+    int n = 0, holding = 0, sending = 0;
     for (const struct grpc_call *call = c->calls; call; call = call->next, n++) {
         held += call->held;
+        unsent += call->unsent;
+        holding += call->held > 0;
+        sending += call->unsent > 0;
+        FUZZ_CHECK(call->unsent <= call->msg_len, "stream %d counts %llu bytes of its %llu-byte reply unsent",
+                   (int)call->id, (unsigned long long)call->unsent, (unsigned long long)call->msg_len);
         bool request_ended = nghttp2_session_get_stream_remote_close(c->h2, call->id) == 1;
         FUZZ_CHECK(call->state != CALL_WORK && !(call->state == CALL_BODY && request_ended),
                    "stream %d is stuck: its request %s, no reply was decided and no worker has it", (int)call->id,
@@ -211,6 +217,15 @@ static void check_connection(const struct grpc_conn *c)
     FUZZ_CHECK(n == c->ncalls, "the connection counts %d calls, its list has %d", c->ncalls, n);
     FUZZ_CHECK(held == c->held, "the connection counts %llu bytes of request messages held, its calls %llu",
                (unsigned long long)c->held, (unsigned long long)held);
+    FUZZ_CHECK(unsent == c->unsent, "the connection counts %llu bytes of replies unsent, its calls %llu",
+               (unsigned long long)c->unsent, (unsigned long long)unsent);
+    /* Request messages, and unsent replies, each within the budget, or
+     * only one call's (a call alone is let in whatever its size). */
+    uint64_t budget = (uint64_t)srv.cfg.max_grpc_conn_memory;
+    FUZZ_CHECK(held <= budget || holding <= 1, "%d calls hold %llu bytes of request messages, above the %llu-byte budget",
+               holding, (unsigned long long)held, (unsigned long long)budget);
+    FUZZ_CHECK(unsent <= budget || sending <= 1, "%d calls hold %llu bytes of unsent replies, above the %llu-byte budget",
+               sending, (unsigned long long)unsent, (unsigned long long)budget);
 }
 
 /* Turns until the server owes nothing (and, with `until_closed`, until

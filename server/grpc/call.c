@@ -236,10 +236,16 @@ static void message_sent(struct grpc_call *call, size_t n)
 void grpc_call_given_back(struct grpc_call *call, uint64_t at, size_t n)
 {
     const struct tiled_reply *r = &call->req->reply;
+    if (at < TILE_GRPC_PREFIX) /* the prefix, the call's own 5 bytes (a piece never goes past it) */
+        return;
     /* The stream frees a chunk when its last byte comes back; the pieces
      * come back in order, so that is when all of it was written. */
-    if (r->stream && at >= TILE_GRPC_PREFIX)
+    if (r->stream) {
         tiled_stream_consume(r->stream, at - TILE_GRPC_PREFIX, n);
+    } else {
+        call->unsent -= n;
+        call->conn->unsent -= n;
+    }
 }
 
 /* nghttp2's DATA source: counts what the next frame carries (the 5-byte
@@ -307,6 +313,10 @@ static void send_message(struct grpc_call *call)
     struct nvs h = {.n = 0};
     tile_grpc_put_prefix(call->prefix, (uint32_t)call->msg_len);
     call->sent = 0;
+    if (!r->stream) { /* counted until the socket takes it (grpc_call_given_back) or the stream closes */
+        call->unsent = call->msg_len;
+        call->conn->unsent += call->msg_len;
+    }
     add(&h, ":status", "200");
     add(&h, "content-type", "application/grpc");
     add(&h, "x-request-id", call->req->request_id);
@@ -332,6 +342,8 @@ static void set_error(struct grpc_call *call, int status, int code, const char *
     if (code >= 0)
         tiled_reply_set_grpc_status(r, code);
 }
+
+static bool admit_reply(struct grpc_call *call);
 
 /* The reply's message length, refused when it cannot be framed or is
  * above --max-grpc-message (the handlers check first; this is the last
@@ -360,6 +372,8 @@ static void send_reply(struct grpc_call *call)
     int code = call->http_only ? -1 : tiled_reply_grpc_status(r);
     if (code == 0) {
         check_message_size(call);
+        if (!admit_reply(call))
+            return; /* decided after the connection's next write */
         code = tiled_reply_grpc_status(r);
     }
     tiled_service_sending(call->req, timing, sizeof(timing));
@@ -465,15 +479,38 @@ void grpc_call_head_done(struct grpc_call *call, bool end_stream)
 
 /* ---- bounds on what a call holds while its request arrives ---------------------- */
 
-/* The request messages of a connection's calls are held against a budget,
- * --max-grpc-conn-memory: a message's declared size counts from its prefix
- * until its stream closes, while the deframer fills it, while it waits for
- * a worker and while a worker holds it. HTTP holds one body per
- * connection; an HTTP/2 connection carries up to MAX_STREAMS calls (conn.c),
- * so without a budget one client could make the daemon hold MAX_STREAMS
- * times --max-body. A call alone on its connection is always let in (up to
- * --max-body), so every call a client could make one at a time still
- * passes, whatever the budget.
+/* What a connection's calls hold is bounded by one budget,
+ * --max-grpc-conn-memory, over their request messages and their replies
+ * not yet sent. A message's declared size counts from its prefix until
+ * its stream closes, while the deframer fills it, while it waits for a
+ * worker and while a worker holds it. A reply held in memory (up to
+ * --stream-threshold) counts from when it is submitted until the socket
+ * took its bytes (given back, conn.c) or its stream closes: a client that
+ * sends calls and does not read (its window closed, or its socket) would
+ * otherwise make the daemon keep every finished reply, MAX_STREAMS of them
+ * per connection. A streamed reply is not counted: it holds two chunks
+ * whatever its size, and a chunk goes back to its producer only once the
+ * socket took it. HTTP holds one body per connection; an HTTP/2
+ * connection carries up to MAX_STREAMS calls (conn.c), so without a budget
+ * one client could make the daemon hold MAX_STREAMS times --max-body plus
+ * as many replies.
+ *
+ * Two checks. A request message is let in when it fits beside the request
+ * messages and unsent replies the other calls hold (admit_message): a
+ * client whose replies wait unread gets no new work. A reply is let out
+ * when it fits beside the other calls' unsent replies (admit_reply): calls
+ * admitted together before any was answered, each a small request with a
+ * large reply, are bounded there, not by their requests. The requests of
+ * calls still arriving do not count against a reply, so a call is never
+ * refused for memory its own request, or one still coming, already had
+ * leave to use; a connection therefore holds at most twice the budget
+ * (requests, and replies not yet sent), plus what a call alone holds. A
+ * reply that does not fit is refused only after the connection wrote what
+ * the socket takes at the end of the loop turn: replies decided in one
+ * turn for a client that reads leave then, and are not counted against
+ * each other. A call alone on its connection is always let in (up to
+ * --max-body, and its reply whatever its size), so every call a client
+ * could make one at a time still passes, whatever the budget.
  *
  * A call over the budget is refused, not held back with flow control: the
  * bytes of a stream that is not read still count against the connection's
@@ -481,26 +518,79 @@ void grpc_call_head_done(struct grpc_call *call, bool end_stream)
  * admitted ones, whose end is what frees the budget (a deadlock the client
  * cannot see); holding every call back before its first byte instead (a
  * zero stream window, opened per call) would cost each small call a round
- * trip. The refusal is immediate, touches no other call, and
- * RESOURCE_EXHAUSTED says why, so the client can send fewer at once. */
+ * trip. For the same reason the connection is not paused while its replies
+ * wait (conn.c, "Reading never pauses"): the WINDOW_UPDATE that lets them
+ * go comes on the socket that would no longer be read. A refused reply's
+ * body is freed at once. The refusal touches no other call, and
+ * RESOURCE_EXHAUSTED says what holds the budget, so the client can send
+ * fewer calls at once or read its replies. */
 static bool admit_message(struct grpc_call *call, uint64_t len)
 {
     struct grpc_conn *c = call->conn;
     const struct tiled_config *cfg = &call->loop->t->srv->cfg;
-    uint64_t budget = (uint64_t)cfg->max_grpc_conn_memory;
+    uint64_t budget = (uint64_t)cfg->max_grpc_conn_memory, others = c->held + c->unsent;
     if (len > (uint64_t)cfg->max_body) /* refused next with --max-body's own words; nothing is held */
         return true;
-    if (c->held > 0 && c->held + len > budget) {
+    if (others > 0 && others + len > budget) {
         set_error(call, TILED_TOO_LARGE, TILED_GRPC_RESOURCE_EXHAUSTED,
                   "request message of %llu bytes exceeds the max-grpc-conn-memory limit of %llu bytes: other "
-                  "calls on this connection hold %llu bytes of request messages",
-                  (unsigned long long)len, (unsigned long long)budget, (unsigned long long)c->held);
+                  "calls on this connection hold %llu bytes of request messages and %llu bytes of replies not yet "
+                  "sent",
+                  (unsigned long long)len, (unsigned long long)budget, (unsigned long long)c->held,
+                  (unsigned long long)c->unsent);
         send_reply(call);
         return false;
     }
     c->held += len;
     call->held = len;
     return true;
+}
+
+/* The in-memory reply's turn (see admit_message): it fits beside the
+ * replies the connection's other calls have not sent, or none waits. One
+ * that does not fit waits for the end of the loop turn, when the
+ * connection writes what the socket takes (replies decided in the same
+ * turn, read by the client, leave then), and is refused only if it still
+ * does not fit: false while it waits. */
+static bool admit_reply(struct grpc_call *call)
+{
+    const struct tiled_reply *r = &call->req->reply;
+    struct grpc_conn *c = call->conn;
+    uint64_t budget = (uint64_t)call->loop->t->srv->cfg.max_grpc_conn_memory;
+    if (r->stream || tiled_reply_grpc_status(r) != 0 || c->unsent == 0 || c->unsent + call->msg_len <= budget)
+        return true;
+    if (!call->reply_waited) {
+        call->reply_waits = true;
+        c->replies_waiting++;
+        grpc_loop_mark_dirty(c); /* the write, then grpc_call_decide_waiting */
+        return false;
+    }
+    set_error(call, TILED_TOO_LARGE, TILED_GRPC_RESOURCE_EXHAUSTED,
+              "response message of %llu bytes exceeds the max-grpc-conn-memory limit of %llu bytes: other calls on "
+              "this connection hold %llu bytes of request messages and %llu bytes of replies not yet sent",
+              (unsigned long long)call->msg_len, (unsigned long long)budget,
+              (unsigned long long)(c->held - call->held), (unsigned long long)c->unsent);
+    return true;
+}
+
+static void stop_waiting(struct grpc_call *call)
+{
+    if (call->reply_waits) {
+        call->reply_waits = false;
+        call->conn->replies_waiting--;
+    }
+}
+
+void grpc_call_decide_waiting(struct grpc_conn *c)
+{
+    for (struct grpc_call *call = c->calls, *next; call && c->replies_waiting > 0; call = next) {
+        next = call->next;
+        if (call->reply_waits) {
+            stop_waiting(call);
+            call->reply_waited = true;
+            send_reply(call); /* nothing if a deadline answered it meanwhile */
+        }
+    }
 }
 
 /* A call has --header-timeout from its stream's start to send its whole
@@ -631,6 +721,7 @@ void grpc_call_stream_closed(struct grpc_call *call)
 {
     struct grpc_conn *c = call->conn;
     grpc_conn_keep_lent(c, call); /* the bytes are the connection's; the reply goes */
+    stop_waiting(call);
     if (call->prev)
         call->prev->next = call->next;
     else
@@ -640,6 +731,8 @@ void grpc_call_stream_closed(struct grpc_call *call)
     c->ncalls--;
     c->held -= call->held; /* the request may live on with a worker: bounded by --queue, not this connection */
     call->held = 0;
+    c->unsent -= call->unsent; /* its reply is freed now (or, lent bytes, copied by grpc_conn_keep_lent) */
+    call->unsent = 0;
     call->conn = NULL;
     call->closed = true;
     call->abandoned |= !call->sent_all; /* cancelled (RST_STREAM), or the connection died */

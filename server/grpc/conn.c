@@ -17,9 +17,21 @@
  * pieces are copied at once (a record is encrypted from one buffer). A
  * large frame from nghttp2 is written straight from its buffer when
  * nothing waits before it. When the socket is full, no more frames are
- * produced (nghttp2 keeps them queued) and reading stops once MAX_PENDING
- * bytes wait, so a client that does not read cannot make the server
- * buffer without bound.
+ * produced (nghttp2 keeps them queued), so the queue stays near OUT_BATCH.
+ *
+ * Reading never pauses, whatever waits to be written: a client that does
+ * not read is bounded by what its calls may hold, not by its socket. Its
+ * unsent replies count against --max-grpc-conn-memory with its request
+ * messages, and a call that finds no room is refused (call.c,
+ * admit_message). Pausing instead would deadlock: paused while replies
+ * wait for the client's window, the WINDOW_UPDATE that opens it would
+ * never be read; paused while the socket is full, a client that writes
+ * its requests before it reads (a single-threaded one) and the server
+ * would each wait for the other to read. What reading still adds while the
+ * socket is full is bounded too: a refused call's Trailers-Only HEADERS
+ * waits in nghttp2 with its stream, and streams are at most MAX_STREAMS;
+ * the DATA of a refused call is dropped as it comes; nghttp2 closes a
+ * session whose unsent PING and SETTINGS acknowledgements pile up.
  *
  * Windows: the client may send up to STREAM_WINDOW per stream and
  * CONN_WINDOW in all before a WINDOW_UPDATE (nghttp2 sends them as bytes
@@ -54,7 +66,6 @@
  * it (bench/bench_grpc.py; README, "gRPC against HTTP"). */
 #define OUT_BATCH (2u << 20)
 #define DATA_FRAME (256 * 1024) /* largest DATA payload sent */
-#define MAX_PENDING (4u << 20)  /* unwritten bytes above which reading pauses */
 
 /* ---- nghttp2 callbacks ------------------------------------------------------ */
 
@@ -434,10 +445,10 @@ static bool take_frame(struct grpc_conn *c, const uint8_t *p, size_t n)
     return !c->dead;
 }
 
-void grpc_conn_flush(struct grpc_conn *c)
+/* Frames from the session into the queue and the queue to the socket,
+ * until either runs out. */
+static void produce(struct grpc_conn *c)
 {
-    if (c->handshaking || c->dead)
-        return;
     bool room = write_pending(c);
     while (room) {
         const uint8_t *p;
@@ -459,7 +470,25 @@ void grpc_conn_flush(struct grpc_conn *c)
         room = write_pending(c);
     }
     if (room)
-        room = write_pending(c);
+        write_pending(c);
+}
+
+void grpc_conn_flush(struct grpc_conn *c)
+{
+    if (c->handshaking || c->dead)
+        return;
+    produce(c);
+    if (c->replies_waiting > 0 && !c->dead) {
+        /* Replies that found no room before this write: decided now that
+         * the socket took what it could. Each submit would mark the
+         * connection dirty; it is being flushed, so it is not put on the
+         * loop's list again (it may be closed once this returns). */
+        bool dirty = c->dirty;
+        c->dirty = true;
+        grpc_call_decide_waiting(c);
+        c->dirty = dirty;
+        produce(c);
+    }
     if (c->dead)
         return;
     bool pending = c->pending > 0;
@@ -467,8 +496,7 @@ void grpc_conn_flush(struct grpc_conn *c)
         c->dead = true; /* GOAWAY exchanged, or a fatal protocol error answered */
         return;
     }
-    uint32_t ev = (pending ? EPOLLOUT : 0) | (c->pending > MAX_PENDING ? 0 : EPOLLIN);
-    watch(c, ev);
+    watch(c, (pending ? EPOLLOUT : 0) | EPOLLIN); /* see "Reading never pauses" above */
 }
 
 static void read_input(struct grpc_conn *c)

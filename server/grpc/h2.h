@@ -70,6 +70,7 @@ struct grpc_call {
     uint64_t recv_deadline_us; /* the request must be in by then (moved on as bytes come); 0: no bound */
     uint64_t received;       /* request-message bytes received */
     uint64_t held;           /* its message's declared size, counted in conn->held */
+    uint64_t unsent;         /* its in-memory reply's bytes the socket has not taken, counted in conn->unsent */
     const char *timeout;     /* the grpc-timeout value, for the message */
     bool parked;             /* a worker holds the request until it resumes the call */
     bool deferred;           /* the reply's stream has no bytes ready yet */
@@ -77,6 +78,8 @@ struct grpc_call {
     bool sent_all;           /* END_STREAM went out */
     bool abandoned;          /* the reply no longer reaches the client: ends as 499 */
     bool http_only;          /* refused as HTTP, not gRPC (415, 405): no grpc-status */
+    bool reply_waits;        /* its reply found no room: decided after the connection's next write */
+    bool reply_waited;       /* ... and that write was done: now it is sent or refused */
     /* The reply message being sent: 5-byte prefix, then the body or stream. */
     uint8_t prefix[TILE_GRPC_PREFIX];
     uint64_t msg_len, sent;
@@ -106,6 +109,8 @@ struct grpc_conn {
     struct grpc_call *calls;
     int ncalls;
     uint64_t held;        /* request-message bytes its calls hold (call.c, admit_message) */
+    uint64_t unsent;      /* in-memory reply bytes of its calls the socket has not taken (call.c) */
+    int replies_waiting;  /* calls whose reply_waits */
     /* Output not yet taken by the socket, in order: out_segs[out_first,
      * nout), the first with out_first_sent of its bytes gone; `pending`
      * bytes in all. Frames and headers are copied into `own`; reply
@@ -208,6 +213,9 @@ int grpc_call_send_data(nghttp2_session *s, nghttp2_frame *f, const uint8_t *fra
                         nghttp2_data_source *src, void *user);
 /* The socket took n bytes the call lent (its message's bytes at `at`). */
 void grpc_call_given_back(struct grpc_call *call, uint64_t at, size_t n);
+/* After a write of the connection's output: the replies that found no
+ * room before it are sent if they fit now, else refused. */
+void grpc_call_decide_waiting(struct grpc_conn *c);
 /* Taken from the ready list: a worker finished, or stream bytes are ready. */
 void grpc_call_resumed(struct grpc_call *call);
 /* Checks the call's deadline at `now`. */

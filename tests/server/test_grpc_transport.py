@@ -9,6 +9,7 @@ Run from tests/server with the venv's Python (grpcio, hpack):
 import gzip
 import json
 import os
+import re
 import signal
 import socket
 import ssl
@@ -31,6 +32,9 @@ from test_http import BIN, Daemon  # noqa: E402
 SERVICE = "/inference.GRPCInferenceService/"
 LIVE = SERVICE + "ServerLive"
 LIVE_REPLY = b"\x08\x01"  # ServerLiveResponse{live: true}
+# Sanitizer builds hold more memory per byte the daemon holds (shadow, quarantine).
+RSS_SCALE = 4 if os.path.basename(os.path.dirname(os.path.abspath(BIN))).startswith("build-") and \
+    os.path.basename(os.path.dirname(os.path.abspath(BIN))) != "build" else 1
 SHUTTING_DOWN = "GRPC server is shutting down and has stopped accepting new requests."
 
 
@@ -869,7 +873,7 @@ class ConnMemory(GrpcCase):
                 self.assertEqual(code, 8, msg)
                 self.assertEqual(msg, f"request message of {self.size} bytes exceeds the max-grpc-conn-memory limit "
                                       f"of 65536 bytes: other calls on this connection hold {2 * self.size} bytes "
-                                      f"of request messages")
+                                      f"of request messages and 0 bytes of replies not yet sent")
             self.assertFalse(any(c.streams[sid].ended for sid in sids[:2]), "the admitted calls are still open")
             for sid in sids[:2]:
                 c.send(sid, self.body[1000:], end=True)
@@ -897,6 +901,125 @@ class ConnMemory(GrpcCase):
         self.assertEqual(c.call(path=INFER, body=self.body).status(), (0, None), "room for a second one again")
         c.send(held, self.body[1000:], end=True)
         self.assertEqual(c.wait(held).status(), (0, None))
+
+
+# Any budget refusal: what the refused message or reply is, the limit, and
+# what the connection's calls hold (request messages, replies not yet sent).
+BUDGET_REFUSAL = (r"(request|response) message of (\d+) bytes exceeds the max-grpc-conn-memory limit of (\d+) bytes: "
+                  r"other calls on this connection hold (\d+) bytes of request messages and (\d+) bytes "
+                  r"of replies not yet sent")
+
+
+class ReplyMemory(GrpcCase):
+    """--max-grpc-conn-memory counts the replies held in memory that the
+    socket has not taken, with the request messages: a client that sends
+    calls and does not read gets RESOURCE_EXHAUSTED for the calls beyond
+    it, rather than making the daemon keep every reply; once it reads,
+    every admitted reply arrives whole. --stream-threshold 32M keeps every
+    reply here in memory, --workers 1 answers in order, --body-cache 0
+    lets freed bodies go."""
+    budget = 16 << 20
+    daemon_args = daemon_args("--max-grpc-conn-memory", "16M", "--stream-threshold", "32M", "--workers", "1",
+                              "--body-cache", "0", "--log-level", "info")
+    calls = 40
+    reply = 4 << 20  # each call's output: 256 KiB of float32 tiled 16 times
+    most = budget // reply  # replies that fit the budget together: 4
+
+    def request(self, k):
+        return infer_request(np.arange(1 << 16, dtype=np.float32) + k, [16])
+
+    def test_a_client_that_does_not_read_is_refused_past_the_budget(self):
+        c = self.h2()  # its window (64 KiB for the connection) is never opened: nothing is read
+        rss_before = self.d.rss_kib()
+        for k in range(self.calls):
+            sid = c.start(path=INFER, metadata=[("x-request-id", f"grpc-unread-{k}")])
+            c.send(sid, message(self.request(k)), end=True, piece=1 << 16)
+        refused_ids = lambda: [k for k in range(self.calls) if access_lines(self.d, f"grpc-unread-{k}")]
+        # Every call is refused or admitted once those refused have ended; the
+        # admitted ones wait for the client (no access line until sent).
+        self.assertTrue(wait_for(lambda: len(refused_ids()) >= self.calls - self.most, 60),
+                        f"{len(refused_ids())} calls refused")
+        time.sleep(1)  # the last call may still be on its way to a refusal
+        refused = refused_ids()
+        admitted = [k for k in range(self.calls) if k not in refused]
+        self.assertIn(0, admitted, "the first call was alone")
+        self.assertLessEqual(len(admitted), self.most, "the admitted replies fit the budget")
+        grown_mib = (self.d.rss_kib() - rss_before) / 1024
+        # Bound: the budget plus 24 MiB (a reply being made, allocator slack); without
+        # it the daemon would hold every reply, 40 x 4 MiB = 160 MiB.
+        self.assertLess(grown_mib, self.budget / (1 << 20) + 24 * RSS_SCALE,
+                        f"the daemon grew by {grown_mib:.0f} MiB holding replies nobody reads")
+        for k in refused:
+            self.assertEqual(access_lines(self.d, f"grpc-unread-{k}")[0]["status"], 413)
+
+        # A call that arrives while unsent replies hold the budget is refused from its prefix.
+        late = c.start(path=INFER)
+        c.send(late, message(b"x" * (12 << 20))[:1000])
+        c.pump(lambda: c.streams[late].ended, 10)  # reads: from here on the replies flow
+        code, msg = c.streams[late].status()
+        self.assertEqual(code, 8, msg)
+        m = re.fullmatch(BUDGET_REFUSAL, msg)
+        self.assertTrue(m, msg)
+        self.assertEqual((m.group(1), int(m.group(2)), int(m.group(3))), ("request", 12 << 20, self.budget))
+        self.assertGreaterEqual(int(m.group(5)), len(admitted) * self.reply - 65535,
+                                "the admitted replies, less the one window sent, are what holds the budget")
+
+        sids = {k: 1 + 2 * k for k in range(self.calls)}
+        for k in refused:
+            code, msg = c.wait(sids[k]).status()
+            self.assertEqual(code, 8, msg)
+            m = re.fullmatch(BUDGET_REFUSAL, msg)
+            self.assertTrue(m, msg)
+            self.assertEqual(int(m.group(3)), self.budget)
+        for k in admitted:
+            s = c.wait(sids[k], 60)
+            self.assertEqual(s.status(), (0, None))
+            self.assertEqual(raw_output(s.data[5:]), np.tile(np.arange(1 << 16, dtype=np.float32) + k, 16).tobytes())
+        s = c.call(path=INFER, body=message(self.request(99)))
+        self.assertEqual(s.status(), (0, None), "the replies read, the budget is free again")
+
+    def test_replies_past_the_budget_are_refused_when_they_are_ready(self):
+        """Calls admitted together, before any reply exists (their requests
+        are small): each reply is checked when it is ready, and those that do
+        not fit are refused, so the budget holds without the requests saying
+        how large the replies will be."""
+        c = self.h2()
+        c.cork()
+        sids = [c.start(path=INFER) for _ in range(8)]
+        small = message(infer_request(np.arange(4, dtype=np.float32), [1 << 18]))  # 16 bytes in, 4 MiB out
+        for sid in sids:
+            c.send(sid, small, end=True)
+        c.uncork()
+        time.sleep(1)  # all eight are answered before anything is read
+        results = [c.wait(sid, 60) for sid in sids]
+        ok = [s for s in results if s.status() == (0, None)]
+        self.assertTrue(1 <= len(ok) <= self.budget // self.reply, f"{len(ok)} replies admitted")
+        self.assertLess(len(ok), len(sids), "without the budget all eight (32 MiB) would be held")
+        for s in ok:
+            self.assertEqual(raw_output(s.data[5:]), np.tile(np.arange(4, dtype=np.float32), 1 << 18).tobytes())
+        for s in results:
+            if s not in ok:
+                code, msg = s.status()
+                self.assertEqual(code, 8, msg)
+                m = re.fullmatch(BUDGET_REFUSAL, msg)
+                self.assertTrue(m and m.group(1) == "response" and int(m.group(5)) > 0, msg)
+
+    def test_a_call_alone_gets_a_reply_above_the_budget(self):
+        a = np.arange(1 << 16, dtype=np.float32)
+        c = H2Client(self.d.grpc_port, window=32 << 20)
+        self.addCleanup(c.close)
+        s = c.call(path=INFER, body=message(infer_request(a, [80])))  # 20 MiB reply
+        self.assertEqual(s.status(), (0, None))
+        self.assertEqual(raw_output(s.data[5:]), np.tile(a, 80).tobytes())
+
+    def test_a_reading_client_with_many_concurrent_calls_is_never_refused(self):
+        a = np.arange(1 << 13, dtype=np.float32)  # 32 KiB in, 128 KiB out: 100 replies are 12.5 MiB
+        with grpc.insecure_channel(self.target, options=BIG_OPTIONS) as channel:
+            infer = raw_method(channel, INFER)
+            futures = [infer.future(infer_request(a + k, [4]), timeout=60) for k in range(100)]
+            replies = [f.result() for f in futures]
+        for k, reply in enumerate(replies):
+            self.assertEqual(raw_output(reply), np.tile(a + k, 4).tobytes())
 
 
 class ReceiveTimeout(GrpcCase):
