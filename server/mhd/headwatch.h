@@ -43,7 +43,8 @@ void tiled_headwatch_notify(void *cls, struct MHD_Connection *c, void **socket_c
 /* The head of a request on c has arrived: false when it came too late (the
  * connection was cut just before) and must not be served. */
 bool tiled_headwatch_head_done(struct tiled_headwatch *hw, struct MHD_Connection *c);
-/* The request on c will read a body: its deadline starts now. */
+/* The head of the request on c is accepted: its body's deadline starts
+ * now (a request without a body ends it at once with body_done). */
 void tiled_headwatch_body_start(struct tiled_headwatch *hw, struct MHD_Connection *c);
 /* A piece of n body bytes came on c: false when it came after the body's
  * deadline (counted once; the request must be refused). Cheap: a clock

@@ -285,8 +285,10 @@ static enum MHD_Result first_call(struct tiled_server *srv, struct MHD_Connectio
         tiled_service_expect_body(req, MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH)) ||
         tiled_service_check_head(req))
         return answer_from_head(req, c);
-    if (announces_body(c)) /* the body's own deadline starts (headwatch.h) */
-        tiled_headwatch_body_start(transport_of(srv)->headwatch, c);
+    /* The body's own deadline starts (headwatch.h). Without a body the
+     * request's last call comes at once and ends it: cheaper than looking
+     * for Content-Length and Transfer-Encoding again. */
+    tiled_headwatch_body_start(transport_of(srv)->headwatch, c);
     return MHD_YES;
 }
 
