@@ -22,16 +22,16 @@
  * Reading never pauses, whatever waits to be written: a client that does
  * not read is bounded by what its calls may hold, not by its socket. Its
  * unsent replies count against --max-grpc-conn-memory with its request
- * messages, and a call that finds no room is refused (call.c,
- * admit_message). Pausing instead would deadlock: paused while replies
- * wait for the client's window, the WINDOW_UPDATE that opens it would
- * never be read; paused while the socket is full, a client that writes
- * its requests before it reads (a single-threaded one) and the server
- * would each wait for the other to read. What reading still adds while the
- * socket is full is bounded too: a refused call's Trailers-Only HEADERS
- * waits in nghttp2 with its stream, and streams are at most MAX_STREAMS;
- * the DATA of a refused call is dropped as it comes; nghttp2 closes a
- * session whose unsent PING and SETTINGS acknowledgements pile up.
+ * messages, and a call or a reply that finds no room is refused (call.c,
+ * admit_message, admit_reply). Pausing instead would deadlock: paused
+ * while replies wait for the client's window, the WINDOW_UPDATE that opens
+ * it would never be read; paused while the socket is full, a client that
+ * writes its requests before it reads (a single-threaded one) and the
+ * server would each wait for the other to read. What reading still adds
+ * while the socket is full is bounded too: a refused call's Trailers-Only
+ * HEADERS waits in nghttp2 with its stream, and streams are at most
+ * MAX_STREAMS; the DATA of a refused call is dropped as it comes; nghttp2
+ * closes a session whose unsent PING and SETTINGS acknowledgements pile up.
  *
  * Windows: the client may send up to STREAM_WINDOW per stream and
  * CONN_WINDOW in all before a WINDOW_UPDATE (nghttp2 sends them as bytes
