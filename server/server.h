@@ -90,6 +90,7 @@ struct tiled_req {
     bool want_trailers;
     char *body;
     uint64_t body_len, body_cap;
+    uint64_t body_dropped;    /* body bytes read after the reply was decided (read and dropped) */
     uint64_t bytes_out;
     /* Timestamps (µs, monotonic). */
     uint64_t t_start, t_queued, t_work, t_decoded, t_tiled, t_encoded;

@@ -210,12 +210,15 @@ bool tiled_service_expect_body(struct tiled_req *req, const char *content_length
 
 void tiled_service_body(struct tiled_req *req, const char *data, size_t n)
 {
-    if (req->reply.status)
+    if (req->reply.status) {
+        req->body_dropped += n;
         return;
+    }
     uint64_t max = req->srv->lim.max_body;
     if (req->body_len + n > max) {
         body_fail(req, TILED_TOO_LARGE, "request body exceeds the max-body limit of %llu bytes",
                   (unsigned long long)max);
+        req->body_dropped = n;
         return;
     }
     if (req->body_len + n > req->body_cap) {

@@ -232,38 +232,56 @@ static bool cors_preflight(struct tiled_req *req, struct MHD_Connection *c, cons
     return true;
 }
 
-/* A body piece came after the body's deadline (headwatch.h): 408, and the
- * connection closes. libmicrohttpd 0.9.75 takes no response while a body is
- * being read (MHD_queue_response accepts one only right after the head or
- * once the request is complete), and the request's end is what a trickling
- * client withholds. So the reply is written to the socket here, where
+/* The reply, written to the socket now, and the connection closed: for a
+ * request whose body is still arriving. libmicrohttpd 0.9.75 takes no
+ * response while a body is being read (MHD_queue_response accepts one only
+ * right after the head or once the request is complete), and the request's
+ * end is what such a client withholds. So the reply is written here, where
  * libmicrohttpd has nothing of its own to send (the head is read, no reply
  * begun, a "100 Continue" long gone), and MHD_NO then makes it close the
  * connection. Over TLS the bytes would have to go through the TLS session,
  * which libmicrohttpd does not lend: there the connection just closes. The
- * access log has the 408 either way (request_completed). */
-static enum MHD_Result refuse_late_body(struct tiled_req *req, struct MHD_Connection *c)
+ * access log has the reply's status either way (request_completed). */
+static enum MHD_Result reply_now_and_close(struct tiled_req *req, struct MHD_Connection *c)
 {
-    struct tiled_reply *r = &req->reply;
-    tiled_reply_error(r, TILED_REQUEST_TIMEOUT,
-                      "request body not received in time: %llu bytes of it came in %.1f s; a request has the "
-                      "header-timeout of %lld s from the end of its head, plus a second per %d bytes of body it "
-                      "sends, to send its whole body",
-                      (unsigned long long)req->body_len, (double)(tiled_now_us() - req->t_start) / 1e6,
-                      (long long)req->srv->cfg.header_timeout, TILED_RECV_MIN_RATE);
+    const struct tiled_reply *r = &req->reply;
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     if (req->srv->tls_cert_pem || !ci || !r->body)
         return MHD_NO;
     char head[256];
     int n = snprintf(head, sizeof(head),
-                     "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\nContent-Length: %llu\r\n"
+                     "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %llu\r\n"
                      "X-Request-Id: %s\r\nConnection: close\r\n\r\n",
-                     (unsigned long long)r->body_len, req->request_id);
+                     r->status, MHD_get_reason_phrase_for((unsigned)r->status), (unsigned long long)r->body_len,
+                     req->request_id);
     struct iovec iov[2] = {{head, (size_t)n}, {r->body, (size_t)r->body_len}};
     struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 2};
     /* Best effort: a few hundred bytes into an idle socket's send buffer. */
     (void)sendmsg(ci->connect_fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
     return MHD_NO;
+}
+
+/* A body piece came after the body's deadline (headwatch.h): 408, and the
+ * connection closes. */
+static enum MHD_Result refuse_late_body(struct tiled_req *req, struct MHD_Connection *c)
+{
+    tiled_reply_error(&req->reply, TILED_REQUEST_TIMEOUT,
+                      "request body not received in time: %llu bytes of it came in %.1f s; a request has the "
+                      "header-timeout of %lld s from the end of its head, plus a second per %d bytes of body it "
+                      "sends, to send its whole body",
+                      (unsigned long long)req->body_len, (double)(tiled_now_us() - req->t_start) / 1e6,
+                      (long long)req->srv->cfg.header_timeout, TILED_RECV_MIN_RATE);
+    return reply_now_and_close(req, c);
+}
+
+/* A body refused while it arrives (over --max-body, say) is still read and
+ * dropped, so a client that reads nothing until it has sent all gets the
+ * reply at the body's end; but only up to --max-body more bytes. Past that
+ * the body may never end (chunked, of no stated length): the reply goes
+ * now and the connection closes. */
+static bool dropped_enough(const struct tiled_req *req)
+{
+    return req->reply.status && req->body_dropped > req->srv->lim.max_body;
 }
 
 static enum MHD_Result first_call(struct tiled_server *srv, struct MHD_Connection *c, const char *url,
@@ -305,7 +323,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *c, const
             return refuse_late_body(req, c);
         tiled_service_body(req, upload_data, *upload_size);
         *upload_size = 0;
-        return MHD_YES;
+        return dropped_enough(req) ? reply_now_and_close(req, c) : MHD_YES;
     }
     if (!req->done)
         tiled_headwatch_body_done(hw, c); /* the work and the reply are not bounded */
@@ -326,8 +344,8 @@ static void request_completed(void *cls, struct MHD_Connection *c, void **req_cl
      * ends the connection, not as the client going, but as a 408. */
     if (tiled_headwatch_request_done(transport_of(srv)->headwatch, c))
         tiled_reply_error(&req->reply, TILED_REQUEST_TIMEOUT, "request body stalled past its deadline");
-    if (req->reply.status == TILED_REQUEST_TIMEOUT)
-        status = TILED_REQUEST_TIMEOUT;
+    if (req->reply.status == TILED_REQUEST_TIMEOUT || dropped_enough(req)) /* answered before the body's end */
+        status = req->reply.status;
     if (tiled_log_enabled(TILED_LOG_INFO)) /* the address is for the access log only */
         remote_address(c, req->remote, sizeof(req->remote));
     tiled_service_end(req, status);

@@ -456,6 +456,32 @@ class BadInput(unittest.TestCase):
         self.assertIn("max-body", json.loads(payload)["error"])
         self.assert_healthy()
 
+    def test_endless_chunked_body_past_max_body_is_cut(self):
+        """A chunked body refused for --max-body is read and dropped for at most --max-body more
+        bytes (so a client that reads only once it has sent all still gets the 413); past that the
+        413 is written at once and the connection closed, whatever the client keeps sending."""
+        s = self.connect()
+        chunk = b"%x\r\n" % 8192 + b"\0" * 8192 + b"\r\n"
+        s.sendall(b"POST /v1/tile?dtype=uint8&shape=100000&repeats=1 HTTP/1.1\r\nHost: t\r\nX-Request-Id: endless-1\r\n"
+                  b"Content-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+        sent, limit = 0, 32 << 20  # far past what loopback's socket buffers hold
+        try:
+            while sent < limit:
+                s.sendall(chunk)
+                sent += len(chunk)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        data, closed = read_until_close(s)
+        s.close()
+        self.assertLess(sent, limit, "the server read the endless body to the end")
+        self.assertTrue(closed)
+        if data:  # the 413 may be lost to the reset that unread bytes cause
+            self.assertTrue(data.startswith(b"HTTP/1.1 413 "), data[:300])
+            self.assertIn(b"max-body", data)
+        access = [json.loads(line) for line in self.d.log_lines() if '"request_id":"endless-1"' in line]
+        self.assertEqual([a["status"] for a in access if a.get("event") == "access"], [413])
+        self.assert_healthy()
+
     def test_truncated_chunked_body(self):
         # What matters is that the daemon closes, not how fast: a loaded
         # machine (sanitizer builds beside other jobs) has taken over 5 s.
