@@ -43,13 +43,13 @@ void tiled_reply_json(struct tiled_reply *r, int status, const char *json)
 void tiled_reply_doc(struct tiled_reply *r, int status, json_t *doc)
 {
     char *text = tiled_json_dump(doc);
-    free(r->body);
     free(r->message); /* a document replaces an earlier error */
     r->message = NULL;
     r->status = text ? status : TILED_UNAVAILABLE;
     tiled_copy_str(r->content_type, sizeof(r->content_type), "application/json");
-    r->body = text;
-    r->body_len = text ? strlen(text) : 0;
+    /* An earlier body goes back the way it came (a pooled output body is
+     * not malloc's); the document is. */
+    tiled_reply_set_body(r, text, text ? strlen(text) : 0, NULL);
 }
 
 void tiled_reply_error(struct tiled_reply *r, int status, const char *fmt, ...)

@@ -358,6 +358,33 @@ static void metrics_count_requests(void **state)
     tiled_service_end(req, req->reply.status);
 }
 
+static int released;
+
+static void count_release(void *body)
+{
+    released++;
+    free(body);
+}
+
+/* An error replacing a body that has its own release (a pooled output
+ * body) gives it back through that release, and the error's document is
+ * then freed as the plain allocation it is. */
+static void error_replaces_a_body_through_its_release(void **state)
+{
+    (void)state;
+    struct tiled_reply r = {0};
+    char *body = strdup("{\"output\":1}");
+    tiled_reply_set_body(&r, body, strlen(body), count_release);
+    released = 0;
+    tiled_reply_error(&r, TILED_BAD_REQUEST, "late: %d", 7);
+    assert_int_equal(released, 1);
+    assert_int_equal(r.status, TILED_BAD_REQUEST);
+    assert_non_null(strstr(r.body, "late: 7"));
+    assert_int_equal(r.body_len, strlen(r.body));
+    tiled_reply_free(&r);
+    assert_int_equal(released, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -368,6 +395,7 @@ int main(void)
         cmocka_unit_test(v1_errors),       cmocka_unit_test(v1_on_a_worker),
         cmocka_unit_test(v2_metadata),     cmocka_unit_test(v2_infer),
         cmocka_unit_test(v2_errors),       cmocka_unit_test(metrics_count_requests),
+        cmocka_unit_test(error_replaces_a_body_through_its_release),
     };
     return cmocka_run_group_tests(tests, fake_setup, fake_teardown);
 }
