@@ -337,13 +337,13 @@ class Unary(GrpcCase):
                 opened.wait(20)  # still open when the answer comes
 
             call = self.channel.stream_stream(path)
-            t0 = time.monotonic()
+            # Had the refusal waited for the client's END_STREAM, which never comes, the call
+            # would end at its deadline with DEADLINE_EXCEEDED instead.
             with self.subTest(path=path), self.assertRaises(grpc.RpcError) as cm:
                 list(call(requests(), timeout=15))
             opened.set()
             self.assertEqual(cm.exception.code(), grpc.StatusCode.UNIMPLEMENTED)
             self.assertEqual(cm.exception.details(), f"unknown method {path}")
-            self.assertLess(time.monotonic() - t0, 10)
 
     def test_error_is_trailers_only_with_percent_encoded_message(self):
         s = self.h2().call(path="/no.Such/100%")
@@ -493,9 +493,7 @@ class Unary(GrpcCase):
         c = self.h2()
         sid = c.start(metadata=[("grpc-timeout", "200m"), ("x-request-id", "grpc-deadline-1")])
         c.send(sid, message(unknown_field(100))[:50])
-        t0 = time.monotonic()
         s = c.wait(sid)
-        self.assertLess(time.monotonic() - t0, 5)
         code, msg = s.status()
         self.assertEqual(code, 4)
         self.assertIn("grpc-timeout of 200m", msg)
@@ -1042,7 +1040,7 @@ class ReceiveTimeout(GrpcCase):
         sid = c.start(metadata=[("x-request-id", "grpc-trickle")])
         c.send(sid, body[:10])
         sent, others = 10, 0
-        while not c.streams[sid].ended and time.monotonic() - t0 < 10:
+        while not c.streams[sid].ended and time.monotonic() - t0 < 60:  # only a hang reaches it
             c.send(sid, body[sent:sent + 1])  # 10 bytes a second
             sent += 1
             if not c.streams[sid].ended and others < 3:
@@ -1055,8 +1053,7 @@ class ReceiveTimeout(GrpcCase):
         self.assertRegex(msg, r"^request not received in time: \d+ bytes of its message came in [0-9.]+ s; a call has "
                               r"the header-timeout of 1 s, plus a second per 500 bytes it sends")
         self.assertEqual(others, 3)
-        self.assertGreater(elapsed, 0.9)
-        self.assertLess(elapsed, 4)
+        self.assertGreater(elapsed, 0.9)  # not before the bound; later only on a loaded machine
         self.assertTrue(wait_for(lambda: access_lines(self.d, "grpc-trickle")))
         self.assertEqual(access_lines(self.d, "grpc-trickle")[0]["status"], 408)
         self.assertEqual(self.timeouts(), before + 1)
@@ -1089,9 +1086,11 @@ class ReceiveTimeout(GrpcCase):
                 c.frame(CONTINUATION, 0, 1, block[i:i + 1])
             except OSError:
                 break
-        c.pump(lambda: False, 0.1)
+        # Cut by the 1 s header timeout: the wait stops short of the 30 s idle timeout, which
+        # would close it too, so only a missing cut (or a machine 20 times slower) fails here.
+        c.pump(lambda: c.closed, 20)
         self.assertTrue(c.closed, "the connection is closed")
-        self.assertLess(time.monotonic() - t0, 3)
+        print(f"\n  trickled header block cut after {time.monotonic() - t0:.2f} s")
         self.assertEqual(raw_method(self.channel, LIVE)(b"", timeout=10), LIVE_REPLY)
 
 
