@@ -161,6 +161,13 @@ def triton_inputs(module, data, repeats, names=("input", "repeats")):
     return [inp, rep]
 
 
+def inflight(d):
+    """Requests the daemon holds (both transports): tiled_inflight_requests less the /metrics
+    request that reads it."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{d.port}/metrics", timeout=30) as r:
+        return int(re.search(r"^tiled_inflight_requests (\d+)$", r.read().decode(), re.M).group(1)) - 1
+
+
 def grpc_error(call):
     """The grpc.RpcError `call` raises (fails the test if it succeeds)."""
     try:
@@ -779,7 +786,9 @@ class DeadlineAndCancel(GrpcCase):
     def test_cancel_mid_call(self):
         before = len(access_entries(self.d, "/ModelInfer"))
         future = self.stub.ModelInfer.future(self.raw_request(*self.BIG))
-        time.sleep(0.02)
+        deadline = time.monotonic() + 60  # cancelled once the daemon holds it
+        while inflight(self.d) == 0 and not future.done() and time.monotonic() < deadline:
+            time.sleep(0.002)
         self.assertTrue(future.cancel(), "the call ended before it could be cancelled")
         self.assertTrue(future.cancelled())
         self.wait_for_499(before)
@@ -958,7 +967,10 @@ class Drain(unittest.TestCase):
             self.assertEqual(health.Check(P.msg("grpc.health.v1.HealthCheckRequest")).status, 1)
             # Eight 64 MiB answers queued on one worker: some are still running at the signal.
             futures = [stub.ModelInfer.future(req) for _ in range(8)]
-            time.sleep(0.2)
+            # Wait until the daemon holds calls (its in-flight gauge), not for a fixed time.
+            deadline = time.monotonic() + 60
+            while inflight(d) == 0 and not all(f.done() for f in futures) and time.monotonic() < deadline:
+                time.sleep(0.005)
             in_flight = [f for f in futures if not f.done()]
             self.assertTrue(in_flight, "every call ended before the signal")
             d.proc.send_signal(signal.SIGTERM)

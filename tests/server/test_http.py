@@ -442,9 +442,15 @@ class TileHTTP(unittest.TestCase):
 
     def test_access_log_is_json(self):
         self.d.request("GET", "/v2/health/live", headers={"X-Request-Id": "log-check"})
-        time.sleep(0.2)
-        lines = [json.loads(l) for l in self.d.log_lines()]
-        access = [l for l in lines if l.get("event") == "access" and l.get("request_id") == "log-check"]
+
+        def lines():
+            return [l for l in map(json.loads, self.d.log_lines())
+                    if l.get("event") == "access" and l.get("request_id") == "log-check"]
+
+        deadline = time.monotonic() + 60  # the line is written after the answer: wait for it
+        while not lines() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        access = lines()
         self.assertEqual(len(access), 1)
         for key in ("time", "method", "path", "status", "bytes_in", "bytes_out", "total_us", "remote"):
             self.assertIn(key, access[0])
