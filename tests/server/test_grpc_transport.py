@@ -6,6 +6,7 @@ content-type, the compressed flag, two messages, RST_STREAM, GOAWAY).
 Run from tests/server with the venv's Python (grpcio, hpack):
     TILED_BIN=../../build/tiled ../../build/venv/bin/python -m unittest test_grpc_transport
 """
+import fcntl
 import gzip
 import json
 import os
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import termios
 import time
 import zlib
 import unittest
@@ -168,6 +170,16 @@ class H2Client:
         else:
             self.sock.sendall(f)
 
+    def wait_unread(self, n=4096, timeout=60):
+        """Waits until the kernel holds at least n bytes the server sent and this client has not
+        read (FIONREAD): the reply has begun and the socket is filling. False on the timeout."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if struct.unpack("i", fcntl.ioctl(self.sock.fileno(), termios.FIONREAD, b"\0" * 4))[0] >= n:
+                return True
+            time.sleep(0.005)
+        return False
+
     def cork(self):
         """Frames written until uncork() leave in one write (so the server reads them at once)."""
         self.corked = []
@@ -203,11 +215,11 @@ class H2Client:
     def cancel(self, sid):
         self.frame(RST_STREAM, 0, sid, struct.pack(">I", CANCEL))
 
-    def wait(self, sid, timeout=10):
+    def wait(self, sid, timeout=60):  # a deadline only a hang reaches
         self.pump(lambda: self.streams[sid].ended or self.streams[sid].reset is not None, timeout)
         return self.streams[sid]
 
-    def pump(self, done, timeout=10):
+    def pump(self, done, timeout=60):
         """Reads frames until done() or the connection closes; False on a timeout."""
         deadline = time.monotonic() + timeout
         while not done():
@@ -517,7 +529,7 @@ class Unary(GrpcCase):
             orig(kind, flags, sid, payload)
 
         c.on_frame = spy
-        self.assertTrue(c.pump(lambda: acks, 5))
+        self.assertTrue(c.pump(lambda: acks))
         self.assertEqual(acks, [b"12345678"])
 
 
@@ -602,7 +614,7 @@ class Streamed(GrpcCase):
             c = H2Client(self.d.grpc_port, rcvbuf=8192)
             sid = c.start(path=INFER)
             c.send(sid, message(infer_request(a, [16])), end=True)
-            time.sleep(0.3)  # let the server fill the socket and block
+            self.assertTrue(c.wait_unread(), "the reply began")  # the server fills the socket and blocks
             s = c.wait(sid, 60)
             c.close()
             self.assertEqual(s.status(), (0, None))
@@ -634,7 +646,7 @@ class Streamed(GrpcCase):
         for a in arrays:
             sids.append(c.start(path=INFER))
             c.send(sids[-1], message(infer_request(a, [32])), end=True)
-        time.sleep(0.3)  # the server fills the socket and queues the rest
+        self.assertTrue(c.wait_unread(), "the replies began")  # the server fills the socket, queues the rest
         for sid, a in zip(sids, arrays):
             s = c.wait(sid, 60)
             self.assertEqual(s.status(), (0, None))
@@ -653,7 +665,7 @@ class Streamed(GrpcCase):
         c.send(a, message(infer_request(first, [16])), end=True)
         b = c.start(path=INFER)
         c.send(b, message(infer_request(second, [16])), end=True)
-        time.sleep(0.3)  # both replies begun; the socket is full
+        self.assertTrue(c.wait_unread(), "the replies began")  # the socket fills
         c.cancel(a)
         s = c.wait(b, 60)
         self.assertEqual(s.status(), (0, None))
@@ -671,7 +683,7 @@ class Streamed(GrpcCase):
             for k in range(2):
                 sid = c.start(path=INFER)
                 c.send(sid, message(infer_request(np.arange(1 << 18, dtype=np.float32) + k, [16])), end=True)
-            time.sleep(0.2)
+            self.assertTrue(c.wait_unread(), "the replies began")
             c.close()
         a = np.arange(1 << 16, dtype=np.float32)
         with grpc.insecure_channel(self.target, options=BIG_OPTIONS) as channel:
@@ -954,7 +966,7 @@ class ReplyMemory(GrpcCase):
         # A call that arrives while unsent replies hold the budget is refused from its prefix.
         late = c.start(path=INFER)
         c.send(late, message(b"x" * (12 << 20))[:1000])
-        c.pump(lambda: c.streams[late].ended, 10)  # reads: from here on the replies flow
+        c.pump(lambda: c.streams[late].ended)  # reads: from here on the replies flow
         code, msg = c.streams[late].status()
         self.assertEqual(code, 8, msg)
         m = re.fullmatch(BUDGET_REFUSAL, msg)
@@ -1100,7 +1112,7 @@ class IdleTimeout(GrpcCase):
     def test_idle_connection_gets_goaway_and_is_closed(self):
         c = self.h2()
         self.assertEqual(c.call().status(), (0, None))
-        c.pump(lambda: False, 4)
+        c.pump(lambda: c.closed)
         self.assertTrue(c.closed)
         self.assertEqual(c.goaways, [(1, 0)], "GOAWAY naming the last stream, NO_ERROR")
         self.assertEqual(raw_method(self.channel, LIVE)(b"", timeout=10), LIVE_REPLY, "clients reconnect")
@@ -1109,7 +1121,7 @@ class IdleTimeout(GrpcCase):
         c = self.h2()
         sid = c.start(metadata=[("x-request-id", "grpc-stalled")])
         c.send(sid, message(unknown_field(100))[:20])
-        c.pump(lambda: False, 4)
+        c.pump(lambda: c.closed)
         self.assertTrue(c.closed)
         self.assertEqual(len(c.goaways), 1)
         self.assertTrue(wait_for(lambda: access_lines(self.d, "grpc-stalled")))
@@ -1229,7 +1241,7 @@ class Lifecycle(unittest.TestCase):
             c.send(inflight, body[:100])
             self.assertEqual(c.call().status(), (0, None))
             d.proc.send_signal(signal.SIGTERM)
-            self.assertTrue(c.pump(lambda: c.goaways, 10), "GOAWAY on drain")
+            self.assertTrue(c.pump(lambda: c.goaways), "GOAWAY on drain")
             self.assertEqual(c.goaways[0], (2**31 - 1, 0), "the shutdown notice: streams still accepted")
             code, msg = c.call().status()
             self.assertEqual((code, msg), (14, SHUTTING_DOWN))
@@ -1256,7 +1268,7 @@ class Lifecycle(unittest.TestCase):
             self.assertEqual(c.call().status(), (0, None))
             d.proc.send_signal(signal.SIGTERM)
             self.assertEqual(d.proc.wait(20), 0)
-            c.pump(lambda: False, 2)
+            c.pump(lambda: c.closed)
             self.assertTrue(c.closed)
             self.assertEqual(c.goaways[-1], (3, 0), "the final GOAWAY names the last stream")
             self.assertEqual(access_lines(d, "grpc-drain-stuck")[0]["status"], 499)
