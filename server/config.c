@@ -96,7 +96,8 @@ static const struct tiled_option tiled_options[] = {
      .def = "1M", .min = 4096, .max = 256 << 20, .help = "bytes per streamed chunk"},
     {.flag = "inline-max", .env = "TILED_INLINE_MAX", .type = OPT_SIZE, .offset = OFF(inline_max),
      .def = "64K", .min = 0, .max = 16 << 20,
-     .help = "requests whose body and output are both below this are served on the HTTP thread"},
+     .help = "requests whose body and output are both below this are served on the transport's thread (a "
+             "compressed body never is: it is inflated and read on a worker)"},
     {.flag = "log-format", .env = "TILED_LOG_FORMAT", .type = OPT_ENUM, .offset = OFF(log_format),
      .def = "json", .enums = log_formats, .help = "access and event log format: json or text"},
     {.flag = "log-level", .env = "TILED_LOG_LEVEL", .type = OPT_ENUM, .offset = OFF(log_level),

@@ -4,16 +4,40 @@
 #include "compress.h"
 #include "server.h"
 
+bool tiled_inflate_needed(const struct tiled_req *req)
+{
+    enum tiled_coding c;
+    return tiled_coding_parse(req->content_encoding, &c) < 0 || c != TILED_CODING_IDENTITY;
+}
+
 int tiled_inflate_body(struct tiled_req *req, struct tile_error *e)
 {
+    bool grpc = req->transport == TILED_TRANSPORT_GRPC;
     if (tiled_coding_parse(req->content_encoding, &req->request_coding) < 0) {
+        if (grpc) { /* the transport refuses other grpc-encodings from the head; kept for any other caller */
+            tiled_reply_error(&req->reply, TILED_UNSUPPORTED_MEDIA_TYPE, "grpc-encoding '%.40s' is not supported",
+                              req->content_encoding);
+            tiled_reply_set_grpc_status(&req->reply, TILED_GRPC_UNIMPLEMENTED);
+            return -2;
+        }
         tiled_reply_error(&req->reply, TILED_UNSUPPORTED_MEDIA_TYPE, "unsupported Content-Encoding '%.60s' (use gzip, deflate or identity)",
                           req->content_encoding);
         tiled_reply_header(&req->reply, "Accept-Encoding", "gzip, deflate");
         return -2;
     }
-    if (tiled_body_decompress(req->request_coding, &req->body, &req->body_len, req->srv->lim.max_body, e) < 0)
-        return -1;
+    /* A gRPC message is bounded like an uncompressed one: by the smaller
+     * of --max-body and --max-grpc-message. */
+    uint64_t max = req->srv->lim.max_body;
+    if (grpc && (uint64_t)req->srv->cfg.max_grpc_message < max)
+        max = (uint64_t)req->srv->cfg.max_grpc_message;
+    if (tiled_body_decompress(req->request_coding, &req->body, &req->body_len, max, e) < 0) {
+        if (!grpc || e->code == TILE_ETOOBIG)
+            return -1;
+        /* gRPC says INTERNAL for a message that does not inflate. */
+        tiled_reply_tile_error(&req->reply, e);
+        tiled_reply_set_grpc_status(&req->reply, TILED_GRPC_INTERNAL);
+        return -2;
+    }
     req->body_cap = req->body_len;
     req->request_coding = TILED_CODING_IDENTITY;
     req->content_encoding = ""; /* inflated once, whoever reads the body next */

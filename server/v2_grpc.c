@@ -15,10 +15,10 @@
 #include <string.h>
 
 #include "base.h"
-#include "compress.h"
 #include "grpc_msgs.h"
 #include "grpc_reflect.h"
 #include "handlers.h"
+#include "inflate.h"
 #include "server.h"
 #include "v2_grpc.h"
 #include "v2_model.h"
@@ -248,50 +248,44 @@ void tiled_check_grpc_head(struct tiled_req *req)
         unimplemented(req, NULL);
 }
 
-/* A compressed request message (the transport names its grpc-encoding as
- * the request's content_encoding) is inflated before any RPC reads it,
- * bounded like an uncompressed one. False with an error reply: gRPC's
- * INTERNAL for data that does not inflate, RESOURCE_EXHAUSTED above the
- * limits. */
-static bool inflate_message(struct tiled_req *req)
+/* Runs RPC `i` on the message in req->body: its reply, or req->prepare
+ * set for the work path (ModelInfer). */
+static void run_rpc(struct tiled_req *req, int i)
 {
-    enum tiled_coding coding;
-    struct tile_error e = {0};
-    if (!req->content_encoding[0])
-        return true;
-    uint64_t max = req->srv->lim.max_body < (uint64_t)req->srv->cfg.max_grpc_message
-                       ? req->srv->lim.max_body
-                       : (uint64_t)req->srv->cfg.max_grpc_message;
-    if (tiled_coding_parse(req->content_encoding, &coding) < 0) {
-        tiled_reply_error(&req->reply, TILED_UNSUPPORTED_MEDIA_TYPE, "grpc-encoding '%.40s' is not supported",
-                          req->content_encoding);
-        tiled_reply_set_grpc_status(&req->reply, TILED_GRPC_UNIMPLEMENTED);
-        return false;
-    }
-    if (tiled_body_decompress(coding, &req->body, &req->body_len, max, &e) < 0) {
-        tiled_reply_tile_error(&req->reply, &e);
-        if (e.code != TILE_ETOOBIG)
-            tiled_reply_set_grpc_status(&req->reply, TILED_GRPC_INTERNAL);
-        return false;
-    }
-    req->body_cap = req->body_len;
-    req->content_encoding = ""; /* the work path must not inflate it again */
-    return true;
-}
-
-void tiled_handle_grpc(struct tiled_req *req)
-{
-    int i = rpc_index(req->path);
-    if (i < 0) {
-        unimplemented(req, NULL);
-        return;
-    }
-    if (!inflate_message(req))
-        return;
     struct tile_grpc_buf b = {0};
     rpcs[i].fn(req, &b);
     if (req->reply.status || req->prepare) /* decided, or left to the work path */
         free(b.p);
     else
         tiled_grpc_reply(req, &b);
+}
+
+/* A worker's step for a message left to it (work.h's prepare contract;
+ * the work path has inflated the message first): run the RPC, then its
+ * own preparation if it left one (ModelInfer decodes and plans); -2 once
+ * the reply is decided. */
+static int prepare_offloaded(struct tiled_req *req, struct tile_error *e)
+{
+    req->prepare = NULL;
+    run_rpc(req, rpc_index(req->path));
+    if (req->reply.status || !req->prepare)
+        return -2;
+    return req->enc ? 0 : req->prepare(req, e);
+}
+
+/* A request message is read on the loop thread only when it is known to
+ * be small: plain (the transport names a message's grpc-encoding as the
+ * request's content_encoding) and within --inline-max. Any other is
+ * inflated and read on a worker: a small compressed message may inflate
+ * to many MiB, and a large one takes long to read, time the loop must not
+ * take from every other call it serves. */
+void tiled_handle_grpc(struct tiled_req *req)
+{
+    int i = rpc_index(req->path);
+    if (i < 0)
+        unimplemented(req, NULL);
+    else if (tiled_inflate_needed(req) || req->body_len > (uint64_t)req->srv->cfg.inline_max)
+        req->prepare = prepare_offloaded; /* left to a worker */
+    else
+        run_rpc(req, i);
 }

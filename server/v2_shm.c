@@ -237,6 +237,23 @@ static bool split_path(const char *rest, char *name, size_t cap, const char **ac
     return strcmp(*action, "status") == 0 || strcmp(*action, "register") == 0 || strcmp(*action, "unregister") == 0;
 }
 
+#define SYSTEM_SHM "/v2/systemsharedmemory"
+#define CUDA_SHM "/v2/cudasharedmemory"
+
+static void handle_shm(struct tiled_req *req, const char *prefix, bool cuda);
+
+/* A register body that may be large once decoded (compressed, or above
+ * --inline-max) is read on a worker, not on the thread that serves other
+ * connections: work.h's prepare step, run after the work path inflated
+ * the body; -2 as the reply is decided. */
+static int shm_prepare(struct tiled_req *req, struct tile_error *e)
+{
+    (void)e;
+    bool cuda = strncmp(req->path, CUDA_SHM, strlen(CUDA_SHM)) == 0;
+    handle_shm(req, cuda ? CUDA_SHM : SYSTEM_SHM, cuda);
+    return -2;
+}
+
 static void handle_shm(struct tiled_req *req, const char *prefix, bool cuda)
 {
     char name[TILED_SHM_NAME_MAX + 2];
@@ -254,7 +271,10 @@ static void handle_shm(struct tiled_req *req, const char *prefix, bool cuda)
     if (call == TILED_SHM_STATUS) {
         handle_status(req, cuda, name);
     } else if (call == TILED_SHM_REGISTER) {
-        handle_register(req, name);
+        if (req->prepare != shm_prepare && (tiled_inflate_needed(req) || req->body_len > (uint64_t)req->srv->cfg.inline_max))
+            req->prepare = shm_prepare; /* left to a worker */
+        else
+            handle_register(req, name);
     } else {
         tiled_v2_shm_unregister(req, cuda, name);
         tiled_reply_json(&req->reply, TILED_OK, "");
@@ -263,10 +283,10 @@ static void handle_shm(struct tiled_req *req, const char *prefix, bool cuda)
 
 void tiled_handle_system_shm(struct tiled_req *req)
 {
-    handle_shm(req, "/v2/systemsharedmemory", false);
+    handle_shm(req, SYSTEM_SHM, false);
 }
 
 void tiled_handle_cuda_shm(struct tiled_req *req)
 {
-    handle_shm(req, "/v2/cudasharedmemory", true);
+    handle_shm(req, CUDA_SHM, true);
 }

@@ -4,9 +4,10 @@
  * thread and set req->prepare (decode, plan, choose the encoder). Small
  * requests, whose body and output both fit under --inline-max, are then
  * finished on the spot, because a thread hand-off costs more than the
- * work; everything else is left for a worker (reply.status stays 0 and
- * http.c queues it). Bodies up to --stream-threshold are built in memory;
- * above it a stream produces them chunk by chunk.
+ * work; everything else, compressed bodies included (their decoded size
+ * is unknown until inflated), is left for a worker (reply.status stays 0
+ * and tiled_service_dispatch queues it). Bodies up to --stream-threshold
+ * are built in memory; above it a stream produces them chunk by chunk.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,7 +96,7 @@ void tiled_work_fail(struct tiled_req *req, const struct tile_error *e)
 }
 
 /* Decodes the body: 0 when prepared, -1 with `e` set, -2 when the reply
- * is already an error. */
+ * is already decided (an error, or a handler's whole answer). */
 static int prepare(struct tiled_req *req, struct tile_error *e)
 {
     if (req->enc)
@@ -116,7 +117,10 @@ void tiled_work_start(struct tiled_req *req)
 {
     uint64_t inline_max = (uint64_t)req->srv->cfg.inline_max;
     struct tile_error e = {0};
-    if (req->body_len > inline_max)
+    /* Inline only what is known to be small: a compressed body may inflate
+     * to --max-body, and that work belongs on a worker, not on the thread
+     * that serves other connections. */
+    if (req->body_len > inline_max || tiled_inflate_needed(req))
         return;
     int rc = prepare(req, &e);
     if (rc < 0) {

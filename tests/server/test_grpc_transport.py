@@ -1277,5 +1277,37 @@ class Lifecycle(unittest.TestCase):
             d.stop()
 
 
+class DecodeOffTheLoop(GrpcCase):
+    """A compressed message is inflated on a worker, never on the loop
+    thread that serves the other calls (one loop here): a ServerLive on
+    another connection is answered while a small message that inflates to
+    192 MiB is, on an open route (no API key needed to send it)."""
+    daemon_args = daemon_args("--http-threads", "1", "--workers", "1", "--log-level", "warn")
+
+    def busy_workers(self):
+        resp, data = self.d.request("GET", "/metrics")
+        return int(re.search(rb"^tiled_busy_workers (\d+)$", data, re.M).group(1))
+
+    def test_live_probe_is_answered_while_a_compressed_message_inflates(self):
+        live = raw_method(self.channel, LIVE)
+        self.assertEqual(live(b"", timeout=60), LIVE_REPLY)  # the probe's connection is up
+        n = 192 << 20
+        z = zlib.compressobj(6, zlib.DEFLATED, 31)
+        head = b"\x7a" + bytes(b | 0x80 for b in (n & 0x7F, (n >> 7) & 0x7F, (n >> 14) & 0x7F)) + bytes([n >> 21])
+        bomb = z.compress(head) + b"".join(z.compress(bytes(1 << 20)) for _ in range(n >> 20)) + z.flush()
+        c = self.h2()
+        sid = c.start(metadata=[("grpc-encoding", "gzip")])
+        c.send(sid, message(bomb, flag=1), end=True)
+        # Were it inflated on the loop, no worker would ever be busy with it.
+        deadline = time.monotonic() + 60
+        while self.busy_workers() == 0 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        self.assertEqual(live(b"", timeout=60), LIVE_REPLY)
+        c.pump(lambda: c.streams[sid].ended, 0.001)
+        self.assertFalse(c.streams[sid].ended, "the large message was answered before the probe")
+        self.assertEqual(c.wait(sid).status(), (0, None))
+        self.assertEqual(bytes(c.streams[sid].data[5:]), LIVE_REPLY)
+
+
 if __name__ == "__main__":
     unittest.main()

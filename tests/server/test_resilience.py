@@ -26,6 +26,7 @@ import socket
 import threading
 import time
 import unittest
+import zlib
 
 import numpy as np
 
@@ -728,6 +729,48 @@ class Drain(unittest.TestCase):
             if d.proc.poll() is None:
                 d.proc.kill()
                 d.proc.wait()
+
+
+def gzip_stream(pieces):
+    """gzip of the concatenated byte strings, compressed a piece at a time (the whole is never built)."""
+    z = zlib.compressobj(6, zlib.DEFLATED, 31)
+    return b"".join(z.compress(p) for p in pieces) + z.flush()
+
+
+class DecodeOffTheLoop(unittest.TestCase):
+    """A small compressed body may inflate to a very large one: it is
+    inflated and decoded on a worker, never on the thread that serves the
+    other connections, so a health probe is answered while it is decoded."""
+
+    def test_health_probe_is_answered_while_a_compressed_body_is_decoded(self):
+        d = Daemon("--workers", "1", "--log-level", "warn")
+        try:
+            n = 30 << 20  # 60 MiB of JSON once inflated; decoding it takes a while
+            body = gzip_stream([b'{"input": {"dtype": "int8", "shape": [%d], "data": [' % (n + 2)] +
+                               [b"0," * (1 << 20)] * (n >> 20) + [b'0]}, "repeats": [1]}'])
+            # Under --inline-max (64K) as sent: its size alone would let it be served inline.
+            self.assertLess(len(body), 64 << 10)
+            heavy = socket.create_connection((d.host, d.port), timeout=120 * SLACK)
+            heavy.sendall(b"POST /v1/tile HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+                          b"Content-Encoding: gzip\r\nConnection: close\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+            # Once a worker has it, the loop is free: were it decoding there, this scrape
+            # (and the probe) would wait for the decode, and the answer would come first.
+            deadline = time.monotonic() + 60 * SLACK
+            while metric_value(d, "tiled_busy_workers ") == 0 and time.monotonic() < deadline:
+                time.sleep(0.005)
+            resp, _ = d.request("GET", "/v2/health/live")
+            self.assertEqual(resp.status, 200)
+            heavy.setblocking(False)
+            with self.assertRaises(BlockingIOError, msg="the heavy request was answered before the probe"):
+                heavy.recv(1)
+            heavy.setblocking(True)
+            heavy.settimeout(120 * SLACK)
+            data, _ = read_until_close(heavy)
+            self.assertTrue(data.startswith(b"HTTP/1.1 400 "), data[:100])
+            self.assertIn(b"%d" % (n + 2), data)  # the shape's count, named once the data was read
+            heavy.close()
+        finally:
+            self.assertEqual(d.stop(), 0)
 
 
 if __name__ == "__main__":
