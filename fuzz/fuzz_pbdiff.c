@@ -22,7 +22,10 @@
  * Where protobuf-c is not the protobuf rule, the input is first brought to
  * what the rule means (read_as_upb): protobuf-c refuses groups and a known
  * field with another wire type, which Google's parsers (C++, upb, Java)
- * keep as unknown fields; those are dropped before protobuf-c reads. And
+ * keep as unknown fields; those are dropped before protobuf-c reads. It
+ * also refuses a length prefix longer than five bytes, which upb (the
+ * protobuf package's parser) reads as any varint of up to ten: lengths are
+ * written in their shortest form before protobuf-c reads. And
  * proto3 `string` fields must hold UTF-8, which protobuf-c does not check:
  * a message with invalid UTF-8 in any string field must be refused by tiled.
  * Semantic checks tiled makes after decoding (datatype names, shapes,
@@ -51,6 +54,8 @@
 #include "reflection.pb-c.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max_size);
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size, unsigned int seed);
 
 static bool verbose;
 
@@ -221,7 +226,8 @@ static bool wire_fits(const ProtobufCFieldDescriptor *fd, unsigned wire)
 
 /* Rewrites msg[0, len) of type `d` into `o` without its groups and its
  * known fields of another wire type (at any depth), which protobuf's
- * parsers keep as unknown fields and protobuf-c refuses. Returns false for
+ * parsers keep as unknown fields and protobuf-c refuses, and with every
+ * length prefix in its shortest form. Returns false for
  * bytes no parser reads (then protobuf-c reads the input as it is). */
 static bool read_as_upb(const ProtobufCMessageDescriptor *d, const uint8_t *p, size_t len, struct out *o, int depth)
 {
@@ -255,6 +261,15 @@ static bool read_as_upb(const ProtobufCMessageDescriptor *d, const uint8_t *p, s
             free(sub.p);
             if (!ok)
                 return false;
+            continue;
+        }
+        if (wire == 2) { /* the length as few bytes as it takes */
+            const uint8_t *len_at = value;
+            uint64_t n;
+            varint(&value, end, &n);
+            out_put(o, start, (size_t)(len_at - start));
+            out_varint(o, n);
+            out_put(o, value, (size_t)n);
             continue;
         }
         out_put(o, start, (size_t)(p - start));
@@ -741,4 +756,169 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check_reflection(msg, size);
     free(msg);
     return 0;
+}
+
+/* ---- a mutator that keeps messages valid ---------------------------------------
+
+ * Half the time the input is re-encoded in another valid way, the rest
+ * libFuzzer's own byte mutations run: an input that reads as a message
+ * gets, at its top level or inside one of its length-delimited fields
+ * taken as a message (to any depth), one of: an unknown field of a random
+ * wire type (groups nested) at a field boundary, a field written twice,
+ * two neighbouring fields swapped, a field's tag or length varint padded
+ * to more bytes. So the fuzzer keeps exploring valid but unusual
+ * encodings, which pure byte flips mostly break. */
+
+struct span {
+    size_t start, end;            /* the whole field */
+    size_t value, value_end;      /* a length-delimited field's payload */
+    bool delimited;
+};
+
+/* The top-level fields of p[0, n) (at most `cap`); -1 when not a message. */
+static int fields_of(const uint8_t *p, size_t n, struct span *f, int cap)
+{
+    const uint8_t *q = p, *end = p + n;
+    int k = 0;
+    while (q < end && k < cap) {
+        const uint8_t *start = q;
+        uint64_t tag, len;
+        if (!varint(&q, end, &tag) || tag >> 3 == 0 || (tag & 7) == 4 || (tag & 7) > 5)
+            return -1;
+        f[k].delimited = (tag & 7) == 2;
+        if (f[k].delimited) {
+            if (!varint(&q, end, &len) || len > (uint64_t)(end - q))
+                return -1;
+            f[k].value = (size_t)(q - p);
+            q += len;
+            f[k].value_end = (size_t)(q - p);
+        } else if (!skip(&q, end, (unsigned)(tag & 7), tag >> 3, 0)) {
+            return -1;
+        }
+        f[k].start = (size_t)(start - p);
+        f[k].end = (size_t)(q - p);
+        k++;
+    }
+    return q == end ? k : -1;
+}
+
+static uint32_t next_rand(uint32_t *s)
+{
+    *s = *s * 1103515245u + 12345u;
+    return *s >> 8;
+}
+
+/* An unknown field (number 16..2047 and past the fields of every request
+ * here) of a random wire type; groups may nest. */
+static void put_unknown(struct out *o, uint32_t *rnd, int depth)
+{
+    uint32_t number = 16 + next_rand(rnd) % 2032;
+    unsigned wire = (unsigned[]){0, 1, 2, 3, 5}[next_rand(rnd) % 5];
+    out_varint(o, (uint64_t)number << 3 | wire);
+    uint8_t junk[8];
+    for (int i = 0; i < 8; i++)
+        junk[i] = (uint8_t)next_rand(rnd);
+    if (wire == 0)
+        out_varint(o, (uint64_t)next_rand(rnd) << (next_rand(rnd) % 40));
+    else if (wire == 1 || wire == 5)
+        out_put(o, junk, wire == 1 ? 8 : 4);
+    else if (wire == 2) {
+        size_t n = next_rand(rnd) % 8;
+        out_varint(o, n);
+        out_put(o, junk, n);
+    } else {
+        if (depth < 3 && next_rand(rnd) % 2)
+            put_unknown(o, rnd, depth + 1);
+        out_varint(o, (uint64_t)number << 3 | 4);
+    }
+}
+
+/* A varint re-written with `extra` more bytes (at most ten in all). */
+static void put_padded(struct out *o, const uint8_t *v, size_t n, size_t extra)
+{
+    if (n + extra > 10)
+        extra = 10 - n;
+    uint8_t b[10];
+    memcpy(b, v, n);
+    if (extra)
+        b[n - 1] |= 0x80;
+    for (size_t i = 0; i < extra; i++)
+        b[n + i] = i + 1 == extra ? 0x00 : 0x80;
+    out_put(o, b, n + extra);
+}
+
+/* One re-encoding of the message p[0, n) into o; false when p is not one. */
+static bool reencode(const uint8_t *p, size_t n, struct out *o, uint32_t *rnd, int depth)
+{
+    struct span f[256];
+    int k = fields_of(p, n, f, 256);
+    if (k < 0)
+        return false;
+    unsigned op = next_rand(rnd) % 5;
+    int at = k ? (int)(next_rand(rnd) % (unsigned)k) : 0;
+    if (op == 4 && k && f[at].delimited && depth < 8) {
+        /* inside a sub-message: head (tag and a new length), payload */
+        struct out sub = {0};
+        if (reencode(p + f[at].value, f[at].value_end - f[at].value, &sub, rnd, depth + 1)) {
+            const uint8_t *q = p + f[at].start;
+            uint64_t tag;
+            varint(&q, p + n, &tag);
+            out_put(o, p, f[at].start);
+            out_put(o, p + f[at].start, (size_t)(q - (p + f[at].start)));
+            out_varint(o, sub.len);
+            out_put(o, sub.p, sub.len);
+            out_put(o, p + f[at].end, n - f[at].end);
+            free(sub.p);
+            return true;
+        }
+        free(sub.p);
+        op = 0;
+    }
+    if (op == 0 || k == 0) { /* an unknown field at a boundary */
+        size_t pos = k ? (next_rand(rnd) % 2 ? f[at].start : f[at].end) : 0;
+        out_put(o, p, pos);
+        put_unknown(o, rnd, 0);
+        out_put(o, p + pos, n - pos);
+    } else if (op == 1) { /* a field written twice */
+        out_put(o, p, f[at].end);
+        out_put(o, p + f[at].start, f[at].end - f[at].start);
+        out_put(o, p + f[at].end, n - f[at].end);
+    } else if (op == 2 && at + 1 < k) { /* two neighbours swapped */
+        out_put(o, p, f[at].start);
+        out_put(o, p + f[at + 1].start, f[at + 1].end - f[at + 1].start);
+        out_put(o, p + f[at].start, f[at].end - f[at].start);
+        out_put(o, p + f[at + 1].end, n - f[at + 1].end);
+    } else { /* the tag (or a length) padded */
+        const uint8_t *q = p + f[at].start, *end = p + n;
+        uint64_t v;
+        varint(&q, end, &v);
+        const uint8_t *tag_end = q;
+        out_put(o, p, f[at].start);
+        size_t tag_len = (size_t)(tag_end - (p + f[at].start));
+        if (f[at].delimited && next_rand(rnd) % 2) {
+            out_put(o, p + f[at].start, tag_len);
+            varint(&q, end, &v);
+            put_padded(o, tag_end, (size_t)(q - tag_end), 1 + next_rand(rnd) % 9);
+        } else {
+            put_padded(o, p + f[at].start, tag_len, tag_len < 5 ? 1 + next_rand(rnd) % (5 - tag_len) : 0);
+            q = tag_end;
+        }
+        out_put(o, q, n - (size_t)(q - p));
+    }
+    return true;
+}
+
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size, unsigned int seed)
+{
+    uint32_t rnd = seed;
+    if (next_rand(&rnd) % 2) {
+        struct out o = {0};
+        if (reencode(data, size, &o, &rnd, 0) && o.len <= max_size) {
+            memcpy(data, o.p, o.len);
+            free(o.p);
+            return o.len;
+        }
+        free(o.p);
+    }
+    return LLVMFuzzerMutate(data, size, max_size);
 }
