@@ -3,9 +3,18 @@
  * message in place (length-delimited fields point into the buffer, nothing
  * is copied) and a writer of tags, varints and length-delimited fields.
  *
- * Repeated scalars arrive packed (one length-delimited field) or unpacked
- * (one field per value); proto3 writers pack by default and parsers must
- * accept both, so tile_pb_scalars() walks either form.
+ * The reader reads what protobuf's parsers read (protobuf.dev, "Encoding";
+ * upb is the reference): varints of up to ten bytes (bits past 64
+ * dropped), keys of up to five; groups (wire types 3 and 4), which no
+ * message tiled reads has, are skipped whole with everything nested in
+ * them, and a group that does not end with its own number is an error.
+ *
+ * What a message makes of its fields is the caller's, with protobuf's
+ * rules: a field of a known number but another wire type is an unknown
+ * field (skipped); a scalar or string given twice is the last one; an
+ * embedded message given twice is the merge of both; repeated scalars
+ * arrive packed (one length-delimited field) or unpacked (one field per
+ * value) in any mix of runs, so tile_pb_scalars() walks either form.
  *
  * WHY HAND-WRITTEN, with its measurement (make bench-pbcodec,
  * bench/bench_pbcodec.c; protobuf-c 1.4.1's generated reader of the same
@@ -46,8 +55,13 @@ enum tile_pb_wire {
     TILE_PB_VARINT = 0,
     TILE_PB_I64 = 1,
     TILE_PB_LEN = 2,
+    TILE_PB_SGROUP = 3, /* never returned: skipped by tile_pb_next() */
+    TILE_PB_EGROUP = 4,
     TILE_PB_I32 = 5,
 };
+
+/* Groups nested deeper than this are refused (upb's default depth limit). */
+#define TILE_PB_MAX_DEPTH 100
 
 /* One field: its number and wire type, and either the scalar `value`
  * (varint, or the little-endian fixed32/fixed64 bits) or, for TILE_PB_LEN,
@@ -66,18 +80,26 @@ struct tile_pb_reader {
 
 void tile_pb_reader_init(struct tile_pb_reader *r, const void *buf, size_t len);
 
-/* Reads the next field. Returns 1 with `f` filled, 0 at the end of the
- * message, -1 when the bytes are not a well-formed message (`e` names
- * `what`, the message being read). Groups and field number 0 are refused. */
+/* Reads the next field, skipping groups. Returns 1 with `f` filled, 0 at
+ * the end of the message, -1 when the bytes are not a well-formed message
+ * (`e` names `what`, the message being read): truncated, field number 0,
+ * wire type 6 or 7, an end-group key outside its group. */
 int tile_pb_next(struct tile_pb_reader *r, struct tile_pb_field *f, const char *what, struct tile_error *e);
 
 /* Calls fn(ctx, value) for each scalar of a repeated field in either form:
  * one unpacked field of wire type `elem`, or a packed TILE_PB_LEN field of
- * such scalars. Returns -1 when `f` has another wire type, a packed run is
- * malformed, or fn returns -1. */
+ * such scalars. A field of another wire type is an unknown field: no call,
+ * 0. Returns -1 when a packed run is malformed or fn returns -1. */
 typedef int (*tile_pb_scalar_fn)(void *ctx, uint64_t value, struct tile_error *e);
 int tile_pb_scalars(const struct tile_pb_field *f, enum tile_pb_wire elem, tile_pb_scalar_fn fn, void *ctx,
                     const char *what, struct tile_error *e);
+/* True when `f` is a run of a repeated scalar field of wire type `elem`
+ * (unpacked or packed), i.e. tile_pb_scalars() reads it as that field. */
+bool tile_pb_packs(const struct tile_pb_field *f, enum tile_pb_wire elem);
+
+/* 0 when the TILE_PB_LEN field `f` is valid UTF-8, as proto3 requires of
+ * a string field; else -1, TILE_EINVAL naming `what` (the field). */
+int tile_pb_utf8(const struct tile_pb_field *f, const char *what, struct tile_error *e);
 
 /* Writer. Each put writes at `p` and returns the position after what it
  * wrote; the caller sizes the buffer with the matching *_size(). */
