@@ -8,7 +8,8 @@
  * ModelInferRequest; the {name, version} requests of ModelReady,
  * ModelMetadata, ModelConfig and ModelStatistics; grpc.health.v1's
  * HealthCheckRequest; the system and CUDA shared-memory status, unregister
- * and register requests; ServerReflectionRequest. For each:
+ * and register requests; the empty requests of ServerLive, ServerReady and
+ * ServerMetadata; ServerReflectionRequest. For each:
  *
  * - protobuf-c refuses the bytes: tiled must refuse them too.
  * - protobuf-c reads them: tiled's reading must equal protobuf-c's, field
@@ -20,14 +21,16 @@
  *   decode alike, accepted or refused with the same error.
  *
  * Where protobuf-c is not the protobuf rule, the input is first brought to
- * what the rule means (read_as_upb): protobuf-c refuses groups and a known
+ * what the rule means (read_as_upb, which also refuses what upb refuses
+ * and protobuf-c reads: a field number 0, a key longer than five bytes): protobuf-c refuses groups and a known
  * field with another wire type, which Google's parsers (C++, upb, Java)
  * keep as unknown fields; those are dropped before protobuf-c reads. It
  * also refuses a length prefix longer than five bytes, which upb (the
  * protobuf package's parser) reads as any varint of up to ten: lengths are
  * written in their shortest form before protobuf-c reads. And
  * proto3 `string` fields must hold UTF-8, which protobuf-c does not check:
- * a message with invalid UTF-8 in any string field must be refused by tiled.
+ * a message with invalid UTF-8 in any occurrence of a string field must be
+ * refused by tiled.
  * Semantic checks tiled makes after decoding (datatype names, shapes,
  * sizes, shared memory) are no difference: both encodings meet them alike.
  *
@@ -159,6 +162,14 @@ static bool varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
     return false;
 }
 
+/* A field's key as protobuf's parsers read one: a varint of at most five
+ * bytes below 2^32, with a field number of 1 or more. */
+static bool key(const uint8_t **p, const uint8_t *end, uint64_t *tag)
+{
+    const uint8_t *start = *p;
+    return varint(p, end, tag) && *p - start <= 5 && *tag <= UINT32_MAX && *tag >> 3 != 0;
+}
+
 /* Skips a field's value of wire type `wire` (the tag read); a group up to
  * its matching end. */
 static bool skip(const uint8_t **p, const uint8_t *end, unsigned wire, uint64_t number, int depth)
@@ -187,7 +198,7 @@ static bool skip(const uint8_t **p, const uint8_t *end, unsigned wire, uint64_t 
             return false;
         for (;;) {
             uint64_t tag;
-            if (!varint(p, end, &tag) || tag >> 3 == 0 || tag >> 3 > 0x1fffffff)
+            if (!key(p, end, &tag))
                 return false;
             if ((tag & 7) == 4)
                 return tag >> 3 == number;
@@ -227,46 +238,77 @@ static bool wire_fits(const ProtobufCFieldDescriptor *fd, unsigned wire)
 /* Rewrites msg[0, len) of type `d` into `o` without its groups and its
  * known fields of another wire type (at any depth), which protobuf's
  * parsers keep as unknown fields and protobuf-c refuses, and with every
- * length prefix in its shortest form. Returns false for
+ * length prefix in its shortest form. A singular sub-message given more
+ * than once is written once, its occurrences concatenated (what merging
+ * them means): protobuf-c 1.4.1 refuses some repeats, e.g. an empty one
+ * given twice ("12 00 12 00" as ModelInferRequest.ParametersEntry).
+ * Oneof members are left as they are (a oneof message given, then another
+ * member, then the message again, starts afresh). Returns false for
  * bytes no parser reads (then protobuf-c reads the input as it is). */
-static bool read_as_upb(const ProtobufCMessageDescriptor *d, const uint8_t *p, size_t len, struct out *o, int depth)
+#define MAX_FIELDS 32 /* fields of the largest message read here */
+
+static bool really_bytes(const ProtobufCFieldDescriptor *fd);
+static bool utf8_ok(const uint8_t *s, size_t n);
+
+static bool read_as_upb(const ProtobufCMessageDescriptor *d, const uint8_t *p, size_t len, struct out *o, int depth,
+                        bool *utf8)
 {
     const uint8_t *end = p + len;
     if (depth > 64)
         return false;
-    while (p < end) {
+    struct {
+        bool seen;
+        struct out payload;
+    } merged[MAX_FIELDS] = {0};
+    bool ok_all = true;
+    while (ok_all && p < end) {
         const uint8_t *start = p;
         uint64_t tag;
-        if (!varint(&p, end, &tag) || tag >> 3 == 0 || tag >> 3 > 0x1fffffff)
-            return false;
+        if (!key(&p, end, &tag)) {
+            ok_all = false;
+            break;
+        }
         unsigned wire = (unsigned)(tag & 7);
         const ProtobufCFieldDescriptor *fd = protobuf_c_message_descriptor_get_field(d, (unsigned)(tag >> 3));
-        if (wire == 4 || wire > 5)
-            return false;
+        if (wire == 4 || wire > 5) {
+            ok_all = false;
+            break;
+        }
         const uint8_t *value = p;
-        if (!skip(&p, end, wire, tag >> 3, 0))
-            return false;
+        if (!skip(&p, end, wire, tag >> 3, 0)) {
+            ok_all = false;
+            break;
+        }
         if (wire == 3 || (fd && !wire_fits(fd, wire)))
             continue; /* an unknown field: dropped */
         if (fd && fd->type == PROTOBUF_C_TYPE_MESSAGE) {
             uint64_t n;
             varint(&value, end, &n);
             struct out sub = {0};
-            bool ok = read_as_upb(fd->descriptor, value, (size_t)n, &sub, depth + 1);
-            if (ok) {
+            bool ok = read_as_upb(fd->descriptor, value, (size_t)n, &sub, depth + 1, utf8);
+            size_t i = (size_t)(fd - d->fields);
+            if (ok && fd->label != PROTOBUF_C_LABEL_REPEATED && !(fd->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) &&
+                i < MAX_FIELDS) {
+                merged[i].seen = true; /* merged: written once, at the end */
+                out_put(&merged[i].payload, sub.p, sub.len);
+            } else if (ok) {
                 out_varint(o, tag);
                 out_varint(o, sub.len);
                 out_put(o, sub.p, sub.len);
             }
             free(sub.p);
-            if (!ok)
-                return false;
+            if (!ok) {
+                ok_all = false;
+                break;
+            }
             continue;
         }
         if (wire == 2) { /* the length as few bytes as it takes */
             const uint8_t *len_at = value;
             uint64_t n;
             varint(&value, end, &n);
+            if (fd && fd->type == PROTOBUF_C_TYPE_BYTES && !really_bytes(fd))
+                *utf8 &= utf8_ok(value, (size_t)n); /* every occurrence, as upb checks them */
             out_put(o, start, (size_t)(len_at - start));
             out_varint(o, n);
             out_put(o, value, (size_t)n);
@@ -274,19 +316,29 @@ static bool read_as_upb(const ProtobufCMessageDescriptor *d, const uint8_t *p, s
         }
         out_put(o, start, (size_t)(p - start));
     }
-    return true;
+    for (unsigned i = 0; i < d->n_fields && i < MAX_FIELDS; i++) {
+        if (ok_all && merged[i].seen) {
+            out_varint(o, (uint64_t)d->fields[i].id << 3 | 2);
+            out_varint(o, merged[i].payload.len);
+            out_put(o, merged[i].payload.p, merged[i].payload.len);
+        }
+        free(merged[i].payload.p);
+    }
+    return ok_all;
 }
 
 /* ---- protobuf-c's reading -------------------------------------------------- */
 
-static ProtobufCMessage *reference(const ProtobufCMessageDescriptor *d, const uint8_t *data, size_t size)
+/* protobuf-c's reading of the bytes brought to upb's rules, or NULL when
+ * they are not a message; *utf8: every occurrence of every string field
+ * held UTF-8 (protobuf-c keeps only the last one of a field). */
+static ProtobufCMessage *reference(const ProtobufCMessageDescriptor *d, const uint8_t *data, size_t size, bool *utf8)
 {
     struct out o = {0};
-    ProtobufCMessage *m;
-    if (read_as_upb(d, data, size, &o, 0))
+    ProtobufCMessage *m = NULL;
+    *utf8 = true;
+    if (read_as_upb(d, data, size, &o, 0, utf8))
         m = protobuf_c_message_unpack(d, NULL, o.len, o.p ? o.p : (const uint8_t *)"");
-    else
-        m = protobuf_c_message_unpack(d, NULL, size, data);
     free(o.p);
     return m;
 }
@@ -360,34 +412,6 @@ static void each_sub(ProtobufCMessage *m, void (*fn)(ProtobufCMessage *, void *)
             fn(*(ProtobufCMessage **)member(m, fd->offset), ctx);
         }
     }
-}
-
-static void check_utf8(ProtobufCMessage *m, void *ctx)
-{
-    bool *ok = ctx;
-    const ProtobufCMessageDescriptor *d = m->descriptor;
-    for (unsigned i = 0; i < d->n_fields; i++) {
-        const ProtobufCFieldDescriptor *fd = &d->fields[i];
-        if (fd->type != PROTOBUF_C_TYPE_BYTES || really_bytes(fd) || !oneof_set(m, fd))
-            continue;
-        if (fd->label == PROTOBUF_C_LABEL_REPEATED) {
-            size_t n = *(size_t *)member(m, fd->quantifier_offset);
-            ProtobufCBinaryData *a = *(ProtobufCBinaryData **)member(m, fd->offset);
-            for (size_t k = 0; k < n; k++)
-                *ok &= utf8_ok(a[k].data, a[k].len);
-        } else {
-            ProtobufCBinaryData *b = member(m, fd->offset);
-            *ok &= utf8_ok(b->data, b->len);
-        }
-    }
-    each_sub(m, check_utf8, ctx);
-}
-
-static bool all_utf8(ProtobufCMessage *m)
-{
-    bool ok = true;
-    check_utf8(m, &ok);
-    return ok;
 }
 
 /* The canonical form: unknown fields dropped; a map (a repeated
@@ -470,33 +494,34 @@ static const ProtobufCBinaryData *bytes_field(const ProtobufCMessage *m, unsigne
 }
 
 
-/* A request whose strings are fields 1 and 2 (or only 1): every RPC that
- * tiled reads through tile_grpc_model_ref_decode(). `has_version`: field 2
- * is a string of the message (CUDA register's field 2 is bytes, read and
- * unused). */
-static void check_model_ref(const ProtobufCMessageDescriptor *d, const uint8_t *msg, size_t size, bool has_version,
-                            bool whole)
+/* A request of which tiled reads string fields 1..n only, through
+ * tile_grpc_strings_decode() with the layout its RPC uses (server/v2_grpc.c,
+ * v2_grpc_shm.c, v2_grpc_infer.c): the model RPCs' {name, version}, the
+ * health check's {service}, the shared-memory requests' {name}, the
+ * server RPCs' empty messages (n 0). `whole`: the layout covers every
+ * string of the message; ModelInferRequest's head (its model_name and
+ * model_version) is read before the rest, which its decoder checks. */
+static void check_strings(const ProtobufCMessageDescriptor *d, size_t n, bool whole, const uint8_t *msg, size_t size)
 {
-    struct tile_grpc_str name, version;
+    struct tile_grpc_layout l = {d->name, {"1", "2"}, n};
+    struct tile_grpc_str out[2];
     struct tile_error e = {0};
-    int rc = tile_grpc_model_ref_decode(msg, size, &name, &version, &e);
-    ProtobufCMessage *ref = reference(d, msg, size);
+    int rc = tile_grpc_strings_decode(msg, size, &l, n ? out : NULL, &e);
+    bool utf8;
+    ProtobufCMessage *ref = reference(d, msg, size, &utf8);
     report(d->name, rc, &e, ref != NULL);
     if (!ref) {
-        /* ModelInferRequest's name and version are read before the rest
-         * of the message (the whole message is checked by its decoder). */
         DIFF_CHECK(rc < 0 || !whole, "%s: protobuf-c refuses the message, tiled reads it", d->name);
-    } else if (!all_utf8(ref)) {
+    } else if (!utf8) {
         DIFF_CHECK(rc < 0 || !whole, "%s: a string field is not UTF-8, tiled reads the message", d->name);
     } else {
         DIFF_CHECK(rc == 0, "%s: protobuf-c reads the message, tiled refuses it: %s", d->name, e.text);
     }
-    if (rc == 0 && ref && all_utf8(ref)) {
-        DIFF_CHECK(same_str(name, bytes_field(ref, 1)), "%s: field 1 reads '%.*s', protobuf-c reads %zu bytes",
-                   d->name, (int)name.len, name.ptr, bytes_field(ref, 1)->len);
-        if (has_version)
-            DIFF_CHECK(same_str(version, bytes_field(ref, 2)), "%s: field 2 reads '%.*s', protobuf-c reads %zu bytes",
-                       d->name, (int)version.len, version.ptr, bytes_field(ref, 2)->len);
+    if (rc == 0 && ref && utf8) {
+        for (size_t i = 0; i < n; i++)
+            DIFF_CHECK(same_str(out[i], bytes_field(ref, (unsigned)i + 1)),
+                       "%s: field %zu reads '%.*s', protobuf-c reads %zu bytes", d->name, i + 1, (int)out[i].len,
+                       out[i].ptr, bytes_field(ref, (unsigned)i + 1)->len);
     }
     tile_error_clear(&e);
     if (ref)
@@ -508,17 +533,18 @@ static void check_shm_register(const uint8_t *msg, size_t size)
     struct tile_grpc_shm_register r;
     struct tile_error e = {0};
     int rc = tile_grpc_shm_register_decode(msg, size, &r, &e);
-    ProtobufCMessage *m = reference(&inference__system_shared_memory_register_request__descriptor, msg, size);
+    bool utf8;
+    ProtobufCMessage *m = reference(&inference__system_shared_memory_register_request__descriptor, msg, size, &utf8);
     Inference__SystemSharedMemoryRegisterRequest *ref = (Inference__SystemSharedMemoryRegisterRequest *)m;
     report("SystemSharedMemoryRegisterRequest", rc, &e, ref != NULL);
     if (!ref) {
         DIFF_CHECK(rc < 0, "SystemSharedMemoryRegisterRequest: protobuf-c refuses the message, tiled reads it");
-    } else if (!all_utf8(m)) {
+    } else if (!utf8) {
         DIFF_CHECK(rc < 0, "SystemSharedMemoryRegisterRequest: a string field is not UTF-8, tiled reads the message");
     } else {
         DIFF_CHECK(rc == 0, "SystemSharedMemoryRegisterRequest: protobuf-c reads it, tiled refuses it: %s", e.text);
     }
-    if (rc == 0 && ref && all_utf8(m)) {
+    if (rc == 0 && ref && utf8) {
         DIFF_CHECK(same_str(r.name, &ref->name) && same_str(r.key, &ref->key), "register: name or key differ");
         DIFF_CHECK(r.offset == ref->offset && r.byte_size == ref->byte_size,
                    "register: offset %llu byte_size %llu, protobuf-c reads %llu and %llu",
@@ -562,11 +588,12 @@ static void check_reflection(const uint8_t *msg, size_t size)
     struct tile_grpc_buf got = {0}, want = {0};
     struct tile_error e = {0}, e2 = {0};
     int rc = tile_grpc_reflect(msg, size, &got, &e);
-    ProtobufCMessage *ref = reference(d, msg, size);
+    bool utf8;
+    ProtobufCMessage *ref = reference(d, msg, size, &utf8);
     report(d->name, rc, &e, ref != NULL);
     if (!ref) {
         DIFF_CHECK(rc < 0, "ServerReflectionRequest: protobuf-c refuses the message, tiled answers it");
-    } else if (!all_utf8(ref)) {
+    } else if (!utf8) {
         DIFF_CHECK(rc < 0, "ServerReflectionRequest: a string field is not UTF-8, tiled answers the message");
     } else {
         size_t clen;
@@ -685,11 +712,12 @@ static void check_infer(const uint8_t *msg, size_t size)
     struct tile_grpc_infer_request r, c;
     struct tile_error e = {0}, e2 = {0};
     int rc = tile_grpc_infer_decode_shm(msg, size, &fuzz_limits, &shm, &r, &e);
-    ProtobufCMessage *ref = reference(d, msg, size);
+    bool utf8;
+    ProtobufCMessage *ref = reference(d, msg, size, &utf8);
     report(d->name, rc, &e, ref != NULL);
     if (!ref) {
         DIFF_CHECK(rc < 0, "ModelInferRequest: protobuf-c refuses the message, tiled reads it");
-    } else if (!all_utf8(ref)) {
+    } else if (!utf8) {
         DIFF_CHECK(rc < 0, "ModelInferRequest: a string field is not UTF-8, tiled reads the message");
     } else {
         if (rc == 0)
@@ -741,17 +769,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     current = msg;
     current_len = size;
     check_infer(msg, size);
-    check_model_ref(&inference__model_infer_request__descriptor, msg, size, true, false);
-    check_model_ref(&inference__model_ready_request__descriptor, msg, size, true, true);
-    check_model_ref(&inference__model_metadata_request__descriptor, msg, size, true, true);
-    check_model_ref(&inference__model_config_request__descriptor, msg, size, true, true);
-    check_model_ref(&inference__model_statistics_request__descriptor, msg, size, true, true);
-    check_model_ref(&grpc__health__v1__health_check_request__descriptor, msg, size, false, true);
-    check_model_ref(&inference__system_shared_memory_status_request__descriptor, msg, size, false, true);
-    check_model_ref(&inference__system_shared_memory_unregister_request__descriptor, msg, size, false, true);
-    check_model_ref(&inference__cuda_shared_memory_status_request__descriptor, msg, size, false, true);
-    check_model_ref(&inference__cuda_shared_memory_unregister_request__descriptor, msg, size, false, true);
-    check_model_ref(&inference__cuda_shared_memory_register_request__descriptor, msg, size, false, true);
+    check_strings(&inference__model_infer_request__descriptor, 2, false, msg, size);
+    check_strings(&inference__model_ready_request__descriptor, 2, true, msg, size);
+    check_strings(&inference__model_metadata_request__descriptor, 2, true, msg, size);
+    check_strings(&inference__model_config_request__descriptor, 2, true, msg, size);
+    check_strings(&inference__model_statistics_request__descriptor, 2, true, msg, size);
+    check_strings(&grpc__health__v1__health_check_request__descriptor, 1, true, msg, size);
+    check_strings(&inference__system_shared_memory_status_request__descriptor, 1, true, msg, size);
+    check_strings(&inference__system_shared_memory_unregister_request__descriptor, 1, true, msg, size);
+    check_strings(&inference__cuda_shared_memory_status_request__descriptor, 1, true, msg, size);
+    check_strings(&inference__cuda_shared_memory_unregister_request__descriptor, 1, true, msg, size);
+    check_strings(&inference__cuda_shared_memory_register_request__descriptor, 1, true, msg, size);
+    check_strings(&inference__server_live_request__descriptor, 0, true, msg, size);
+    check_strings(&inference__server_ready_request__descriptor, 0, true, msg, size);
+    check_strings(&inference__server_metadata_request__descriptor, 0, true, msg, size);
     check_shm_register(msg, size);
     check_reflection(msg, size);
     free(msg);
