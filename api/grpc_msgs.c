@@ -101,7 +101,7 @@ void tile_grpc_buf_sub(struct tile_grpc_buf *b, uint32_t field, struct tile_grpc
 static int string_field(const struct tile_pb_field *f, const char *message, const char *field,
                         struct tile_grpc_str *out, struct tile_error *e)
 {
-    if (!tile_utf8_valid((const char *)f->data, f->len, NULL)) {
+    if (!tile_pb_ascii(f) && !tile_utf8_valid((const char *)f->data, f->len, NULL)) {
         char what[128];
         snprintf(what, sizeof(what), "%s.%s", message, field);
         return tile_pb_utf8(f, what, e);

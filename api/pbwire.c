@@ -133,6 +133,19 @@ int tile_pb_next(struct tile_pb_reader *r, struct tile_pb_field *f, const char *
         if (r->p == r->end)
             return 0;
         uint64_t key;
+        /* The hot path, inline: a one-byte key (fields 1..15, every field
+         * of the messages tiled reads) of a length-delimited field whose
+         * length takes one byte. */
+        if (r->p[0] >= 0x08 && r->p[0] < 0x80 && (r->p[0] & 7) == TILE_PB_LEN && r->end - r->p >= 2 &&
+            r->p[1] < 0x80 && r->p[1] <= r->end - r->p - 2) {
+            f->number = r->p[0] >> 3;
+            f->wire = TILE_PB_LEN;
+            f->value = 0;
+            f->len = r->p[1];
+            f->data = r->p + 2;
+            r->p += 2 + f->len;
+            return 1;
+        }
         if (read_key(r, &key, what, e) < 0)
             return -1;
         f->number = (uint32_t)(key >> 3);
@@ -175,7 +188,7 @@ bool tile_pb_packs(const struct tile_pb_field *f, enum tile_pb_wire elem)
     return f->wire == elem || (f->wire == TILE_PB_LEN && elem != TILE_PB_LEN);
 }
 
-int tile_pb_utf8(const struct tile_pb_field *f, const char *what, struct tile_error *e)
+int tile_pb_utf8_check(const struct tile_pb_field *f, const char *what, struct tile_error *e)
 {
     size_t bad;
     if (tile_utf8_valid((const char *)f->data, f->len, &bad))

@@ -98,8 +98,20 @@ int tile_pb_scalars(const struct tile_pb_field *f, enum tile_pb_wire elem, tile_
 bool tile_pb_packs(const struct tile_pb_field *f, enum tile_pb_wire elem);
 
 /* 0 when the TILE_PB_LEN field `f` is valid UTF-8, as proto3 requires of
- * a string field; else -1, TILE_EINVAL naming `what` (the field). */
-int tile_pb_utf8(const struct tile_pb_field *f, const char *what, struct tile_error *e);
+ * a string field; else -1, TILE_EINVAL naming `what` (the field). Inline
+ * for the short ASCII strings of names and ids, which are most of them. */
+int tile_pb_utf8_check(const struct tile_pb_field *f, const char *what, struct tile_error *e);
+static inline bool tile_pb_ascii(const struct tile_pb_field *f)
+{
+    uint8_t high = 0;
+    for (size_t i = 0; i < f->len; i++)
+        high |= f->data[i];
+    return high < 0x80;
+}
+static inline int tile_pb_utf8(const struct tile_pb_field *f, const char *what, struct tile_error *e)
+{
+    return f->len <= 64 && tile_pb_ascii(f) ? 0 : tile_pb_utf8_check(f, what, e);
+}
 
 /* Writer. Each put writes at `p` and returns the position after what it
  * wrote; the caller sizes the buffer with the matching *_size(). */
