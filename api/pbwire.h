@@ -28,10 +28,9 @@
  *
  * (tiled's figure includes the UTF-8 checks of its strings, which protobuf-c
  * does not make.) protobuf-c reads the wire alone in 21% fewer instructions,
- * but it builds
- * a second copy of the request (every string and bytes field malloc'd and
- * copied, tensor payloads included) that the daemon would then turn into
- * tensors: 31% more instructions per small call and twice the peak memory
+ * but it builds a second copy of the request (every string and bytes field
+ * malloc'd and copied, tensor payloads included) that the daemon would then
+ * turn into tensors: 31% more instructions per small call and twice the peak memory
  * and copies for a large one than reading in place straight into the
  * tensors. The hand-kept part is this reader and writer (376 lines) and 36
  * field-number constants in grpc_infer.c, grpc_msgs.c and grpc_reflect.c
