@@ -19,8 +19,8 @@ writer (https://protobuf.dev/programming-guides/encoding/):
   fixed32, groups with nested groups), and known field numbers with another
   wire type, before, between and after the known fields, at every depth;
 - over-long varints (padded with 0x80 bytes up to ten; tags, 32-bit
-  varints, up to five), in tags, lengths and values, and ten-byte varints whose last byte carries bits past the
-  64th (dropped by the reader);
+  varints, up to five), in tags, lengths and values, and ten-byte varints
+  whose last byte carries bits past the 64th (dropped by the reader);
 - int32/uint32 values with junk above bit 31 (truncated by the reader),
   bools as any non-zero varint;
 - proto3 defaults written explicitly (0, "", false).
