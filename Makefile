@@ -265,5 +265,6 @@ clean:
 
 include fuzz/fuzz.mk
 include bench/hardening.mk
+include bench/pbcodec.mk
 include deploy/deploy.mk
 include bench/peers/peers.mk

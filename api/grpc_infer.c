@@ -84,8 +84,13 @@ struct input_view {
     struct tile_grpc_str name, datatype;
     int rank;
     int64_t shape[TILE_MAX_RANK];
-    const uint8_t *contents; /* InferTensorContents, NULL when absent */
-    size_t contents_len;
+    const uint8_t *msg; /* the InferInputTensor message */
+    size_t msg_len;
+    /* `contents` (InferTensorContents): the first one, and how many the
+     * message has. Given more than once, they are one message merged (their
+     * repeated fields concatenated), read from `msg` field by field. */
+    const uint8_t *contents;
+    size_t contents_len, ncontents;
     struct tile_v2_shm_ref shm;
     bool has_shm_offset;
 };
@@ -106,17 +111,19 @@ static int max_rank_of(const struct tile_limits *lim)
     return lim->max_rank > 0 && lim->max_rank < TILE_MAX_RANK ? lim->max_rank : TILE_MAX_RANK;
 }
 
-static int want_wire(const struct tile_pb_field *f, enum tile_pb_wire wire, const char *what, struct tile_error *e)
-{
-    if (f->wire != wire)
-        return tile_error_set(e, TILE_EINVAL, "%s: field %u has wire type %d, expected %d", what, f->number,
-                              (int)f->wire, (int)wire);
-    return 0;
-}
-
 static struct tile_grpc_str str_of(const struct tile_pb_field *f)
 {
     return (struct tile_grpc_str){(const char *)f->data, f->len};
+}
+
+/* A string field: its view, once its bytes are checked to be UTF-8. */
+static int string_field(struct infer_ctx *c, const struct tile_pb_field *f, const char *what,
+                        struct tile_grpc_str *out)
+{
+    if (tile_pb_utf8(f, what, c->e) < 0)
+        return -1;
+    *out = str_of(f);
+    return 0;
 }
 
 static bool str_is(struct tile_grpc_str s, const char *lit)
@@ -127,10 +134,19 @@ static bool str_is(struct tile_grpc_str s, const char *lit)
 /* ---- parameters ---------------------------------------------------------- */
 
 /* One map<string, InferParameter> entry: its key and the member of the
- * value's oneof that was set last (number 0: none), as protobuf reads it. */
+ * value's oneof that was set last (number 0: none), as protobuf reads it:
+ * a value given twice in one entry is merged (a later member replaces an
+ * earlier one, an empty value changes nothing). `set`: the map has the key. */
 struct parameter {
     struct tile_grpc_str key;
     struct tile_pb_field value;
+    bool set;
+};
+
+/* The wire type of InferParameter's oneof members, by field number. */
+static const enum tile_pb_wire param_wire[] = {
+    [PARAM_BOOL] = TILE_PB_VARINT, [PARAM_INT64] = TILE_PB_VARINT, [PARAM_STRING] = TILE_PB_LEN,
+    [4] = TILE_PB_I64 /* double_param */, [PARAM_UINT64] = TILE_PB_VARINT,
 };
 
 static int read_parameter(struct infer_ctx *c, const struct tile_pb_field *entry, struct parameter *p)
@@ -140,38 +156,57 @@ static int read_parameter(struct infer_ctx *c, const struct tile_pb_field *entry
     int rc;
     memset(p, 0, sizeof(*p));
     p->key = (struct tile_grpc_str){"", 0};
+    p->set = true;
     tile_pb_reader_init(&rd, entry->data, entry->len);
     while ((rc = tile_pb_next(&rd, &f, "a parameter", c->e)) > 0) {
-        if (f.number == MAP_KEY && f.wire == TILE_PB_LEN) {
-            p->key = str_of(&f);
-        } else if (f.number == MAP_VALUE && f.wire == TILE_PB_LEN) {
-            struct tile_pb_reader vr;
-            struct tile_pb_field v;
-            p->value.number = 0; /* a repeated value field replaces the whole value */
-            tile_pb_reader_init(&vr, f.data, f.len);
-            while ((rc = tile_pb_next(&vr, &v, "a parameter's value", c->e)) > 0) {
-                if (v.number >= PARAM_BOOL && v.number <= PARAM_UINT64)
-                    p->value = v;
-            }
-            if (rc < 0)
+        if (f.wire != TILE_PB_LEN)
+            continue;
+        if (f.number == MAP_KEY && string_field(c, &f, "a parameter's key", &p->key) < 0)
+            return -1;
+        if (f.number != MAP_VALUE)
+            continue;
+        struct tile_pb_reader vr;
+        struct tile_pb_field v;
+        tile_pb_reader_init(&vr, f.data, f.len);
+        while ((rc = tile_pb_next(&vr, &v, "a parameter's value", c->e)) > 0) {
+            if (v.number < PARAM_BOOL || v.number > PARAM_UINT64 || v.wire != param_wire[v.number])
+                continue;
+            if (v.number == PARAM_STRING && tile_pb_utf8(&v, "a parameter's string_param", c->e) < 0)
                 return -1;
+            p->value = v;
         }
+        if (rc < 0)
+            return -1;
     }
     return rc;
 }
 
-/* The request's `semantics` (a string); other keys are skipped as HTTP
- * skips them. */
-static int request_parameter(struct infer_ctx *c, const struct tile_pb_field *entry)
+/* Reads a map entry and keeps it in the slot of its key among `keys`
+ * (a later entry with the same key replaces it); other keys are skipped. */
+static int collect_parameter(struct infer_ctx *c, const struct tile_pb_field *entry, const char *const *keys,
+                             struct parameter *slots, size_t n)
 {
     struct parameter p;
     if (read_parameter(c, entry, &p) < 0)
         return -1;
-    if (!str_is(p.key, "semantics"))
+    for (size_t i = 0; i < n; i++) {
+        if (str_is(p.key, keys[i]))
+            slots[i] = p;
+    }
+    return 0;
+}
+
+/* The request's `semantics` (a string); other keys are skipped as HTTP
+ * skips them. */
+static const char *const request_keys[] = {"semantics"};
+
+static int apply_request_parameters(struct infer_ctx *c, const struct parameter *semantics)
+{
+    if (!semantics->set)
         return 0;
-    if (p.value.number != PARAM_STRING || p.value.wire != TILE_PB_LEN)
+    if (semantics->value.number != PARAM_STRING)
         return tile_error_set(c->e, TILE_EINVAL, "parameter 'semantics' must be a string_param");
-    c->r->semantics = str_of(&p.value);
+    c->r->semantics = str_of(&semantics->value);
     c->r->has_semantics = true;
     return 0;
 }
@@ -179,28 +214,36 @@ static int request_parameter(struct infer_ctx *c, const struct tile_pb_field *en
 /* A tensor's shared-memory parameters (Triton's system_shared_memory
  * extension, as tritonclient sends them: the region a string_param, offset
  * and byte size int64_param); other keys are skipped. */
-static int tensor_parameter(struct infer_ctx *c, const struct tile_pb_field *entry, struct tile_v2_shm_ref *ref,
-                            bool *has_offset)
+enum { SHM_REGION, SHM_OFFSET, SHM_SIZE, SHM_KEYS };
+static const char *const tensor_keys[SHM_KEYS] = {"shared_memory_region", "shared_memory_offset",
+                                                  "shared_memory_byte_size"};
+
+static int apply_tensor_parameters(struct infer_ctx *c, const struct parameter *p, struct tile_v2_shm_ref *ref,
+                                   bool *has_offset)
 {
-    struct parameter p;
-    if (read_parameter(c, entry, &p) < 0)
-        return -1;
-    bool region = str_is(p.key, "shared_memory_region"), offset = str_is(p.key, "shared_memory_offset");
-    bool size = str_is(p.key, "shared_memory_byte_size");
-    if (region && (p.value.number != PARAM_STRING || p.value.wire != TILE_PB_LEN))
-        return tile_error_set(c->e, TILE_EINVAL, "parameter 'shared_memory_region' must be a string_param");
-    if (region)
-        return tile_v2_shm_region_set(ref, (const char *)p.value.data, p.value.len, c->e);
-    if (!offset && !size)
-        return 0;
-    const char *what = offset ? "shared_memory_offset" : "shared_memory_byte_size";
-    if ((p.value.number != PARAM_INT64 && p.value.number != PARAM_UINT64) || p.value.wire != TILE_PB_VARINT)
-        return tile_error_set(c->e, TILE_EINVAL, "parameter '%s' must be an int64_param or uint64_param", what);
-    if (p.value.number == PARAM_UINT64 && p.value.value > INT64_MAX)
-        return tile_error_set(c->e, TILE_EINVAL, "%s is %llu, above the int64 range", what,
-                              (unsigned long long)p.value.value);
-    *(offset ? has_offset : &ref->has_byte_size) = true;
-    return tile_v2_shm_uint(what, (int64_t)p.value.value, offset ? &ref->offset : &ref->byte_size, c->e);
+    if (p[SHM_REGION].set) {
+        const struct tile_pb_field *v = &p[SHM_REGION].value;
+        if (v->number != PARAM_STRING)
+            return tile_error_set(c->e, TILE_EINVAL, "parameter 'shared_memory_region' must be a string_param");
+        if (tile_v2_shm_region_set(ref, (const char *)v->data, v->len, c->e) < 0)
+            return -1;
+    }
+    for (int k = SHM_OFFSET; k <= SHM_SIZE; k++) {
+        const struct tile_pb_field *v = &p[k].value;
+        bool offset = k == SHM_OFFSET;
+        if (!p[k].set)
+            continue;
+        if (v->number != PARAM_INT64 && v->number != PARAM_UINT64)
+            return tile_error_set(c->e, TILE_EINVAL, "parameter '%s' must be an int64_param or uint64_param",
+                                  tensor_keys[k]);
+        if (v->number == PARAM_UINT64 && v->value > INT64_MAX)
+            return tile_error_set(c->e, TILE_EINVAL, "%s is %llu, above the int64 range", tensor_keys[k],
+                                  (unsigned long long)v->value);
+        *(offset ? has_offset : &ref->has_byte_size) = true;
+        if (tile_v2_shm_uint(tensor_keys[k], (int64_t)v->value, offset ? &ref->offset : &ref->byte_size, c->e) < 0)
+            return -1;
+    }
+    return 0;
 }
 
 /* ---- one input's description ------------------------------------------- */
@@ -215,37 +258,36 @@ static int shape_dim(void *p, uint64_t v, struct tile_error *e)
     return 0;
 }
 
+/* Reads an InferInputTensor whole (its parameters map is checked once it
+ * is complete: a later entry of a key replaces an earlier one). */
 static int read_input_view(struct infer_ctx *c, const struct tile_pb_field *msg, struct input_view *in)
 {
     struct tile_pb_reader rd;
     struct tile_pb_field f;
+    struct parameter params[SHM_KEYS] = {0};
     int rc;
     memset(in, 0, sizeof(*in));
+    in->msg = msg->data;
+    in->msg_len = msg->len;
     tile_pb_reader_init(&rd, msg->data, msg->len);
     while ((rc = tile_pb_next(&rd, &f, "an input tensor", c->e)) > 0) {
-        if (f.number == IN_NAME) {
-            if (want_wire(&f, TILE_PB_LEN, "input name", c->e) < 0)
-                return -1;
-            in->name = str_of(&f);
-        } else if (f.number == IN_DATATYPE) {
-            if (want_wire(&f, TILE_PB_LEN, "input datatype", c->e) < 0)
-                return -1;
-            in->datatype = str_of(&f);
-        } else if (f.number == IN_SHAPE) {
+        if (f.number == IN_SHAPE) { /* int64, packed or not */
             if (tile_pb_scalars(&f, TILE_PB_VARINT, shape_dim, in, "input shape", c->e) < 0)
                 return -1;
-        } else if (f.number == IN_CONTENTS) {
-            if (want_wire(&f, TILE_PB_LEN, "input contents", c->e) < 0)
-                return -1;
+            continue;
+        }
+        if (f.wire != TILE_PB_LEN)
+            continue;
+        if ((f.number == IN_NAME && string_field(c, &f, "InferInputTensor.name", &in->name) < 0) ||
+            (f.number == IN_DATATYPE && string_field(c, &f, "InferInputTensor.datatype", &in->datatype) < 0) ||
+            (f.number == IN_PARAMETERS && collect_parameter(c, &f, tensor_keys, params, SHM_KEYS) < 0))
+            return -1;
+        if (f.number == IN_CONTENTS && in->ncontents++ == 0) {
             in->contents = f.data;
             in->contents_len = f.len;
-        } else if (f.number == IN_PARAMETERS) {
-            if (want_wire(&f, TILE_PB_LEN, "input parameters", c->e) < 0 ||
-                tensor_parameter(c, &f, &in->shm, &in->has_shm_offset) < 0)
-                return -1;
         }
     }
-    if (rc < 0)
+    if (rc < 0 || apply_tensor_parameters(c, params, &in->shm, &in->has_shm_offset) < 0)
         return -1;
     char what[48];
     snprintf(what, sizeof(what), "input '%.*s'", (int)(in->name.len < 32 ? in->name.len : 32), in->name.ptr);
@@ -277,12 +319,15 @@ struct typed_fill {
     uint8_t *out;   /* NULL while counting */
     uint64_t count; /* scalars seen */
     size_t size;    /* bytes per element */
+    bool is_bool;   /* bool_contents: any non-zero varint is true */
 };
 
 static int typed_scalar(void *p, uint64_t v, struct tile_error *e)
 {
     (void)e;
     struct typed_fill *t = p;
+    if (t->is_bool)
+        v = v != 0;
     if (t->out) {
         for (size_t i = 0; i < t->size; i++) /* little-endian low bytes: INT8/INT16 narrowed */
             t->out[t->count * t->size + i] = (uint8_t)(v >> (8 * i));
@@ -291,44 +336,65 @@ static int typed_scalar(void *p, uint64_t v, struct tile_error *e)
     return 0;
 }
 
-/* Walks the contents: checks that only the field for `dtype` is used and,
- * with t->out set, writes its values in the raw layout. For BYTES,
- * t->count counts strings and *bytes_len receives the raw length. */
-static int walk_contents(struct infer_ctx *c, const struct input_view *in, enum tile_dtype dtype, uint32_t want,
-                         struct typed_fill *t, uint64_t *bytes_len)
+/* Walks one InferTensorContents message (see walk_contents). A field of
+ * another wire type than its own (packed or not) is unknown to protobuf,
+ * and an empty packed run sets no value: neither counts as data. */
+static int walk_one_contents(struct infer_ctx *c, const struct input_view *in, const uint8_t *msg, size_t len,
+                             enum tile_dtype dtype, uint32_t want, struct typed_fill *t, uint64_t *raw)
 {
     struct tile_pb_reader rd;
     struct tile_pb_field f;
     int rc;
-    uint64_t raw = 0;
-    tile_pb_reader_init(&rd, in->contents, in->contents_len);
+    tile_pb_reader_init(&rd, msg, len);
     while ((rc = tile_pb_next(&rd, &f, "input contents", c->e)) > 0) {
-        if (f.number < 1 || f.number > CONTENTS_FIELDS)
+        if (f.number < 1 || f.number > CONTENTS_FIELDS || !tile_pb_packs(&f, contents_fields[f.number].wire))
             continue;
-        if (f.number != want)
+        if (f.number != want) {
+            if (f.number != 8 && f.wire == TILE_PB_LEN && f.len == 0)
+                continue;
             return tile_error_set(c->e, TILE_EINVAL,
                                   "unexpected explicit tensor data for input tensor '%.*s' for model '%.*s' of type "
                                   "'%s', expected datatype '%s'",
                                   (int)in->name.len, in->name.ptr, (int)c->r->model_name.len, c->r->model_name.ptr,
                                   contents_fields[f.number].kserve, tile_dtype_traits(dtype)->kserve);
+        }
         if (want != 8) { /* 8: bytes_contents, one string per field */
             if (tile_pb_scalars(&f, contents_fields[want].wire, typed_scalar, t, "input contents", c->e) < 0)
                 return -1;
             continue;
         }
-        if (want_wire(&f, TILE_PB_LEN, "bytes_contents", c->e) < 0)
-            return -1;
         if (f.len > UINT32_MAX)
             return tile_error_set(c->e, TILE_ETOOBIG, "input '%.*s' has a string of %zu bytes, above 4 GiB",
                                   (int)in->name.len, in->name.ptr, f.len);
         if (t->out) {
-            typed_scalar(&(struct typed_fill){t->out + raw, 0, 4}, f.len, c->e);
-            memcpy(t->out + raw + 4, f.data, f.len);
+            typed_scalar(&(struct typed_fill){t->out + *raw, 0, 4, false}, f.len, c->e);
+            memcpy(t->out + *raw + 4, f.data, f.len);
         }
-        raw += 4 + (uint64_t)f.len;
+        *raw += 4 + (uint64_t)f.len;
         t->count++;
     }
-    *bytes_len = raw;
+    return rc;
+}
+
+/* Walks the contents: checks that only the field for `dtype` is used and,
+ * with t->out set, writes its values in the raw layout. For BYTES,
+ * t->count counts strings and *bytes_len receives the raw length. Several
+ * `contents` fields are one message merged: their values in order. */
+static int walk_contents(struct infer_ctx *c, const struct input_view *in, enum tile_dtype dtype, uint32_t want,
+                         struct typed_fill *t, uint64_t *bytes_len)
+{
+    *bytes_len = 0;
+    if (in->ncontents == 1)
+        return walk_one_contents(c, in, in->contents, in->contents_len, dtype, want, t, bytes_len);
+    struct tile_pb_reader rd;
+    struct tile_pb_field f;
+    int rc;
+    tile_pb_reader_init(&rd, in->msg, in->msg_len);
+    while ((rc = tile_pb_next(&rd, &f, "an input tensor", c->e)) > 0) {
+        if (f.number == IN_CONTENTS && f.wire == TILE_PB_LEN &&
+            walk_one_contents(c, in, f.data, f.len, dtype, want, t, bytes_len) < 0)
+            return -1;
+    }
     return rc;
 }
 
@@ -338,7 +404,7 @@ static int typed_to_raw(struct infer_ctx *c, const struct input_view *in, enum t
 {
     const struct tile_dtype_traits *tr = tile_dtype_traits(dtype);
     uint32_t want = contents_field_of(dtype); /* 0: raw only, so any typed field is refused */
-    struct typed_fill t = {.size = tr->wire_size};
+    struct typed_fill t = {.size = tr->wire_size, .is_bool = want == 1};
     uint64_t bytes_len, nelem;
     if (walk_contents(c, in, dtype, want, &t, &bytes_len) < 0 || tile_shape_elems(in->shape, in->rank, &nelem, c->e) < 0)
         return -1;
@@ -379,7 +445,7 @@ static int decode_raw(struct infer_ctx *c, const struct input_view *in, enum til
  * no entry of raw_input_contents. */
 static int shm_input(struct infer_ctx *c, const struct input_view *in, enum tile_dtype dtype, struct tile_grpc_input *gi)
 {
-    if (in->contents)
+    if (in->ncontents)
         return tile_error_set(c->e, TILE_EINVAL,
                               "input '%.*s' must set exactly one of 'contents', an entry of 'raw_input_contents' and "
                               "'shared_memory_region' in 'parameters'",
@@ -404,16 +470,16 @@ static int read_input(struct infer_ctx *c, const struct tile_pb_field *msg, int 
     struct tile_grpc_str mn = c->r->model_name;
     if (in.shm.used)
         return shm_input(c, &in, dtype, gi);
-    if (in.contents && c->nraw > 0)
+    if (in.ncontents && c->nraw > 0)
         return tile_error_set(c->e, TILE_EINVAL,
                               "contents field must not be specified when using raw_input_contents for '%.*s' for "
                               "model '%.*s'",
                               (int)in.name.len, in.name.ptr, (int)mn.len, mn.ptr);
-    if (!in.contents && *raw_next >= c->nraw)
+    if (!in.ncontents && *raw_next >= c->nraw)
         return tile_error_set(c->e, TILE_EINVAL, "unable to find data for input tensor '%.*s' for model '%.*s' in request.",
                               (int)in.name.len, in.name.ptr, (int)mn.len, mn.ptr);
     int rc;
-    if (in.contents) {
+    if (in.ncontents) {
         uint8_t *raw = NULL;
         uint64_t len = 0;
         if (typed_to_raw(c, &in, dtype, &raw, &len) < 0)
@@ -434,6 +500,7 @@ static int read_output(struct infer_ctx *c, const struct tile_pb_field *msg)
 {
     struct tile_pb_reader rd;
     struct tile_pb_field f;
+    struct parameter params[SHM_KEYS] = {0};
     int rc;
     if (c->r->noutputs == TILE_GRPC_MAX_OUTPUTS)
         return tile_error_set(c->e, TILE_EINVAL, "the request asks for more than %d outputs", TILE_GRPC_MAX_OUTPUTS);
@@ -444,15 +511,13 @@ static int read_output(struct infer_ctx *c, const struct tile_pb_field *msg)
     *name = (struct tile_grpc_str){"", 0};
     tile_pb_reader_init(&rd, msg->data, msg->len);
     while ((rc = tile_pb_next(&rd, &f, "a requested output", c->e)) > 0) {
-        if ((f.number == OUT_NAME || f.number == OUT_PARAMETERS) &&
-            want_wire(&f, TILE_PB_LEN, f.number == OUT_NAME ? "output name" : "output parameters", c->e) < 0)
-            return -1;
-        if (f.number == OUT_NAME)
-            *name = str_of(&f);
-        else if (f.number == OUT_PARAMETERS && tensor_parameter(c, &f, shm, &has_offset) < 0)
+        if (f.wire != TILE_PB_LEN)
+            continue;
+        if ((f.number == OUT_NAME && string_field(c, &f, "InferRequestedOutputTensor.name", name) < 0) ||
+            (f.number == OUT_PARAMETERS && collect_parameter(c, &f, tensor_keys, params, SHM_KEYS) < 0))
             return -1;
     }
-    if (rc < 0)
+    if (rc < 0 || apply_tensor_parameters(c, params, shm, &has_offset) < 0)
         return -1;
     char what[48];
     snprintf(what, sizeof(what), "output '%.*s'", (int)(name->len < 32 ? name->len : 32), name->ptr);
@@ -463,37 +528,41 @@ static int read_output(struct infer_ctx *c, const struct tile_pb_field *msg)
 /* ---- the request --------------------------------------------------------- */
 
 /* First pass: scalars, parameters, outputs and the raw contents (inputs
- * need to know whether raw contents are used before they are read). */
+ * need to know whether raw contents are used before they are read). Every
+ * field the request reads is length-delimited: one of another wire type
+ * is unknown to protobuf, skipped. */
 static int read_top(struct infer_ctx *c, const void *msg, size_t len, int *ninputs)
 {
     struct tile_pb_reader rd;
     struct tile_pb_field f;
+    struct parameter semantics = {0};
     int rc;
     tile_pb_reader_init(&rd, msg, len);
     while ((rc = tile_pb_next(&rd, &f, "ModelInferRequest", c->e)) > 0) {
-        if (f.number > REQ_RAW_INPUT)
-            continue; /* fields of later protocol versions */
-        if (want_wire(&f, TILE_PB_LEN, "ModelInferRequest", c->e) < 0)
+        if (f.number > REQ_RAW_INPUT || f.wire != TILE_PB_LEN)
+            continue; /* fields of later protocol versions, or unknown */
+        if (f.number == REQ_MODEL_NAME && string_field(c, &f, "ModelInferRequest.model_name", &c->r->model_name) < 0)
             return -1;
-        if (f.number == REQ_MODEL_NAME)
-            c->r->model_name = str_of(&f);
-        else if (f.number == REQ_MODEL_VERSION)
-            c->r->model_version = str_of(&f);
-        else if (f.number == REQ_ID)
-            c->r->id = str_of(&f);
-        else if (f.number == REQ_PARAMETERS && request_parameter(c, &f) < 0)
+        if (f.number == REQ_MODEL_VERSION &&
+            string_field(c, &f, "ModelInferRequest.model_version", &c->r->model_version) < 0)
             return -1;
-        else if (f.number == REQ_INPUTS && ++*ninputs > TILE_GRPC_MAX_INPUTS)
+        if (f.number == REQ_ID && string_field(c, &f, "ModelInferRequest.id", &c->r->id) < 0)
+            return -1;
+        if (f.number == REQ_PARAMETERS && collect_parameter(c, &f, request_keys, &semantics, 1) < 0)
+            return -1;
+        if (f.number == REQ_INPUTS && ++*ninputs > TILE_GRPC_MAX_INPUTS)
             return tile_error_set(c->e, TILE_EINVAL, "the request has more than %d inputs", TILE_GRPC_MAX_INPUTS);
-        else if (f.number == REQ_OUTPUTS && read_output(c, &f) < 0)
+        if (f.number == REQ_OUTPUTS && read_output(c, &f) < 0)
             return -1;
-        else if (f.number == REQ_RAW_INPUT && c->nraw == TILE_GRPC_MAX_INPUTS)
+        if (f.number == REQ_RAW_INPUT && c->nraw == TILE_GRPC_MAX_INPUTS)
             return tile_error_set(c->e, TILE_EINVAL, "the request has more than %d raw_input_contents",
                                   TILE_GRPC_MAX_INPUTS);
-        else if (f.number == REQ_RAW_INPUT)
+        if (f.number == REQ_RAW_INPUT)
             c->raw[c->nraw++] = str_of(&f);
     }
-    return rc;
+    if (rc < 0)
+        return -1;
+    return apply_request_parameters(c, &semantics);
 }
 
 static int read_inputs(struct infer_ctx *c, const void *msg, size_t len)
@@ -503,7 +572,7 @@ static int read_inputs(struct infer_ctx *c, const void *msg, size_t len)
     int rc, raw_next = 0;
     tile_pb_reader_init(&rd, msg, len);
     while ((rc = tile_pb_next(&rd, &f, "ModelInferRequest", c->e)) > 0) {
-        if (f.number == REQ_INPUTS && read_input(c, &f, &raw_next) < 0)
+        if (f.number == REQ_INPUTS && f.wire == TILE_PB_LEN && read_input(c, &f, &raw_next) < 0)
             return -1;
     }
     if (rc == 0 && raw_next != c->nraw)

@@ -8,9 +8,11 @@
  */
 #include "grpc_msgs.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonlex.h" /* tile_utf8_valid */
 #include "pbwire.h"
 
 /* Returns room for n more bytes, or NULL (and b->oom) when it cannot grow. */
@@ -95,21 +97,32 @@ void tile_grpc_buf_sub(struct tile_grpc_buf *b, uint32_t field, struct tile_grpc
     put_sub(b, field, child);
 }
 
-int tile_grpc_model_ref_decode(const void *msg, size_t len, struct tile_grpc_str *name, struct tile_grpc_str *version,
-                               struct tile_error *e)
+/* A string field: 0 and its view when it is UTF-8, else -1 naming it. */
+static int string_field(const struct tile_pb_field *f, const char *message, const char *field,
+                        struct tile_grpc_str *out, struct tile_error *e)
+{
+    if (!tile_pb_ascii(f) && !tile_utf8_valid((const char *)f->data, f->len, NULL)) {
+        char what[128];
+        snprintf(what, sizeof(what), "%s.%s", message, field);
+        return tile_pb_utf8(f, what, e);
+    }
+    *out = (struct tile_grpc_str){(const char *)f->data, f->len};
+    return 0;
+}
+
+int tile_grpc_strings_decode(const void *msg, size_t len, const struct tile_grpc_layout *l, struct tile_grpc_str *out,
+                             struct tile_error *e)
 {
     struct tile_pb_reader rd;
     struct tile_pb_field f;
     int rc;
-    *name = *version = (struct tile_grpc_str){"", 0};
+    for (size_t i = 0; i < l->n; i++)
+        out[i] = (struct tile_grpc_str){"", 0};
     tile_pb_reader_init(&rd, msg, len);
-    while ((rc = tile_pb_next(&rd, &f, "the request", e)) > 0) {
-        if (f.number > 2)
-            continue;
-        if (f.wire != TILE_PB_LEN)
-            return tile_error_set(e, TILE_EINVAL, "the request: field %u has wire type %d, expected 2", f.number,
-                                  (int)f.wire);
-        *(f.number == 1 ? name : version) = (struct tile_grpc_str){(const char *)f.data, f.len};
+    while ((rc = tile_pb_next(&rd, &f, l->message, e)) > 0) {
+        if (f.number <= l->n && f.wire == TILE_PB_LEN &&
+            string_field(&f, l->message, l->field[f.number - 1], &out[f.number - 1], e) < 0)
+            return -1;
     }
     return rc;
 }
@@ -181,6 +194,12 @@ void tile_grpc_model_config(struct tile_grpc_buf *b, const struct tile_grpc_mode
     struct tile_grpc_buf c = {0};
     put_str(&c, 1, m->name);
     put_str(&c, 2, m->platform);
+    if (m->version) { /* ModelVersionPolicy{specific 3: Specific{versions 1}} */
+        struct tile_grpc_buf policy = {0}, specific = {0};
+        put_packed(&specific, 1, &m->version, 1);
+        put_sub(&policy, 3, &specific);
+        put_sub(&c, 3, &policy);
+    }
     for (size_t i = 0; i < m->ninputs; i++)
         put_config_tensor(&c, 5, 4, &m->inputs[i]);
     for (size_t i = 0; i < m->noutputs; i++)
@@ -213,6 +232,8 @@ void tile_grpc_model_statistics(struct tile_grpc_buf *b, const struct tile_grpc_
         put_duration(&inf, 4, s[i].compute_input_count, s[i].compute_input_ns);
         put_duration(&inf, 5, s[i].compute_infer_count, s[i].compute_infer_ns);
         put_duration(&inf, 6, s[i].compute_output_count, s[i].compute_output_ns);
+        put_duration(&inf, 7, s[i].cache_hit_count, s[i].cache_hit_ns);
+        put_duration(&inf, 8, s[i].cache_miss_count, s[i].cache_miss_ns);
         put_sub(&m, 6, &inf);
         put_sub(b, 1, &m);
     }
@@ -225,26 +246,22 @@ void tile_grpc_health_reply(struct tile_grpc_buf *b, enum tile_grpc_serving stat
 
 int tile_grpc_shm_register_decode(const void *msg, size_t len, struct tile_grpc_shm_register *r, struct tile_error *e)
 {
+    static const char message[] = "SystemSharedMemoryRegisterRequest";
     struct tile_pb_reader rd;
     struct tile_pb_field f;
     int rc;
     memset(r, 0, sizeof(*r));
     r->name = r->key = (struct tile_grpc_str){"", 0};
     tile_pb_reader_init(&rd, msg, len);
-    while ((rc = tile_pb_next(&rd, &f, "SystemSharedMemoryRegisterRequest", e)) > 0) {
-        if (f.number > 4)
-            continue;
-        enum tile_pb_wire want = f.number <= 2 ? TILE_PB_LEN : TILE_PB_VARINT;
-        if (f.wire != want)
-            return tile_error_set(e, TILE_EINVAL, "SystemSharedMemoryRegisterRequest: field %u has wire type %d, expected %d",
-                                  f.number, (int)f.wire, (int)want);
-        if (f.number == 1)
-            r->name = (struct tile_grpc_str){(const char *)f.data, f.len};
-        else if (f.number == 2)
-            r->key = (struct tile_grpc_str){(const char *)f.data, f.len};
-        else if (f.number == 3)
+    while ((rc = tile_pb_next(&rd, &f, message, e)) > 0) {
+        if (f.number > 4 || f.wire != (f.number <= 2 ? TILE_PB_LEN : TILE_PB_VARINT))
+            continue; /* unknown to the message */
+        if ((f.number == 1 && string_field(&f, message, "name", &r->name, e) < 0) ||
+            (f.number == 2 && string_field(&f, message, "key", &r->key, e) < 0))
+            return -1;
+        if (f.number == 3)
             r->offset = f.value;
-        else
+        else if (f.number == 4)
             r->byte_size = f.value;
     }
     return rc;

@@ -33,13 +33,24 @@ void tile_grpc_buf_str(struct tile_grpc_buf *b, uint32_t field, const char *s);
 void tile_grpc_buf_varint(struct tile_grpc_buf *b, uint32_t field, uint64_t v);
 void tile_grpc_buf_sub(struct tile_grpc_buf *b, uint32_t field, struct tile_grpc_buf *child);
 
-/* ModelReadyRequest, ModelMetadataRequest, ModelConfigRequest and
- * ModelStatisticsRequest: {name = 1, version = 2}. Also every request
- * whose only string is field 1: HealthCheckRequest{service},
- * {System,Cuda}SharedMemory{Status,Unregister}Request{name} (version
- * stays ""). */
-int tile_grpc_model_ref_decode(const void *msg, size_t len, struct tile_grpc_str *name, struct tile_grpc_str *version,
-                               struct tile_error *e);
+/* A request message of which tiled reads only string fields, numbered 1
+ * to n; every other field, of any wire type, is skipped, as is one of
+ * these numbers with another wire type (protobuf's unknown fields). Each
+ * RPC reads its request with its own layout, e.g. ModelReadyRequest
+ * {name 1, version 2}, grpc.health.v1.HealthCheckRequest {service 1},
+ * SystemSharedMemoryStatusRequest {name 1}, ServerLiveRequest {} (n 0:
+ * only checked to be a message). */
+struct tile_grpc_layout {
+    const char *message;  /* the message's full name, for errors */
+    const char *field[2]; /* the names of fields 1..n */
+    size_t n;
+};
+
+/* Decodes `msg` with layout `l` into out[0, l->n): a field given twice is
+ * the last one, an absent one "". Errors (TILE_EINVAL): not a message, a
+ * string that is not UTF-8 (named as Message.field). */
+int tile_grpc_strings_decode(const void *msg, size_t len, const struct tile_grpc_layout *l, struct tile_grpc_str *out,
+                             struct tile_error *e);
 
 /* ServerLiveResponse{live}, ServerReadyResponse{ready},
  * ModelReadyResponse{ready}: one bool in field 1. */
@@ -62,11 +73,13 @@ struct tile_grpc_model_meta {
     size_t nversions;
     const struct tile_grpc_tensor_meta *inputs, *outputs;
     size_t ninputs, noutputs;
+    int64_t version; /* the config's: version_policy {specific {versions: [version]}} */
 };
 
 void tile_grpc_model_metadata(struct tile_grpc_buf *b, const struct tile_grpc_model_meta *m);
-/* ModelConfigResponse{config}: name, platform, max_batch_size 0, input
- * and output (data_type as Triton's TYPE_ enum), backend. */
+/* ModelConfigResponse{config}: name, platform, version_policy,
+ * max_batch_size 0, input and output (data_type as Triton's TYPE_ enum),
+ * backend: the fields of HTTP's config document (api/v2.c). */
 void tile_grpc_model_config(struct tile_grpc_buf *b, const struct tile_grpc_model_meta *m);
 
 /* One version's counters for ModelStatisticsResponse. */
@@ -76,6 +89,7 @@ struct tile_grpc_model_stats {
     uint64_t success_count, success_ns, fail_count, fail_ns, queue_count, queue_ns;
     uint64_t compute_input_count, compute_input_ns, compute_infer_count, compute_infer_ns;
     uint64_t compute_output_count, compute_output_ns;
+    uint64_t cache_hit_count, cache_hit_ns, cache_miss_count, cache_miss_ns;
 };
 void tile_grpc_model_statistics(struct tile_grpc_buf *b, const struct tile_grpc_model_stats *s, size_t n);
 
@@ -84,7 +98,8 @@ enum tile_grpc_serving { TILE_GRPC_SERVING = 1, TILE_GRPC_NOT_SERVING = 2 };
 void tile_grpc_health_reply(struct tile_grpc_buf *b, enum tile_grpc_serving status);
 
 /* SystemSharedMemoryRegisterRequest{name 1, key 2, offset 3, byte_size 4}
- * (proto3: an absent field reads as "" or 0). */
+ * (proto3: an absent field reads as "" or 0; the rules of
+ * tile_grpc_strings_decode() otherwise). */
 struct tile_grpc_shm_register {
     struct tile_grpc_str name, key;
     uint64_t offset, byte_size;

@@ -51,6 +51,25 @@ struct request {
     uint32_t kind; /* the field of the oneof that came last, as protobuf reads a oneof; 0: none */
 };
 
+/* ExtensionRequest{string containing_type = 1, int32 extension_number =
+ * 2}: only checked to be one (no file here declares extensions). */
+static int check_extension_request(const struct tile_pb_field *f, struct tile_error *e)
+{
+    struct tile_pb_reader rd;
+    struct tile_pb_field g;
+    int rc;
+    tile_pb_reader_init(&rd, f->data, f->len);
+    while ((rc = tile_pb_next(&rd, &g, "the reflection request's file_containing_extension", e)) > 0) {
+        if (g.number == 1 && g.wire == TILE_PB_LEN &&
+            tile_pb_utf8(&g, "grpc.reflection.v1alpha.ExtensionRequest.containing_type", e) < 0)
+            return -1;
+    }
+    return rc;
+}
+
+/* As protobuf reads the message: a field of another wire type than its
+ * own is an unknown field, every string must be UTF-8, the oneof is its
+ * member given last. */
 static int decode(const void *msg, size_t len, struct request *q, struct tile_error *e)
 {
     struct tile_pb_reader rd;
@@ -62,8 +81,10 @@ static int decode(const void *msg, size_t len, struct request *q, struct tile_er
         if (f.number != REQ_HOST && (f.number < REQ_FILE_BY_FILENAME || f.number > REQ_LIST_SERVICES))
             continue;
         if (f.wire != TILE_PB_LEN)
-            return tile_error_set(e, TILE_EINVAL, "the reflection request: field %u has wire type %d, expected 2",
-                                  f.number, (int)f.wire);
+            continue; /* an unknown field */
+        if (f.number == REQ_FILE_CONTAINING_EXTENSION ? check_extension_request(&f, e) < 0
+                                                      : tile_pb_utf8(&f, "the reflection request's string", e) < 0)
+            return -1;
         struct tile_grpc_str s = {(const char *)f.data, f.len};
         if (f.number == REQ_HOST) {
             q->host = s;

@@ -531,6 +531,24 @@ int tile_v2_version_slot(int version)
     return -1;
 }
 
+int tile_v2_version_parse(const char *s, size_t len, int *version)
+{
+    size_t i = len && s[0] == '+';
+    long v = 0;
+    *version = 0;
+    if (!len)
+        return 0;
+    if (i == len)
+        return -1;
+    for (; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        v = v < 100000000 ? v * 10 + (s[i] - '0') : 100000000; /* no version is that large */
+    }
+    *version = v && v < 100000000 && tile_v2_version_slot((int)v) >= 0 ? (int)v : -1;
+    return 0;
+}
+
 /* ---- model metadata and configuration ----------------------------------- */
 
 /* {"name","datatype","shape"} for metadata; {"name","data_type","dims"}

@@ -84,6 +84,13 @@ int tile_v2_response_shm(const struct tile_v2_request *r, const struct tile_plan
 extern const int tile_v2_versions[TILE_V2_NVERSIONS];
 /* Index of `version` in tile_v2_versions[], or -1 when it is not served. */
 int tile_v2_version_slot(int version);
+/* A model version as a request writes it, read the same way for every
+ * transport (HTTP's /versions/ path segment, gRPC's model_version): ""
+ * is the newest (*version 0); otherwise decimal digits, '+' allowed
+ * before them (as Triton's std::stol reads it), nothing else. *version is
+ * the version, or -1 for a number the model does not have (0, or too large
+ * for one). Returns -1 when `s` is not a version number. */
+int tile_v2_version_parse(const char *s, size_t len, int *version);
 
 /* A tensor of the model's signature: its one dimension is `dim` (-1: any
  * length). */

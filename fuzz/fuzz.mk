@@ -17,7 +17,7 @@
 FUZZ_CC      ?= clang
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_TIME    ?= 60
-FUZZ_TARGETS ?= v1_json raw npy v2 lists grpc grpc_transport
+FUZZ_TARGETS ?= v1_json raw npy v2 lists grpc grpc_transport pbdiff
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS  := -std=c11 -O1 -g -pthread $(WARN) -fno-strict-aliasing $(FUZZ_SAN)
 
@@ -50,6 +50,33 @@ $(FUZZ_BUILD)/fuzz_grpc_transport: fuzz/fuzz_grpc_transport.c $(FUZZ_BUILD)/obj/
                                    $(FUZZ_SERVER_OBJ)
 	$(FUZZ_CC) $(LAYER_server) -Iserver/grpc $(CPPFLAGS) -Ifuzz $(FUZZ_CFLAGS) -fsanitize=fuzzer $(PKG_CFLAGS) \
 	    -o $@ $< $(FUZZ_BUILD)/obj/fuzz/h2_replies.o $(FUZZ_LIB_OBJ) $(FUZZ_SERVER_OBJ) $(PKG_LIBS) -pthread -lm
+
+# The differential target (fuzz_pbdiff.c) reads each message with protobuf-c
+# too: C generated at build time by protoc-c (Debian's protobuf-c-compiler)
+# from the .proto files as fuzz/pbdiff/bytes_view.py rewrites them, into
+# $(FUZZ_BUILD)/pbc/ (never committed), linked with libprotobuf-c.
+FUZZ_PBC_DIR   := $(FUZZ_BUILD)/pbc
+FUZZ_PBC_PROTO := $(notdir $(wildcard api/proto/*.proto)) reflection.proto
+FUZZ_PBC_SRC   := $(patsubst %.proto,$(FUZZ_PBC_DIR)/%.pb-c.c,$(FUZZ_PBC_PROTO))
+FUZZ_PBC_OBJ   := $(FUZZ_PBC_SRC:.c=.o)
+.SECONDARY: $(FUZZ_PBC_SRC) $(FUZZ_PBC_OBJ) $(FUZZ_PBC_DIR)/.stamp
+
+$(FUZZ_PBC_DIR)/.stamp: $(wildcard api/proto/*.proto) fuzz/pbdiff/reflection.proto fuzz/pbdiff/bytes_view.py
+	@mkdir -p $(@D)/proto
+	for f in $(wildcard api/proto/*.proto) fuzz/pbdiff/reflection.proto; do \
+	    python3 fuzz/pbdiff/bytes_view.py $$f $(@D)/proto/$$(basename $$f) || exit 1; done
+	protoc-c -I$(@D)/proto --c_out=$(@D) $(addprefix $(@D)/proto/,$(FUZZ_PBC_PROTO))
+	@touch $@
+
+$(FUZZ_PBC_SRC): $(FUZZ_PBC_DIR)/.stamp ;
+
+# Generated code: no -Werror (protoc-c's output is not ours to keep warning-free).
+$(FUZZ_PBC_DIR)/%.pb-c.o: $(FUZZ_PBC_DIR)/%.pb-c.c
+	$(FUZZ_CC) -std=c11 -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer-no-link -I$(FUZZ_PBC_DIR) -c $< -o $@
+
+$(FUZZ_BUILD)/fuzz_pbdiff: fuzz/fuzz_pbdiff.c $(FUZZ_PBC_OBJ) $(FUZZ_LIB_OBJ)
+	$(FUZZ_CC) $(LAYER_api) $(CPPFLAGS) -Ifuzz -I$(FUZZ_PBC_DIR) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(PKG_CFLAGS) \
+	    -o $@ $< $(FUZZ_PBC_OBJ) $(FUZZ_LIB_OBJ) $(API_LIBS) -lprotobuf-c -pthread -lm
 
 # clang and its runtimes first (an explicit step, not a prerequisite of the objects).
 fuzz-build:

@@ -147,11 +147,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!msg)
         return 0;
     /* The same bytes as the {name, version} request of the model RPCs. */
-    struct tile_grpc_str name, version;
+    static const struct tile_grpc_layout ref = {"inference.ModelReadyRequest", {"name", "version"}, 2};
+    struct tile_grpc_str strs[2];
     struct tile_error e = {0};
-    if (tile_grpc_model_ref_decode(msg, size, &name, &version, &e) == 0) {
-        check_inside(name, msg, size, "a model name");
-        check_inside(version, msg, size, "a model version");
+    if (tile_grpc_strings_decode(msg, size, &ref, strs, &e) == 0) {
+        check_inside(strs[0], msg, size, "a model name");
+        check_inside(strs[1], msg, size, "a model version");
     }
     tile_error_clear(&e);
     struct tile_grpc_shm_register reg;

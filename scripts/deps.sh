@@ -7,7 +7,8 @@
 #   test   what `make test`'s suites run: Python with numpy, valgrind,
 #          promtool, man, kubectl, nginx, wrk, systemd-analyze, strace, ...
 #   bench  load generators and the peer web server
-#   fuzz   clang with its sanitizer and libFuzzer runtimes
+#   fuzz   clang with its sanitizer and libFuzzer runtimes; protobuf-c (its
+#          compiler and library) for the differential protobuf target
 #
 # A COMMAND=PACKAGE entry is satisfied by the command from any source: a
 # machine may have a newer kubectl than Debian's kubernetes-client (which
@@ -22,7 +23,7 @@ for group in "$@"; do
     test)  want="$want curl openssl procps python3 python3-numpy python3-venv python3-yaml valgrind prometheus
                  man=man-db kubectl=kubernetes-client systemd strace nginx-light wrk" ;;
     bench) want="$want wrk nginx-light curl python3-numpy h2load=nghttp2-client" ;;
-    fuzz)  want="$want clang libclang-rt-14-dev" ;;
+    fuzz)  want="$want clang libclang-rt-14-dev protobuf-c-compiler libprotobuf-c-dev" ;;
     *) echo "usage: $0 build|test|bench|fuzz..." >&2; exit 2 ;;
   esac
 done

@@ -23,9 +23,11 @@ void tiled_handle_models(struct tiled_req *req);
  * `dflt`. -1 when nothing listed can be produced. */
 int tiled_negotiate_format(const char *accept, enum tile_format dflt, enum tile_format *out);
 /* Splits "tile[/versions/N][/action]" (v2.c): the model name into
- * model[cap], the version (0 when absent), the action ("" when absent).
- * False when the path is malformed. */
-bool tiled_split_model_path(const char *p, char *model, size_t cap, int *version, const char **action);
+ * model[cap], the version as written (vlen 0 when absent), the action (""
+ * when absent). False when the path is malformed, its version included
+ * (tile_v2_version_parse()). */
+bool tiled_split_model_path(const char *p, char *model, size_t cap, const char **version, size_t *vlen,
+                            const char **action);
 /* Head checks (route.h): v1's media types and query; v2's path and method. */
 void tiled_check_tile_head(struct tiled_req *req);
 void tiled_check_models_head(struct tiled_req *req);

@@ -181,8 +181,9 @@ static json_t *stat_doc(const struct tiled_server *srv, int slot)
                      duration(s.fail_count, s.fail_ns), "queue", duration(s.queue_count, s.queue_ns),
                      "compute_input", duration(s.compute_input_count, s.compute_input_ns), "compute_infer",
                      duration(s.compute_infer_count, s.compute_infer_ns), "compute_output",
-                     duration(s.compute_output_count, s.compute_output_ns), "cache_hit", duration(0, 0),
-                     "cache_miss", duration(0, 0), "batch_stats");
+                     duration(s.compute_output_count, s.compute_output_ns), "cache_hit",
+                     duration(s.cache_hit_count, s.cache_hit_ns), "cache_miss",
+                     duration(s.cache_miss_count, s.cache_miss_ns), "batch_stats");
 }
 
 /* Statistics of one version, or of every version when `version` is 0. */
@@ -222,46 +223,62 @@ static const char *served_versions(char *text, size_t cap)
     return text;
 }
 
-void tiled_v2_unknown_version(struct tiled_req *req, const char *digits, size_t len)
+enum tiled_v2_found tiled_v2_model_find(const char *model, size_t len, const char *version, size_t vlen, int *v)
 {
-    char versions[TILE_V2_NVERSIONS * 12];
-    tiled_reply_error(&req->reply, TILED_NOT_FOUND, "unknown version %.*s of model 'tile' (versions: %s)",
-                      (int)(len < 32 ? len : 32), digits, served_versions(versions, sizeof(versions)));
+    if (tile_v2_version_parse(version, vlen, v) < 0)
+        return TILED_V2_BAD_VERSION;
+    if (len != 4 || memcmp(model, "tile", 4) != 0)
+        return TILED_V2_UNKNOWN_MODEL;
+    if (*v < 0)
+        return TILED_V2_UNKNOWN_VERSION;
+    if (!*v)
+        *v = tile_v2_versions[0];
+    return TILED_V2_FOUND;
 }
 
-int tiled_v2_model_version(struct tiled_req *req, const char *model, size_t len, int version)
+int tiled_v2_model_version(struct tiled_req *req, const char *model, size_t len, const char *version, size_t vlen)
 {
-    if (len != 4 || memcmp(model, "tile", 4) != 0) {
+    char versions[TILE_V2_NVERSIONS * 12];
+    int v;
+    switch (tiled_v2_model_find(model, len, version, vlen, &v)) {
+    case TILED_V2_FOUND:
+        return v;
+    case TILED_V2_BAD_VERSION:
+        tiled_reply_error(&req->reply, TILED_BAD_REQUEST,
+                          "model version '%.*s' is not a version number (leave it empty for the newest)",
+                          (int)(vlen < 64 ? vlen : 64), version);
+        return 0;
+    case TILED_V2_UNKNOWN_MODEL:
         tiled_reply_error(&req->reply, TILED_NOT_FOUND, "unknown model '%.*s' (this server serves the model 'tile')",
                           (int)(len < 128 ? len : 128), model);
         return 0;
-    }
-    if (version && tile_v2_version_slot(version) < 0) {
-        char digits[16];
-        int n = snprintf(digits, sizeof(digits), "%d", version);
-        tiled_v2_unknown_version(req, digits, (size_t)n);
+    case TILED_V2_UNKNOWN_VERSION:
+        tiled_reply_error(&req->reply, TILED_NOT_FOUND, "unknown version %.*s of model 'tile' (versions: %s)",
+                          (int)(vlen < 32 ? vlen : 32), version, served_versions(versions, sizeof(versions)));
         return 0;
     }
-    return version ? version : tile_v2_versions[0];
+    return 0;
 }
 
-bool tiled_split_model_path(const char *p, char *model, size_t cap, int *version, const char **action)
+bool tiled_split_model_path(const char *p, char *model, size_t cap, const char **version, size_t *vlen,
+                            const char **action)
 {
     size_t n = strcspn(p, "/");
+    int v;
     if (n == 0 || n >= cap)
         return false;
     memcpy(model, p, n);
     model[n] = '\0';
     p += n;
-    *version = 0;
+    *version = "";
+    *vlen = 0;
     if (strncmp(p, "/versions/", 10) == 0) {
-        char *end;
         p += 10;
-        long v = strtol(p, &end, 10);
-        if (end == p || v <= 0 || v > 1000000 || (*end && *end != '/'))
-            return false;
-        *version = (int)v;
-        p = end;
+        *version = p;
+        *vlen = strcspn(p, "/");
+        if (!*vlen || tile_v2_version_parse(*version, *vlen, &v) < 0)
+            return false; /* not a path this route has */
+        p += *vlen;
     }
     *action = *p == '/' ? p + 1 : p;
     return true;
@@ -273,13 +290,14 @@ bool tiled_split_model_path(const char *p, char *model, size_t cap, int *version
 void tiled_check_models_head(struct tiled_req *req)
 {
     char model[128];
-    int version;
-    const char *action;
+    const char *version, *action;
+    size_t vlen;
+    int v;
     const char *hl = req->infer_header_len;
     const char *rest = req->path + strlen("/v2/models/");
-    bool infer = tiled_split_model_path(rest, model, sizeof(model), &version, &action) && strcmp(model, "tile") == 0 &&
-                 (!version || tile_v2_version_slot(version) >= 0) && strcmp(action, "infer") == 0 &&
-                 strcmp(req->method, "POST") == 0;
+    bool infer = tiled_split_model_path(rest, model, sizeof(model), &version, &vlen, &action) &&
+                 tiled_v2_model_find(model, strlen(model), version, vlen, &v) == TILED_V2_FOUND &&
+                 strcmp(action, "infer") == 0 && strcmp(req->method, "POST") == 0;
     if (!infer) {
         tiled_handle_models(req);
         return;
@@ -291,19 +309,19 @@ void tiled_check_models_head(struct tiled_req *req)
 void tiled_handle_models(struct tiled_req *req)
 {
     char model[128];
-    int version;
-    const char *action;
+    const char *version, *action;
+    size_t vlen;
     const char *rest = req->path + strlen("/v2/models/");
     if (strcmp(rest, "stats") == 0) {
         if (tiled_method_is(req, "GET"))
             handle_stats(req, 0);
         return;
     }
-    if (!tiled_split_model_path(rest, model, sizeof(model), &version, &action)) {
+    if (!tiled_split_model_path(rest, model, sizeof(model), &version, &vlen, &action)) {
         tiled_reply_error(&req->reply, TILED_NOT_FOUND, "no such endpoint: %s %s", req->method, req->path);
         return;
     }
-    int v = tiled_v2_model_version(req, model, strlen(model), version);
+    int v = tiled_v2_model_version(req, model, strlen(model), version, vlen);
     if (!v)
         return;
     char *doc = NULL;
@@ -322,7 +340,7 @@ void tiled_handle_models(struct tiled_req *req)
         doc = atomic_load(&req->srv->draining) ? strdup("")
                                                : tiled_json_dump(json_pack("{s:s, s:b}", "name", "tile", "ready", 1));
     else if (strcmp(action, "stats") == 0) {
-        handle_stats(req, version); /* no version: all of them */
+        handle_stats(req, vlen ? v : 0); /* no version: all of them */
         return;
     } else {
         tiled_reply_error(&req->reply, TILED_NOT_FOUND, "no such endpoint: %s %s", req->method, req->path);

@@ -35,12 +35,10 @@ void tiled_grpc_reply(struct tiled_req *req, struct tile_grpc_buf *b)
     tiled_reply_set_body(&req->reply, (char *)b->p, b->len, NULL);
 }
 
-/* Decodes a request whose strings are fields 1 and 2; false (and the reply
- * an error) when the message does not decode. */
-static bool decode_ref(struct tiled_req *req, struct tile_grpc_str *first, struct tile_grpc_str *second)
+bool tiled_grpc_decode(struct tiled_req *req, const struct tile_grpc_layout *l, struct tile_grpc_str *out)
 {
     struct tile_error e = {0};
-    if (tile_grpc_model_ref_decode(req->body, req->body_len, first, second, &e) == 0)
+    if (tile_grpc_strings_decode(req->body, req->body_len, l, out, &e) == 0)
         return true;
     tiled_reply_tile_error(&req->reply, &e);
     return false;
@@ -48,61 +46,64 @@ static bool decode_ref(struct tiled_req *req, struct tile_grpc_str *first, struc
 
 int tiled_grpc_model(struct tiled_req *req, struct tile_grpc_str name, struct tile_grpc_str version)
 {
-    int v = 0;
-    bool digits = true;
-    for (size_t i = 0; digits && i < version.len; i++) {
-        digits = version.ptr[i] >= '0' && version.ptr[i] <= '9';
-        v = i < 7 ? v * 10 + (version.ptr[i] - '0') : 0;
-    }
-    if (digits && (v || !version.len))
-        return tiled_v2_model_version(req, name.ptr, name.len, v);
-    /* Once the model is known: a number no version has (0, or too long
-     * for one) is an unknown version, as Triton finds it after std::stol;
-     * anything else is malformed, Triton's INVALID_ARGUMENT. */
-    if (!tiled_v2_model_version(req, name.ptr, name.len, 0))
-        return 0;
-    if (digits)
-        tiled_v2_unknown_version(req, version.ptr, version.len);
-    else
-        tiled_reply_error(&req->reply, TILED_BAD_REQUEST,
-                          "model version '%.*s' is not a version number (leave it empty for the newest)",
-                          (int)(version.len < 64 ? version.len : 64), version.ptr);
-    return 0;
+    return tiled_v2_model_version(req, name.ptr, name.len, version.ptr, version.len);
 }
+
+/* Each RPC's request message: what it reads of it. */
+static const struct tile_grpc_layout model_ready_request = {"inference.ModelReadyRequest", {"name", "version"}, 2},
+                                     model_metadata_request = {"inference.ModelMetadataRequest", {"name", "version"}, 2},
+                                     model_config_request = {"inference.ModelConfigRequest", {"name", "version"}, 2},
+                                     model_statistics_request = {"inference.ModelStatisticsRequest",
+                                                                 {"name", "version"}, 2},
+                                     health_check_request = {"grpc.health.v1.HealthCheckRequest", {"service"}, 1},
+                                     server_live_request = {"inference.ServerLiveRequest", {0}, 0},
+                                     server_ready_request = {"inference.ServerReadyRequest", {0}, 0},
+                                     server_metadata_request = {"inference.ServerMetadataRequest", {0}, 0};
 
 /* Decodes a {name, version} request and checks the model; 0 when the
  * reply is already an error. */
-static int model_request(struct tiled_req *req)
+static int model_request(struct tiled_req *req, const struct tile_grpc_layout *l)
 {
-    struct tile_grpc_str name, version;
-    return decode_ref(req, &name, &version) ? tiled_grpc_model(req, name, version) : 0;
+    struct tile_grpc_str ref[2];
+    return tiled_grpc_decode(req, l, ref) ? tiled_grpc_model(req, ref[0], ref[1]) : 0;
 }
 
 /* ---- health and metadata ------------------------------------------------- */
 
 static void server_live(struct tiled_req *req, struct tile_grpc_buf *b)
 {
-    (void)req;
-    tile_grpc_bool_reply(b, true);
+    if (tiled_grpc_decode(req, &server_live_request, NULL))
+        tile_grpc_bool_reply(b, true);
 }
 
 static void server_ready(struct tiled_req *req, struct tile_grpc_buf *b)
 {
-    tile_grpc_bool_reply(b, !atomic_load(&req->srv->draining));
+    if (tiled_grpc_decode(req, &server_ready_request, NULL))
+        tile_grpc_bool_reply(b, !atomic_load(&req->srv->draining));
 }
 
+/* A model or version it does not serve is not ready, an answer (Triton's:
+ * tritonclient's is_model_ready() returns False, as over HTTP); only a
+ * version that is no number is an error. */
 static void model_ready(struct tiled_req *req, struct tile_grpc_buf *b)
 {
-    if (model_request(req))
-        tile_grpc_bool_reply(b, !atomic_load(&req->srv->draining));
+    struct tile_grpc_str ref[2];
+    int v;
+    if (!tiled_grpc_decode(req, &model_ready_request, ref))
+        return;
+    enum tiled_v2_found found = tiled_v2_model_find(ref[0].ptr, ref[0].len, ref[1].ptr, ref[1].len, &v);
+    if (found == TILED_V2_BAD_VERSION)
+        tiled_grpc_model(req, ref[0], ref[1]); /* the error reply */
+    else
+        tile_grpc_bool_reply(b, found == TILED_V2_FOUND && !atomic_load(&req->srv->draining));
 }
 
 /* grpc.health.v1.Health/Check: the whole server is one service, named ""
  * or by the inference service's full name. */
 static void health_check(struct tiled_req *req, struct tile_grpc_buf *b)
 {
-    struct tile_grpc_str service, unused;
-    if (!decode_ref(req, &service, &unused))
+    struct tile_grpc_str service;
+    if (!tiled_grpc_decode(req, &health_check_request, &service))
         return;
     static const char served[] = "inference.GRPCInferenceService";
     if (service.len && !(service.len == strlen(served) && memcmp(service.ptr, served, service.len) == 0)) {
@@ -115,6 +116,8 @@ static void health_check(struct tiled_req *req, struct tile_grpc_buf *b)
 
 static void server_metadata(struct tiled_req *req, struct tile_grpc_buf *b)
 {
+    if (!tiled_grpc_decode(req, &server_metadata_request, NULL))
+        return;
     const char *ext[TILED_V2_MAX_EXTENSIONS];
     size_t n = tiled_v2_extensions(req->srv, ext);
     tile_grpc_server_metadata(b, "tiled", TILED_VERSION, ext, n);
@@ -136,12 +139,12 @@ static void model_meta(int version, struct tile_grpc_model_meta *m, struct tile_
     }
     *m = (struct tile_grpc_model_meta){.name = "tile", .platform = TILE_V2_PLATFORM, .backend = "tiled",
                                        .versions = versions, .nversions = TILE_V2_NVERSIONS, .inputs = t,
-                                       .ninputs = n, .outputs = &t[n], .noutputs = 1};
+                                       .ninputs = n, .outputs = &t[n], .noutputs = 1, .version = version};
 }
 
 static void model_metadata_or_config(struct tiled_req *req, struct tile_grpc_buf *b, bool config)
 {
-    int v = model_request(req);
+    int v = model_request(req, config ? &model_config_request : &model_metadata_request);
     if (!v)
         return;
     struct tile_grpc_model_meta m;
@@ -166,9 +169,10 @@ static void model_config(struct tiled_req *req, struct tile_grpc_buf *b)
  * every version's when the version is. */
 static void model_statistics(struct tiled_req *req, struct tile_grpc_buf *b)
 {
-    struct tile_grpc_str name, version;
-    if (!decode_ref(req, &name, &version))
+    struct tile_grpc_str ref[2];
+    if (!tiled_grpc_decode(req, &model_statistics_request, ref))
         return;
+    struct tile_grpc_str name = ref[0], version = ref[1];
     int v = name.len || version.len ? tiled_grpc_model(req, name.len ? name : (struct tile_grpc_str){"tile", 4}, version)
                                     : -1;
     if (!v)

@@ -2,6 +2,8 @@
 #ifndef TILED_V2_GRPC_H
 #define TILED_V2_GRPC_H
 
+#include <stdbool.h>
+
 #include "grpc_msgs.h"
 
 struct tiled_req;
@@ -9,6 +11,10 @@ struct tiled_req;
 /* Makes `b` (taken over) the reply's message, or the reply a 503 when
  * building it ran out of memory. */
 void tiled_grpc_reply(struct tiled_req *req, struct tile_grpc_buf *b);
+
+/* Decodes the request message with layout `l` into out[0, l->n); false
+ * (and the reply an error) when it does not decode. */
+bool tiled_grpc_decode(struct tiled_req *req, const struct tile_grpc_layout *l, struct tile_grpc_str *out);
 
 /* The model version a request naming model `name` at `version` ("": the
  * newest) addresses (v2_model.h's rules); 0 with the error reply set. */

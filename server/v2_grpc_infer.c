@@ -125,15 +125,13 @@ static int infer_prepare(struct tiled_req *req, struct tile_error *e)
 void tiled_grpc_model_infer(struct tiled_req *req, struct tile_grpc_buf *b)
 {
     (void)b; /* the message is produced by the work path */
-    struct tile_grpc_str name, version;
-    struct tile_error e = {0};
-    /* ModelInferRequest's model_name and model_version are fields 1 and 2,
-     * as in the model RPCs' requests: read them without the tensors. */
-    if (tile_grpc_model_ref_decode(req->body, req->body_len, &name, &version, &e) < 0) {
-        tiled_reply_tile_error(&req->reply, &e);
+    /* ModelInferRequest's model_name and model_version are fields 1 and 2:
+     * read them without the tensors (the rest is skipped unread). */
+    static const struct tile_grpc_layout head = {"inference.ModelInferRequest", {"model_name", "model_version"}, 2};
+    struct tile_grpc_str ref[2];
+    if (!tiled_grpc_decode(req, &head, ref))
         return;
-    }
-    int v = tiled_grpc_model(req, name, version);
+    int v = tiled_grpc_model(req, ref[0], ref[1]);
     if (!v)
         return;
     req->v2_version = v;

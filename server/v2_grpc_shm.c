@@ -28,17 +28,23 @@ static bool region_name(struct tiled_req *req, const struct tile_grpc_str *s, ch
     return true;
 }
 
-/* Decodes a {name} request (status, unregister) into name[cap]. */
-static bool name_request(struct tiled_req *req, char *name, size_t cap)
+/* Decodes a request of layout `l`, whose field 1 names a region, into
+ * name[cap]. */
+static bool name_request(struct tiled_req *req, const struct tile_grpc_layout *l, char *name, size_t cap)
 {
-    struct tile_grpc_str s, unused;
-    struct tile_error e = {0};
-    if (tile_grpc_model_ref_decode(req->body, req->body_len, &s, &unused, &e) < 0) {
-        tiled_reply_tile_error(&req->reply, &e);
-        return false;
-    }
-    return region_name(req, &s, name, cap);
+    struct tile_grpc_str s;
+    return tiled_grpc_decode(req, l, &s) && region_name(req, &s, name, cap);
 }
+
+/* Each RPC's request message ({Cuda,System}SharedMemoryRegisterRequest
+ * has more fields, of which only the name is read here). */
+static const struct tile_grpc_layout status_request[2] = {
+    {"inference.SystemSharedMemoryStatusRequest", {"name"}, 1},
+    {"inference.CudaSharedMemoryStatusRequest", {"name"}, 1}};
+static const struct tile_grpc_layout unregister_request[2] = {
+    {"inference.SystemSharedMemoryUnregisterRequest", {"name"}, 1},
+    {"inference.CudaSharedMemoryUnregisterRequest", {"name"}, 1}};
+static const struct tile_grpc_layout cuda_register_request = {"inference.CudaSharedMemoryRegisterRequest", {"name"}, 1};
 
 static void status_region(void *ctx, const struct tiled_shm_info *r)
 {
@@ -48,14 +54,16 @@ static void status_region(void *ctx, const struct tiled_shm_info *r)
 static void status(struct tiled_req *req, struct tile_grpc_buf *b, bool cuda)
 {
     char name[TILED_SHM_NAME_MAX + 1];
-    if (name_request(req, name, sizeof(name)) && tiled_v2_shm_allowed(req, cuda, TILED_SHM_STATUS, name))
+    if (name_request(req, &status_request[cuda], name, sizeof(name)) &&
+        tiled_v2_shm_allowed(req, cuda, TILED_SHM_STATUS, name))
         tiled_v2_shm_list(req, cuda, name, status_region, b);
 }
 
 static void unregister(struct tiled_req *req, bool cuda)
 {
     char name[TILED_SHM_NAME_MAX + 1];
-    if (name_request(req, name, sizeof(name)) && tiled_v2_shm_allowed(req, cuda, TILED_SHM_UNREGISTER, name))
+    if (name_request(req, &unregister_request[cuda], name, sizeof(name)) &&
+        tiled_v2_shm_allowed(req, cuda, TILED_SHM_UNREGISTER, name))
         tiled_v2_shm_unregister(req, cuda, name); /* the response message is empty */
 }
 
@@ -109,6 +117,6 @@ void tiled_grpc_cuda_shm_register(struct tiled_req *req, struct tile_grpc_buf *b
 {
     (void)b;
     char name[TILED_SHM_NAME_MAX + 1];
-    if (name_request(req, name, sizeof(name)))
+    if (name_request(req, &cuda_register_request, name, sizeof(name)))
         tiled_v2_shm_allowed(req, true, TILED_SHM_REGISTER, name);
 }

@@ -15,15 +15,22 @@
 struct tiled_req;
 struct tiled_server;
 
-/* The version a request for `model` (len bytes) at `version` (0: the
- * newest) addresses; 0 with the error reply set otherwise: an unknown
- * model or version is a 404, NOT_FOUND over gRPC, on both transports as
- * in Triton (whose unknown model is NOT_FOUND unless it namespaces models). */
-int tiled_v2_model_version(struct tiled_req *req, const char *model, size_t len, int version);
+/* What a request for `model` (len bytes) at `version` (vlen bytes, as
+ * tile_v2_version_parse() reads it; "": the newest) addresses. A version
+ * that is no number is found out first, as Triton parses it first. */
+enum tiled_v2_found {
+    TILED_V2_FOUND,           /* *v: the version */
+    TILED_V2_BAD_VERSION,     /* not a version number */
+    TILED_V2_UNKNOWN_MODEL,
+    TILED_V2_UNKNOWN_VERSION, /* a number the model does not have */
+};
+enum tiled_v2_found tiled_v2_model_find(const char *model, size_t len, const char *version, size_t vlen, int *v);
 
-/* The 404 (NOT_FOUND) for a version number, written as `digits`, that the
- * model does not have, naming the ones it has. */
-void tiled_v2_unknown_version(struct tiled_req *req, const char *digits, size_t len);
+/* The same, as an answer: the version, or 0 with the error reply set: an
+ * unknown model or version is a 404, NOT_FOUND over gRPC, on both
+ * transports as in Triton (whose unknown model is NOT_FOUND unless it
+ * namespaces models); a malformed version a 400, INVALID_ARGUMENT. */
+int tiled_v2_model_version(struct tiled_req *req, const char *model, size_t len, const char *version, size_t vlen);
 
 /* After an infer request was decoded into req->v2 and req->treq: lets
  * shared-memory inputs go unless the output goes to a region too (they

@@ -164,10 +164,35 @@ static void test_fields(void **state)
     next_bad((const uint8_t[]){0x12, 0x08, 't'}, 3, "runs past its end");
     next_bad((const uint8_t[]){0x08, 0x96}, 2, "field 1 is truncated");
     next_bad((const uint8_t[]){0x1d, 1, 2, 3}, 4, "field 3 is truncated");
-    next_bad((const uint8_t[]){0x0b}, 1, "wire type 3"); /* groups */
+    next_bad((const uint8_t[]){0x0b}, 1, "group 1 has no end");
+    next_bad((const uint8_t[]){0x0b, 0x14}, 2, "group 1 ended as group 2");
+    next_bad((const uint8_t[]){0x0c}, 1, "end of group 1 outside one");
+    next_bad((const uint8_t[]){0x0e, 0x01}, 2, "wire type 6");
     next_bad((const uint8_t[]){0x00, 0x01}, 2, "field number 0");
-    next_bad((const uint8_t[]){0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02}, 11, "truncated");
-    next_bad((const uint8_t[]){0x88}, 1, "truncated field key");
+    /* an 11-byte varint */
+    next_bad((const uint8_t[]){0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, 12, "truncated");
+    next_bad((const uint8_t[]){0x88}, 1, "truncated or overlong field key");
+    /* a key of six bytes (upb and C++ read at most five) */
+    next_bad((const uint8_t[]){0x88, 0x80, 0x80, 0x80, 0x80, 0x00, 0x01}, 7, "overlong field key");
+
+    /* Groups are unknown fields: skipped whole, nested ones and all the
+     * wire types inside them; the next field is read. */
+    static const uint8_t grouped[] = {0x0b, 0x10, 0x01, 0x1b, 0x22, 0x01, 'x', 0x2d, 1, 2, 3, 4, 0x1c, 0x31, 1, 2, 3,
+                                      4, 5, 6, 7, 8, 0x0c, 0x08, 0x2a};
+    tile_pb_reader_init(&rd, grouped, sizeof(grouped));
+    assert_int_equal(tile_pb_next(&rd, &f, "m", &e), 1);
+    assert_true(f.number == 1 && f.wire == TILE_PB_VARINT && f.value == 42);
+    assert_int_equal(tile_pb_next(&rd, &f, "m", &e), 0);
+
+    /* Over-long varints of up to ten bytes read as protobuf reads them:
+     * 1 padded to ten bytes; a tenth byte above 1 loses its high bits. */
+    static const uint8_t padded[] = {0x08, 0x81, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00,
+                                     0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f};
+    tile_pb_reader_init(&rd, padded, sizeof(padded));
+    assert_int_equal(tile_pb_next(&rd, &f, "m", &e), 1);
+    assert_true(f.value == 1);
+    assert_int_equal(tile_pb_next(&rd, &f, "m", &e), 1);
+    assert_true(f.value == UINT64_MAX);
 }
 
 static int collect(void *p, uint64_t v, struct tile_error *e)
@@ -202,10 +227,18 @@ static void test_packed_and_unpacked(void **state)
     struct tile_error e = {0};
     assert_int_equal(tile_pb_scalars(&f, TILE_PB_I32, collect, got, "m", &e), -1);
     assert_error_has(&e, TILE_EINVAL, "packed field 4 is truncated");
-    f.wire = TILE_PB_I64;
+    f.wire = TILE_PB_I64; /* another wire type: an unknown field, no values */
     tile_error_clear(&e);
-    assert_int_equal(tile_pb_scalars(&f, TILE_PB_VARINT, collect, got, "m", &e), -1);
-    assert_error_has(&e, TILE_EINVAL, "wire type 1");
+    got[0] = 0;
+    assert_int_equal(tile_pb_scalars(&f, TILE_PB_VARINT, collect, got, "m", &e), 0);
+    assert_int_equal(got[0], 0);
+    /* runs in any mix: packed [1, 2], unpacked 3, packed [4] */
+    static const uint8_t mixed[] = {0x22, 0x02, 0x01, 0x02, 0x20, 0x03, 0x22, 0x01, 0x04};
+    struct tile_pb_reader rd;
+    tile_pb_reader_init(&rd, mixed, sizeof(mixed));
+    while (tile_pb_next(&rd, &f, "m", &e) > 0)
+        assert_int_equal(tile_pb_scalars(&f, TILE_PB_VARINT, collect, got, "m", &e), 0);
+    assert_true(got[0] == 4 && got[1] == 1 && got[2] == 2 && got[3] == 3 && got[4] == 4);
 }
 
 /* ---- ModelInferRequest --------------------------------------------------- */
@@ -487,8 +520,8 @@ static void test_parameters_and_limits(void **state)
     decode_bad(&req, "more than 4 inputs");
 
     req.len = 0;
-    put_varint_field(&req, 5, 1); /* inputs must be a message */
-    decode_bad(&req, "field 5 has wire type 0, expected 2");
+    put_varint_field(&req, 5, 1); /* inputs as a varint: an unknown field, so no inputs */
+    decode_bad(&req, "the request has no 'inputs'");
 
     req.len = 0;
     put_input(&req, "input", "INT64", shape, 1, &contents);
@@ -778,12 +811,290 @@ static void test_shared_memory(void **state)
     shm_decode_bad(&req, &src, "need 'shared_memory_region' (output 'output')");
 }
 
+/* ---- encodings other writers produce (EDGES.md §3) ----------------------- */
+
+/* One input decoded from `req`; fails the test on an error. */
+static void decode_one(const struct msg *req, struct tile_grpc_infer_request *r)
+{
+    struct tile_error e = {0};
+    if (decode(req, r, &e) < 0)
+        fail_msg("decode: %s", e.text);
+    assert_int_equal(r->ninputs, 1);
+}
+
+/* Class 2: bool_contents is a varint where any non-zero value is true. */
+static void test_bool_nonzero_is_true(void **state)
+{
+    (void)state;
+    static const uint64_t values[] = {256, 512, 0, 3};
+    for (int packed = 0; packed < 2; packed++) {
+        struct msg req = {.len = 0}, contents = {.len = 0}, run = {.len = 0};
+        for (int i = 0; i < 4; i++) {
+            if (packed)
+                run.len = (size_t)(tile_pb_put_varint(run.buf + run.len, values[i]) - run.buf);
+            else
+                put_varint_field(&contents, 1, values[i]);
+        }
+        if (packed)
+            put_sub(&contents, 1, &run);
+        put_input(&req, "input", "BOOL", (int64_t[]){4}, 1, &contents);
+        struct tile_grpc_infer_request r;
+        decode_one(&req, &r);
+        assert_memory_equal(r.inputs[0].t.data, ((const uint8_t[]){1, 1, 0, 1}), 4);
+        tile_grpc_infer_request_free(&r);
+    }
+}
+
+/* Integer truncation as a C++ cast: int32 from a 10-byte negative varint,
+ * uint32 from a wider one; over-long (padded) varints in a packed run. */
+static void test_integer_truncation(void **state)
+{
+    (void)state;
+    struct msg req = {.len = 0}, contents = {.len = 0};
+    put_varint_field(&contents, 2, (uint64_t)(int64_t)-2); /* int_contents: ten bytes */
+    put_varint_field(&contents, 2, UINT64_C(0x100000007));  /* truncated to 7 */
+    put_input(&req, "input", "INT32", (int64_t[]){2}, 1, &contents);
+    struct tile_grpc_infer_request r;
+    decode_one(&req, &r);
+    assert_int_equal(((int32_t *)r.inputs[0].t.data)[0], -2);
+    assert_int_equal(((int32_t *)r.inputs[0].t.data)[1], 7);
+    tile_grpc_infer_request_free(&r);
+
+    req.len = contents.len = 0;
+    put_varint_field(&contents, 4, UINT64_C(0xffffffff00000005)); /* uint_contents */
+    /* packed: 9 padded to ten bytes */
+    put_raw(&contents, 4, (const uint8_t[]){0x89, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00}, 10);
+    put_input(&req, "input", "UINT32", (int64_t[]){2}, 1, &contents);
+    decode_one(&req, &r);
+    assert_int_equal(((uint32_t *)r.inputs[0].t.data)[0], 5);
+    assert_int_equal(((uint32_t *)r.inputs[0].t.data)[1], 9);
+    tile_grpc_infer_request_free(&r);
+}
+
+/* Every *_contents type and the shape in a mix of packed and unpacked
+ * runs, and contents given as two InferTensorContents fields (class 3:
+ * an embedded message given twice is the merge of both). */
+static void test_runs_and_merged_contents(void **state)
+{
+    (void)state;
+    static const char *const strings[] = {"ab", "", "xyz", "q"};
+    static const struct typed_case cases[] = {
+        {"BOOL", 1, TILE_PB_VARINT, 2, {1, 0}, {1, 0}, 2},
+        {"INT32", 2, TILE_PB_VARINT, 2, {5, (uint64_t)(int64_t)-1}, {5, 0, 0, 0, 0xff, 0xff, 0xff, 0xff}, 8},
+        {"INT64", 3, TILE_PB_VARINT, 2, {1, 2}, {1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0}, 16},
+        {"UINT32", 4, TILE_PB_VARINT, 2, {3, 4}, {3, 0, 0, 0, 4, 0, 0, 0}, 8},
+        {"UINT64", 5, TILE_PB_VARINT, 2, {6, 7}, {6, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0}, 16},
+        {"FP32", 6, TILE_PB_I32, 2, {0x3f800000, 0xc0000000}, {0, 0, 0x80, 0x3f, 0, 0, 0, 0xc0}, 8},
+        {"FP64", 7, TILE_PB_I64, 2, {UINT64_C(0x3ff0000000000000), 0}, {0, 0, 0, 0, 0, 0, 0xf0, 0x3f}, 16},
+        {"BYTES", 8, TILE_PB_LEN, 2, {(uintptr_t)strings[0], (uintptr_t)strings[2]}, {0}, 0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        /* the values twice over: run 1 packed, run 2 unpacked in one
+         * contents; then the same again in a second contents field */
+        struct msg first = {.len = 0}, second = {.len = 0};
+        put_contents(&first, &cases[i], true);
+        put_contents(&first, &cases[i], false);
+        put_contents(&second, &cases[i], false);
+        put_contents(&second, &cases[i], true);
+        /* shape [2, 4]: 2 packed, then 4 unpacked */
+        struct msg in = {.len = 0}, req = {.len = 0};
+        put_str(&in, 1, "input");
+        put_packed_varints(&in, 3, (int64_t[]){2}, 1);
+        put_sub(&in, 5, &first);
+        put_str(&in, 2, cases[i].datatype);
+        put_varint_field(&in, 3, 4);
+        put_sub(&in, 5, &second);
+        put_sub(&req, 5, &in);
+        struct tile_grpc_infer_request r;
+        decode_one(&req, &r);
+        const struct tile_tensor *t = &r.inputs[0].t;
+        assert_int_equal(t->rank, 2);
+        assert_true(t->shape[0] == 2 && t->shape[1] == 4);
+        assert_int_equal(t->nelem, 8);
+        if (cases[i].wire == TILE_PB_LEN) {
+            const struct tile_str *sv = t->data;
+            for (int k = 0; k < 8; k++) {
+                const char *want = strings[(k % 2) * 2];
+                assert_int_equal(sv[k].len, strlen(want));
+                assert_memory_equal(sv[k].ptr, want, strlen(want));
+            }
+        } else {
+            for (int k = 0; k < 4; k++)
+                assert_memory_equal((const uint8_t *)t->data + k * cases[i].want_len, cases[i].want,
+                                    cases[i].want_len);
+        }
+        tile_grpc_infer_request_free(&r);
+    }
+
+    /* The example: INT64 [4] as two contents fields of two values. */
+    struct msg a = {.len = 0}, b = {.len = 0}, in = {.len = 0}, req = {.len = 0};
+    put_packed_varints(&a, 3, (int64_t[]){1, 2}, 2);
+    put_packed_varints(&b, 3, (int64_t[]){3, 4}, 2);
+    put_str(&in, 1, "input");
+    put_str(&in, 2, "INT64");
+    put_packed_varints(&in, 3, (int64_t[]){4}, 1);
+    put_sub(&in, 5, &a);
+    put_sub(&in, 5, &b);
+    put_sub(&req, 5, &in);
+    struct tile_grpc_infer_request r;
+    decode_one(&req, &r);
+    assert_memory_equal(r.inputs[0].t.data, ((const int64_t[]){1, 2, 3, 4}), 32);
+    tile_grpc_infer_request_free(&r);
+
+    /* A field of another wire type, and an empty packed run of another
+     * type, are no data (unknown, resp. no values): not "unexpected". */
+    a.len = in.len = req.len = 0;
+    put_varint_field(&a, 6, 1);     /* fp32_contents as a varint: unknown */
+    put_raw(&a, 7, "", 0);          /* fp64_contents, packed, empty */
+    put_varint_field(&a, 3, 9);
+    put_input(&req, "input", "INT64", (int64_t[]){1}, 1, &a);
+    decode_one(&req, &r);
+    assert_int_equal(((int64_t *)r.inputs[0].t.data)[0], 9);
+    tile_grpc_infer_request_free(&r);
+}
+
+/* Class 1 in ModelInferRequest: groups skipped at every level. */
+static void test_groups_everywhere(void **state)
+{
+    (void)state;
+    static const uint8_t group[] = {0x4b, 0x08, 0x01, 0x53, 0x0a, 0x00, 0x54, 0x4c}; /* 9 { 1: 1, 10 { 1: "" } } */
+    struct msg contents = {.len = 0}, in = {.len = 0}, req = {.len = 0}, value = {.len = 0}, entry = {.len = 0};
+    memcpy(contents.buf, group, sizeof(group));
+    contents.len = sizeof(group);
+    put_varint_field(&contents, 3, 7);
+    memcpy(in.buf, group, sizeof(group));
+    in.len = sizeof(group);
+    put_str(&in, 1, "input");
+    put_str(&in, 2, "INT64");
+    put_packed_varints(&in, 3, (int64_t[]){1}, 1);
+    put_sub(&in, 5, &contents);
+    memcpy(value.buf, group, sizeof(group));
+    value.len = sizeof(group);
+    put_str(&value, 3, "numpy");
+    memcpy(entry.buf, group, sizeof(group));
+    entry.len = sizeof(group);
+    put_str(&entry, 1, "semantics");
+    put_sub(&entry, 2, &value);
+    memcpy(req.buf, group, sizeof(group));
+    req.len = sizeof(group);
+    put_str(&req, 1, "tile");
+    put_sub(&req, 4, &entry);
+    put_sub(&req, 5, &in);
+    memcpy(req.buf + req.len, group, sizeof(group));
+    req.len += sizeof(group);
+    struct tile_grpc_infer_request r;
+    decode_one(&req, &r);
+    assert_int_equal(((int64_t *)r.inputs[0].t.data)[0], 7);
+    assert_true(r.has_semantics && r.semantics.len == 5);
+    tile_grpc_infer_request_free(&r);
+    req.buf[req.len - 1] = 0x54; /* the last group ends as group 10 */
+    decode_bad(&req, "group 9 ended as group 10");
+}
+
+/* Class 4: maps are read whole, then validated: a repeated key replaces
+ * the earlier entry, a value given twice in one entry merges. */
+static void test_maps_read_whole(void **state)
+{
+    (void)state;
+    struct msg contents = {.len = 0}, req = {.len = 0};
+    put_varint_field(&contents, 3, 5);
+    /* an invalid semantics replaced by a valid one */
+    put_parameter(&req, "semantics", 2, NULL, 1);
+    put_parameter(&req, "semantics", 3, "numpy", 0);
+    put_input(&req, "input", "INT64", (int64_t[]){1}, 1, &contents);
+    struct tile_grpc_infer_request r;
+    decode_one(&req, &r);
+    assert_true(r.has_semantics && r.semantics.len == 5 && !memcmp(r.semantics.ptr, "numpy", 5));
+    tile_grpc_infer_request_free(&r);
+
+    /* one entry, value given twice: {string_param "numpy"} then {} (merge: kept) */
+    struct msg v1 = {.len = 0}, v2 = {.len = 0}, entry = {.len = 0};
+    put_str(&v1, 3, "numpy");
+    put_str(&entry, 1, "semantics");
+    put_sub(&entry, 2, &v1);
+    put_sub(&entry, 2, &v2);
+    req.len = 0;
+    put_sub(&req, 4, &entry);
+    put_input(&req, "input", "INT64", (int64_t[]){1}, 1, &contents);
+    decode_one(&req, &r);
+    assert_true(r.has_semantics && r.semantics.len == 5);
+    tile_grpc_infer_request_free(&r);
+
+    /* value given twice: bool_param then string_param: the oneof's last */
+    v1.len = v2.len = entry.len = req.len = 0;
+    put_varint_field(&v1, 1, 1);
+    put_str(&v2, 3, "onnx");
+    put_str(&entry, 1, "semantics");
+    put_sub(&entry, 2, &v1);
+    put_sub(&entry, 2, &v2);
+    put_sub(&req, 4, &entry);
+    put_input(&req, "input", "INT64", (int64_t[]){1}, 1, &contents);
+    decode_one(&req, &r);
+    assert_true(r.has_semantics && r.semantics.len == 4);
+    tile_grpc_infer_request_free(&r);
+
+    /* a valid semantics replaced by one without a value: the default, no member */
+    entry.len = req.len = 0;
+    put_parameter(&req, "semantics", 3, "numpy", 0);
+    put_str(&entry, 1, "semantics");
+    put_sub(&req, 4, &entry);
+    put_input(&req, "input", "INT64", (int64_t[]){1}, 1, &contents);
+    decode_bad(&req, "parameter 'semantics' must be a string_param");
+}
+
+/* Class 5: string fields must be UTF-8, named in the error. */
+static void test_strings_utf8(void **state)
+{
+    (void)state;
+    struct msg contents = {.len = 0};
+    put_varint_field(&contents, 3, 5);
+    static const struct {
+        uint32_t field;
+        const char *what;
+    } top[] = {{1, "ModelInferRequest.model_name"}, {2, "ModelInferRequest.model_version"}, {3, "ModelInferRequest.id"}};
+    for (size_t i = 0; i < 3; i++) {
+        struct msg req = {.len = 0};
+        put_raw(&req, top[i].field, "\xff\xfe", 2);
+        put_input(&req, "input", "INT64", (int64_t[]){1}, 1, &contents);
+        decode_bad(&req, top[i].what);
+        decode_bad(&req, "is not valid UTF-8");
+    }
+    struct msg req = {.len = 0};
+    put_input(&req, "in\xc3", "INT64", (int64_t[]){1}, 1, &contents);
+    decode_bad(&req, "InferInputTensor.name is not valid UTF-8");
+    struct msg out = {.len = 0};
+    put_str(&out, 1, "out\xed\xa0\x80"); /* a surrogate */
+    req.len = 0;
+    put_sub(&req, 6, &out);
+    put_input(&req, "input", "INT64", (int64_t[]){1}, 1, &contents);
+    decode_bad(&req, "InferRequestedOutputTensor.name is not valid UTF-8");
+    req.len = 0;
+    put_parameter(&req, "x", 3, "\x80", 0);
+    put_input(&req, "input", "INT64", (int64_t[]){1}, 1, &contents);
+    decode_bad(&req, "string_param is not valid UTF-8");
+    /* bytes_contents is `bytes`: any bytes */
+    struct msg bytes = {.len = 0};
+    put_raw(&bytes, 8, "\xff\xfe", 2);
+    req.len = 0;
+    put_input(&req, "input", "BYTES", (int64_t[]){1}, 1, &bytes);
+    struct tile_grpc_infer_request r;
+    decode_one(&req, &r);
+    tile_grpc_infer_request_free(&r);
+}
+
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_varints),
         cmocka_unit_test(test_fields),
         cmocka_unit_test(test_packed_and_unpacked),
+        cmocka_unit_test(test_bool_nonzero_is_true),
+        cmocka_unit_test(test_integer_truncation),
+        cmocka_unit_test(test_runs_and_merged_contents),
+        cmocka_unit_test(test_groups_everywhere),
+        cmocka_unit_test(test_maps_read_whole),
+        cmocka_unit_test(test_strings_utf8),
         cmocka_unit_test(test_raw_request),
         cmocka_unit_test(test_typed_every_datatype),
         cmocka_unit_test(test_typed_rules),

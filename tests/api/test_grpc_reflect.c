@@ -147,14 +147,24 @@ static void test_every_symbol_is_found_in_its_file(void **state)
 static void test_malformed(void **state)
 {
     (void)state;
-    static const uint8_t varint_question[] = {0x38, 0x01}; /* list_services as a varint */
+    static const uint8_t varint_question[] = {0x38, 0x01}; /* list_services as a varint: an unknown field */
     static const uint8_t cut[] = {0x22, 0x05, 'a'};        /* a symbol longer than the message */
+    static const uint8_t not_utf8[] = {0x22, 0x02, 0xc3, 0x28};
+    static const uint8_t bad_extension[] = {0x2a, 0x02, 0x0a, 0x05}; /* its containing_type runs past it */
     struct tile_grpc_buf b = {0};
     struct tile_error e = {0};
-    assert_int_equal(tile_grpc_reflect(varint_question, sizeof(varint_question), &b, &e), -1);
-    assert_non_null(strstr(e.text, "field 7 has wire type 0"));
-    tile_error_clear(&e);
+    /* asks nothing, as protobuf reads it: answered with INVALID_ARGUMENT in the response */
+    assert_int_equal(tile_grpc_reflect(varint_question, sizeof(varint_question), &b, &e), 0);
+    assert_non_null(memmem(b.p, b.len, "asks nothing", 12));
+    free(b.p);
+    b = (struct tile_grpc_buf){0};
     assert_int_equal(tile_grpc_reflect(cut, sizeof(cut), &b, &e), -1);
+    tile_error_clear(&e);
+    assert_int_equal(tile_grpc_reflect(not_utf8, sizeof(not_utf8), &b, &e), -1);
+    assert_non_null(strstr(e.text, "UTF-8"));
+    tile_error_clear(&e);
+    assert_int_equal(tile_grpc_reflect(bad_extension, sizeof(bad_extension), &b, &e), -1);
+    tile_error_clear(&e);
     free(b.p);
 }
 

@@ -40,7 +40,7 @@ import tritonclient.grpc as grpcclient
 import tritonclient.grpc.service_pb2 as triton_pb2
 import tritonclient.http as httpclient
 import tritonclient.utils.shared_memory as shm
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory
 from tritonclient.utils import InferenceServerException, np_to_triton_dtype
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -317,13 +317,13 @@ class TritonClientGrpc(GrpcCase):
         self.assertTrue(self.client.is_server_ready())
         for version in ("", "13", "6", "1"):
             self.assertTrue(self.client.is_model_ready("tile", version), version)
-        # An unknown model or version is an error, as in Triton over gRPC (tritonclient.http
-        # turns the same 404 into False).
-        for model, version, code in (("nope", "", grpc.StatusCode.NOT_FOUND), ("tile", "7", grpc.StatusCode.NOT_FOUND)):
-            status, message = http_error("GET", f"http://127.0.0.1:{self.d.port}/v2/models/{model}"
-                                         + (f"/versions/{version}" if version else "") + "/ready")
-            e = error_of(lambda: self.client.is_model_ready(model, version))
-            self.assertEqual((e.status(), e.message()), (str(code), message))
+        # An unknown model or version is not ready: Triton answers OK, ready: false over gRPC, so
+        # tritonclient.grpc returns False, as tritonclient.http does for the 404 of the same question.
+        for model, version in (("nope", ""), ("tile", "7")):
+            self.assertFalse(self.client.is_model_ready(model, version), (model, version))
+            self.assertFalse(self.http.is_model_ready(model, version), (model, version))
+        e = error_of(lambda: self.client.is_model_ready("tile", "x"))
+        self.assertEqual(e.status(), str(grpc.StatusCode.INVALID_ARGUMENT))
 
     def test_server_metadata_as_over_http(self):
         meta = self.client.get_server_metadata()
@@ -359,6 +359,27 @@ class TritonClientGrpc(GrpcCase):
                                  [(t["name"], t["data_type"], t["dims"]) for t in want["input"]])
                 self.assertEqual(tensors(config.output),
                                  [(t["name"], t["data_type"], t["dims"]) for t in want["output"]])
+                # every field HTTP's document has (proto3 JSON of the same message), version_policy included
+                got = json_format.MessageToDict(config, preserving_proto_field_name=True)
+                self.assertEqual(set(want) - {"max_batch_size"}, set(got))  # 0, proto3's default, is not sent
+                self.assertEqual(got["version_policy"], {"specific": {"versions": [
+                    str(v) for v in want["version_policy"]["specific"]["versions"]]}})
+
+    def test_statistics_fields_as_over_http(self):
+        def keys(d, prefix=""):
+            out = set()
+            for k, v in d.items():
+                out.add(prefix + k)
+                if isinstance(v, dict):
+                    out |= keys(v, prefix + k + ".")
+            return out
+
+        stats = self.client.get_inference_statistics("tile", "6").model_stats[0]
+        got = json_format.MessageToDict(stats, preserving_proto_field_name=True,
+                                        always_print_fields_with_no_presence=True)
+        want = self.http.get_inference_statistics("tile", "6")["model_stats"][0]
+        self.assertEqual(keys(got) & keys(want), keys(want))  # cache_hit and cache_miss included
+        self.assertIn("inference_stats.cache_hit.count", keys(got))
 
     def test_statistics_count_grpc_and_http_requests(self):
         def success():
@@ -635,7 +656,7 @@ class StubClient(GrpcCase):
                                                      model_version=version))
                 e = grpc_error(lambda: self.stub.ModelInfer(self.raw_request(a, [2], model=model, version=version)))
                 self.assertEqual((e.code(), e.details()), (code, h.message()))
-                for rpc in ("ModelMetadata", "ModelConfig", "ModelReady", "ModelStatistics"):
+                for rpc in ("ModelMetadata", "ModelConfig", "ModelStatistics"):
                     msg = self.P.msg(f"inference.{rpc}Request", name=model, version=version)
                     e = grpc_error(lambda: getattr(self.stub, rpc)(msg))
                     self.assertEqual((e.code(), e.details()), (code, h.message()), rpc)
@@ -709,6 +730,138 @@ class StubClient(GrpcCase):
                                           response_deserializer=None)
         e = grpc_error(lambda: list(watch(b"")))
         self.assertEqual(e.code(), grpc.StatusCode.UNIMPLEMENTED)
+
+
+def pb_varint(n):
+    """A varint, as the encoding guide writes it (negatives: ten bytes)."""
+    n &= (1 << 64) - 1
+    out = b""
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if not n:
+            return out + bytes([b])
+        out += bytes([b | 0x80])
+
+
+def pb_ld(number, payload):
+    return pb_varint(number << 3 | 2) + pb_varint(len(payload)) + payload
+
+
+def pb_vf(number, value):
+    return pb_varint(number << 3) + pb_varint(value)
+
+
+def pb_group(number, inner=b""):
+    return pb_varint(number << 3 | 3) + inner + pb_varint(number << 3 | 4)
+
+
+class WireEncodings(GrpcCase):
+    """Request bytes written by hand, as protobuf libraries other than
+    Python's may write them (EDGES.md §3), sent over a real channel with no
+    serializer; each reply parsed with the classes of the vendored protos.
+    Each case is one class of the differences a protobuf parser would not
+    have: every one failed before the decoder read them as protobuf does."""
+
+    def raw(self, method, body, service=SERVICE):
+        return self.channel.unary_unary(f"/{service}/{method}", request_serializer=None,
+                                        response_deserializer=None)(body)
+
+    def infer(self, body):
+        return self.P.msg("inference.ModelInferResponse").FromString(self.raw("ModelInfer", body))
+
+    @staticmethod
+    def tensor(name, datatype, shape, *contents):
+        return (pb_ld(1, name.encode()) + pb_ld(2, datatype.encode())
+                + pb_ld(3, b"".join(pb_varint(d) for d in shape)) + b"".join(pb_ld(5, c) for c in contents))
+
+    def repeats(self, n=1):
+        return pb_ld(5, self.tensor("repeats", "INT64", [1], pb_ld(3, pb_varint(n))))
+
+    def test_unknown_groups_skipped(self):
+        group = pb_group(9, pb_vf(1, 5) + pb_group(10, pb_ld(1, b"x")))
+        body = (group + pb_ld(1, b"tile") + pb_ld(5, group + self.tensor("input", "INT64", [2], group + pb_ld(3, pb_varint(4) + pb_varint(7))))
+                + self.repeats() + group)
+        resp = self.infer(body)
+        self.assertEqual(np.frombuffer(resp.raw_output_contents[0], dtype=np.int64).tolist(), [4, 7])
+        ready = self.P.msg("inference.ModelReadyResponse").FromString(
+            self.raw("ModelReady", group + pb_ld(1, b"tile")))
+        self.assertTrue(ready.ready)
+        e = grpc_error(lambda: self.raw("ModelReady", pb_varint(9 << 3 | 3) + pb_vf(1, 5) + pb_varint(10 << 3 | 4)))
+        self.assertEqual(e.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("group 9 ended as group 10", e.details())
+
+    def test_bool_contents_nonzero_is_true(self):
+        contents = pb_ld(1, b"".join(pb_varint(v) for v in (256, 512, 0, 3)))
+        resp = self.infer(pb_ld(1, b"tile") + pb_ld(5, self.tensor("input", "BOOL", [4], contents)) + self.repeats())
+        self.assertEqual(resp.raw_output_contents[0], bytes([1, 1, 0, 1]))
+
+    def test_contents_given_twice_are_merged(self):
+        first, second = pb_ld(3, pb_varint(1) + pb_varint(2)), pb_vf(3, 3) + pb_vf(3, 4)  # packed, then unpacked
+        resp = self.infer(pb_ld(1, b"tile") + pb_ld(5, self.tensor("input", "INT64", [4], first, second))
+                          + self.repeats())
+        self.assertEqual(np.frombuffer(resp.raw_output_contents[0], dtype=np.int64).tolist(), [1, 2, 3, 4])
+        self.assertEqual(list(resp.outputs[0].shape), [4])
+        # int32 from a ten-byte negative varint
+        resp = self.infer(pb_ld(1, b"tile") + pb_ld(5, self.tensor("input", "INT32", [1], pb_vf(2, -3)))
+                          + self.repeats(2))
+        self.assertEqual(np.frombuffer(resp.raw_output_contents[0], dtype=np.int32).tolist(), [-3, -3])
+
+    def test_map_entries_replace_and_merge(self):
+        def entry(key, *values):
+            return pb_ld(4, pb_ld(1, key) + b"".join(pb_ld(2, v) for v in values))
+
+        base = pb_ld(1, b"tile") + pb_ld(5, self.tensor("input", "INT64", [1], pb_vf(3, 6))) + self.repeats(2)
+        # a bad semantics (an int64_param) replaced by a later entry of the key
+        resp = self.infer(entry(b"semantics", pb_vf(2, 1)) + entry(b"semantics", pb_ld(3, b"numpy")) + base)
+        self.assertEqual(np.frombuffer(resp.raw_output_contents[0], dtype=np.int64).tolist(), [6, 6])
+        # a value given twice in one entry merges: the empty second one keeps "numpy"
+        resp = self.infer(entry(b"semantics", pb_ld(3, b"numpy"), b"") + base)
+        self.assertEqual(np.frombuffer(resp.raw_output_contents[0], dtype=np.int64).tolist(), [6, 6])
+        e = grpc_error(lambda: self.infer(entry(b"semantics", pb_ld(3, b"numpy")) + entry(b"semantics", pb_vf(1, 1))
+                                          + base))
+        self.assertEqual(e.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("'semantics' must be a string_param", e.details())
+
+    def test_invalid_utf8_refused_not_echoed(self):
+        base = pb_ld(1, b"tile") + pb_ld(5, self.tensor("input", "INT64", [1], pb_vf(3, 6))) + self.repeats()
+        e = grpc_error(lambda: self.infer(pb_ld(3, b"\xff\xfe") + base))
+        self.assertEqual(e.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("ModelInferRequest.id is not valid UTF-8", e.details())
+        resp = self.infer(pb_ld(3, "é-1".encode()) + base)  # valid UTF-8 is echoed
+        self.assertEqual(resp.id, "é-1")
+        e = grpc_error(lambda: self.raw("Check", pb_ld(1, b"\xc0\xaf"), service="grpc.health.v1.Health"))
+        self.assertEqual(e.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("HealthCheckRequest.service is not valid UTF-8", e.details())
+
+    def test_each_rpc_reads_its_own_message(self):
+        # HealthCheckRequest has field 1 only: a field 2 (of any type) is unknown
+        for extra in (pb_ld(2, b"\xff"), pb_vf(2, 1), pb_group(2)):
+            reply = self.raw("Check", pb_ld(1, b"") + extra, service="grpc.health.v1.Health")
+            self.assertEqual(self.P.msg("grpc.health.v1.HealthCheckResponse").FromString(reply).status, 1)
+        # an empty request message with unknown fields is still one
+        reply = self.raw("ServerLive", pb_vf(1, 1) + pb_ld(2, b"\xff"))
+        self.assertTrue(self.P.msg("inference.ServerLiveResponse").FromString(reply).live)
+        e = grpc_error(lambda: self.raw("ServerLive", b"\x0a\x05"))  # not a message
+        self.assertEqual(e.code(), grpc.StatusCode.INVALID_ARGUMENT)
+
+    def test_version_read_alike_over_both_transports(self):
+        for version, ready in (("+13", True), ("6", True), ("0", False), ("7", False)):
+            with self.subTest(version=version):
+                reply = self.raw("ModelReady", pb_ld(1, b"tile") + pb_ld(2, version.encode()))
+                self.assertEqual(self.P.msg("inference.ModelReadyResponse").FromString(reply).ready, ready)
+                status, _ = http_status("GET", f"http://127.0.0.1:{self.d.port}/v2/models/tile/versions/"
+                                        + urllib.request.quote(version) + "/ready")
+                self.assertEqual(status == 200, ready, version)
+
+
+def http_status(method, url):
+    req = urllib.request.Request(url, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
 
 
 class SizeLimits(GrpcCase):

@@ -101,22 +101,27 @@ static void model_paths(void **state)
 {
     (void)state;
     char model[16];
-    int version;
-    const char *action;
-    assert_true(tiled_split_model_path("tile", model, sizeof(model), &version, &action));
+    const char *version, *action;
+    size_t vlen;
+    assert_true(tiled_split_model_path("tile", model, sizeof(model), &version, &vlen, &action));
     assert_string_equal(model, "tile");
-    assert_int_equal(version, 0);
+    assert_int_equal(vlen, 0);
     assert_string_equal(action, "");
-    assert_true(tiled_split_model_path("tile/versions/6/infer", model, sizeof(model), &version, &action));
-    assert_int_equal(version, 6);
+    assert_true(tiled_split_model_path("tile/versions/6/infer", model, sizeof(model), &version, &vlen, &action));
+    assert_true(vlen == 1 && version[0] == '6');
     assert_string_equal(action, "infer");
-    assert_true(tiled_split_model_path("other/ready", model, sizeof(model), &version, &action));
+    /* the version as gRPC's model_version reads it (tile_v2_version_parse) */
+    assert_true(tiled_split_model_path("tile/versions/+13/ready", model, sizeof(model), &version, &vlen, &action));
+    assert_true(vlen == 3 && !memcmp(version, "+13", 3));
+    assert_string_equal(action, "ready");
+    assert_true(tiled_split_model_path("other/ready", model, sizeof(model), &version, &vlen, &action));
     assert_string_equal(model, "other");
     assert_string_equal(action, "ready");
-    assert_false(tiled_split_model_path("", model, sizeof(model), &version, &action));
-    assert_false(tiled_split_model_path("tile/versions/0", model, sizeof(model), &version, &action));
-    assert_false(tiled_split_model_path("tile/versions/x/infer", model, sizeof(model), &version, &action));
-    assert_false(tiled_split_model_path("a-model-name-too-long-for-the-buffer", model, sizeof(model), &version,
+    assert_false(tiled_split_model_path("", model, sizeof(model), &version, &vlen, &action));
+    assert_false(tiled_split_model_path("tile/versions/x/infer", model, sizeof(model), &version, &vlen, &action));
+    assert_false(tiled_split_model_path("tile/versions//infer", model, sizeof(model), &version, &vlen, &action));
+    assert_false(tiled_split_model_path("tile/versions/-6", model, sizeof(model), &version, &vlen, &action));
+    assert_false(tiled_split_model_path("a-model-name-too-long-for-the-buffer", model, sizeof(model), &version, &vlen,
                                         &action));
 }
 

@@ -231,9 +231,10 @@ static void model_errors(void **state)
     (void)state;
     struct msg other = model_ref("other", NULL), v7 = model_ref("tile", "7"), word = model_ref("tile", "latest");
     struct msg zero = model_ref("tile", "0"), huge = model_ref("tile", "99999999999");
-    struct msg bad = {.buf = {0x08, 0x01}, .len = 2}; /* name as a varint */
-    static const char *const rpcs[] = {RPC "ModelReady", RPC "ModelMetadata", RPC "ModelConfig",
-                                       RPC "ModelStatistics"};
+    struct msg other_word = model_ref("other", "x"), other_zero = model_ref("other", "0");
+    struct msg plus = model_ref("tile", "+6"), none = model_ref(NULL, NULL);
+    struct msg bad = {.buf = {0x0a, 0x02, 0xff, 0xfe}, .len = 4}; /* name not UTF-8 */
+    static const char *const rpcs[] = {RPC "ModelMetadata", RPC "ModelConfig", RPC "ModelStatistics"};
     for (size_t i = 0; i < sizeof(rpcs) / sizeof(rpcs[0]); i++) {
         /* Triton: an unknown model or version is NOT_FOUND; HTTP's messages */
         call_fails(rpcs[i], &other, TILED_GRPC_NOT_FOUND, "unknown model 'other' (this server serves the model 'tile')");
@@ -241,15 +242,23 @@ static void model_errors(void **state)
         /* a number no version has is an unknown version too */
         call_fails(rpcs[i], &zero, TILED_GRPC_NOT_FOUND, "unknown version 0 of model 'tile' (versions: 13, 6, 1)");
         call_fails(rpcs[i], &huge, TILED_GRPC_NOT_FOUND, "unknown version 99999999999 of model 'tile'");
-        /* not a version number at all: malformed, as Triton answers */
-        call_fails(rpcs[i], &word, TILED_GRPC_INVALID_ARGUMENT, "model version 'latest' is not a version number");
-        struct msg other_word = model_ref("other", "x"), other_zero = model_ref("other", "0");
-        call_fails(rpcs[i], &other_word, TILED_GRPC_NOT_FOUND, "unknown model 'other'"); /* the model first */
         call_fails(rpcs[i], &other_zero, TILED_GRPC_NOT_FOUND, "unknown model 'other'");
-        call_fails(rpcs[i], &bad, TILED_GRPC_INVALID_ARGUMENT, "field 1 has wire type 0");
+        /* not a version number at all: malformed, found out first, as Triton parses it first */
+        call_fails(rpcs[i], &word, TILED_GRPC_INVALID_ARGUMENT, "model version 'latest' is not a version number");
+        call_fails(rpcs[i], &other_word, TILED_GRPC_INVALID_ARGUMENT, "model version 'x' is not a version number");
+        call_fails(rpcs[i], &bad, TILED_GRPC_INVALID_ARGUMENT, "Request.name is not valid UTF-8");
     }
-    struct msg none = model_ref(NULL, NULL);
-    call_fails(RPC "ModelReady", &none, TILED_GRPC_NOT_FOUND, "unknown model ''");
+    /* ModelReady answers OK, ready: false, for a model or version it does
+     * not serve (Triton's answer; tritonclient's is_model_ready() is False) */
+    const char *ready = RPC "ModelReady";
+    assert_false(call_bool(ready, &other));
+    assert_false(call_bool(ready, &v7));
+    assert_false(call_bool(ready, &zero));
+    assert_false(call_bool(ready, &none));
+    assert_false(call_bool(ready, &other_zero));
+    assert_true(call_bool(ready, &plus)); /* "+6" is version 6, as over HTTP */
+    call_fails(ready, &word, TILED_GRPC_INVALID_ARGUMENT, "model version 'latest' is not a version number");
+    call_fails(ready, &bad, TILED_GRPC_INVALID_ARGUMENT, "ModelReadyRequest.name is not valid UTF-8");
 }
 
 static void grpc_health_service(void **state)
