@@ -197,9 +197,9 @@ class Reflection(ReflectionCase):
     def test_malformed_request_fails_the_call(self):
         call = self.channel.stream_stream(PATHS["v1alpha"], request_serializer=None, response_deserializer=None)
         with self.assertRaises(grpc.RpcError) as cm:
-            list(call(iter([b"\x38\x01"]), timeout=30))  # list_services as a varint
+            list(call(iter([b"\x3a\x01\xff"]), timeout=30))  # list_services not UTF-8
         self.assertEqual(cm.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
-        self.assertIn("field 7 has wire type 0", cm.exception.details())
+        self.assertIn("is not valid UTF-8", cm.exception.details())
 
     def test_other_methods_are_unimplemented(self):
         call = self.channel.unary_unary("/grpc.reflection.v1alpha.ServerReflection/Nope", request_serializer=None,
