@@ -78,12 +78,13 @@ static int decode(const void *msg, size_t len, struct request *q, struct tile_er
     memset(q, 0, sizeof(*q));
     tile_pb_reader_init(&rd, msg, len);
     while ((rc = tile_pb_next(&rd, &f, "the reflection request", e)) > 0) {
-        if (f.number != REQ_HOST && (f.number < REQ_FILE_BY_FILENAME || f.number > REQ_LIST_SERVICES))
-            continue;
-        if (f.wire != TILE_PB_LEN)
-            continue; /* an unknown field */
-        if (f.number == REQ_FILE_CONTAINING_EXTENSION ? check_extension_request(&f, e) < 0
-                                                      : tile_pb_utf8(&f, "the reflection request's string", e) < 0)
+        if ((f.number != REQ_HOST && (f.number < REQ_FILE_BY_FILENAME || f.number > REQ_LIST_SERVICES)) ||
+            f.wire != TILE_PB_LEN)
+            continue; /* unknown to the message, as protobuf reads it (another wire type included) */
+        if (f.number == REQ_FILE_CONTAINING_EXTENSION /* the one member that is a message, not a string */
+                ? check_extension_request(&f, e) < 0
+                : tile_pb_utf8(&f, f.number == REQ_HOST ? "ServerReflectionRequest.host"
+                                                        : "a ServerReflectionRequest string", e) < 0)
             return -1;
         struct tile_grpc_str s = {(const char *)f.data, f.len};
         if (f.number == REQ_HOST) {

@@ -158,6 +158,10 @@ static void test_malformed(void **state)
     assert_non_null(memmem(b.p, b.len, "asks nothing", 12));
     free(b.p);
     b = (struct tile_grpc_buf){0};
+    static const uint8_t not_utf8_text[] = {0x3a, 0x01, 0xff}; /* list_services, not UTF-8 */
+    assert_int_equal(tile_grpc_reflect(not_utf8_text, sizeof(not_utf8_text), &b, &e), -1);
+    assert_non_null(strstr(e.text, "is not valid UTF-8"));
+    tile_error_clear(&e);
     assert_int_equal(tile_grpc_reflect(cut, sizeof(cut), &b, &e), -1);
     tile_error_clear(&e);
     assert_int_equal(tile_grpc_reflect(not_utf8, sizeof(not_utf8), &b, &e), -1);
