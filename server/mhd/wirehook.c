@@ -226,9 +226,26 @@ static void record_verdict(struct wire *w, const unsigned char *unit, size_t uni
     w->v.target = w->target;
 }
 
-/* Replaces everything from the refused unit on with the stand-in. held
- * then holds only bytes to hand over; afterwards nothing is read again. */
-static bool stand_in(struct wire *w)
+/* After a refusal: what the client still sends is read and dropped (up to
+ * DRAIN_MAX), never handed on. Left unread, it would make the close that
+ * follows the answer a reset, which can destroy the answer in flight. */
+#define DRAIN_MAX (1u << 20)
+
+static void drain(struct wire *w, const struct io *io)
+{
+    unsigned char scratch[16384];
+    while (w->drained < DRAIN_MAX) {
+        ssize_t r = io_read(io, scratch, sizeof(scratch));
+        if (r <= 0)
+            break;
+        w->drained += (size_t)r;
+    }
+}
+
+/* Replaces everything from the refused unit on with the stand-in (held
+ * then holds only bytes to hand over), and reads nothing more for the
+ * library: what comes is dropped. */
+static void stand_in(struct wire *w, const struct io *io)
 {
     static const char head[] = "GET / HTTP/1.1\r\nHost: tiled\r\nConnection: close\r\n\r\n";
     static const char body_end[] = "0\r\n\r\n";
@@ -236,100 +253,79 @@ static bool stand_in(struct wire *w)
     const char *s = w->h1.unit == TILED_H1_UNIT_HEAD         ? head
                     : w->h1.unit == TILED_H1_UNIT_CHUNK_NEXT ? chunk_end
                                                              : body_end;
+    size_t unit_off = (size_t)(w->h1.unit_start - w->held_base);
+    record_verdict(w, w->held + unit_off, w->held_len - unit_off);
     size_t n = strlen(s);
-    w->dead = true;
-    if (!ensure_held(w))
-        return false;
+    w->held_len = unit_off;
     memcpy(w->held + w->held_len, s, n);
     w->held_len += n;
     w->held_ok = w->held_len;
-    return true;
+    w->dead = true;
+    drain(w, io);
 }
 
-static ssize_t deliver(struct wire *w, const struct io *io, void *buf, size_t cap)
+/* Moves judged bytes from held to the caller's buffer after its first `out`
+ * bytes; returns the new count. */
+static size_t deliver(struct wire *w, unsigned char *buf, size_t out, size_t cap)
 {
-    if (!w->held_ok)
-        return w->dead ? io_again(io) : 0; /* not reached: called with bytes to give */
-    size_t k = w->held_ok < cap ? w->held_ok : cap;
-    memcpy(buf, w->held, k);
+    size_t k = w->held_ok < cap - out ? w->held_ok : cap - out;
+    memcpy(buf + out, w->held, k);
     memmove(w->held, w->held + k, w->held_len - k);
     w->held_len -= k;
     w->held_ok -= k;
     w->held_base += k;
-    return (ssize_t)k;
+    return out + k;
 }
 
-/* After a refusal: what the client still sends is read and dropped (up to
- * DRAIN_MAX), never handed on. Left unread, it would make the close that
- * follows the answer a reset, which can destroy the answer in flight. */
-#define DRAIN_MAX (1u << 20)
-
-static ssize_t drain(struct wire *w, const struct io *io, void *buf, size_t cap)
+/* Reads for the library. libmicrohttpd (epoll, edge-triggered) takes a read
+ * shorter than it asked for as "the socket is drained" and waits for the next
+ * edge: so a short count is returned only once the socket said "no more",
+ * or after a refusal, when no more is wanted. */
+static ssize_t wire_read(struct wire *w, const struct io *io, void *vbuf, size_t cap)
 {
-    while (w->drained < DRAIN_MAX && cap) {
-        ssize_t r = io_read(io, buf, cap);
-        if (r <= 0)
-            break;
-        w->drained += (size_t)r;
+    unsigned char *buf = vbuf;
+    size_t out = 0;
+    if (w->dead && !w->held_ok) {
+        drain(w, io);
+        return io_again(io);
     }
-    return io_again(io);
-}
-
-static ssize_t wire_read(struct wire *w, const struct io *io, void *buf, size_t cap)
-{
-    if (w->held_ok)
-        return deliver(w, io, buf, cap);
-    if (w->dead)
-        return drain(w, io, buf, cap);
-    if (!w->held_len) {
+    if (!w->held_len && !w->dead) {
         /* The fast path: read into the library's buffer and judge in place. */
         const uint64_t base = w->h1.pos;
         ssize_t r = io_read(io, buf, cap);
         if (r <= 0)
             return r;
-        unsigned char *b = buf;
-        tiled_h1_feed(&w->h1, b, (size_t)r);
+        tiled_h1_feed(&w->h1, buf, (size_t)r);
         size_t ok = (size_t)(judged(&w->h1) - base);
         if (!w->h1.status && ok == (size_t)r)
             return r;
-        size_t unit_off = (size_t)(w->h1.unit_start - base);
-        if (w->h1.status) {
-            record_verdict(w, b + unit_off, (size_t)r - unit_off);
-            w->held_base = base + ok;
-            if (!stand_in(w))
-                return -1;
-            return ok ? (ssize_t)ok : deliver(w, io, buf, cap);
-        }
-        /* An unfinished unit: keep it for the next read. */
+        /* The unjudged rest waits in held: an unfinished unit (at most a
+         * head's limit, or it would be refused), or a refused one (of which
+         * only its request line is still needed, for the log). */
         if (!ensure_held(w))
             return -1;
-        memcpy(w->held, b + ok, (size_t)r - ok);
-        w->held_len = (size_t)r - ok;
+        size_t keep = (size_t)r - ok < HELD_CAP - 64 ? (size_t)r - ok : HELD_CAP - 64;
+        memcpy(w->held, buf + ok, keep);
+        w->held_len = keep;
+        w->held_ok = 0;
         w->held_base = base + ok;
-        if (ok)
-            return (ssize_t)ok;
+        out = ok;
     }
-    /* The unfinished unit in held grows until it is judged. */
     for (;;) {
+        if (w->h1.status && !w->dead)
+            stand_in(w, io);
+        out = deliver(w, buf, out, cap);
+        if (out == cap || w->dead)
+            return out ? (ssize_t)out : io_again(io);
+        /* held has an unfinished unit only: it grows until it is judged. */
         ssize_t r = io_read(io, w->held + w->held_len, HELD_CAP - w->held_len - 64);
-        if (r <= 0)
-            return r; /* no more now (the unit waits), the end, or an error */
+        if (r <= 0) /* no more now (the unit waits), the end, or an error */
+            return out ? (ssize_t)out : r;
         w->held_len += (size_t)r;
         size_t at = (size_t)(w->h1.pos - w->held_base);
         tiled_h1_feed(&w->h1, w->held + at, w->held_len - at);
-        size_t ok = (size_t)(judged(&w->h1) - w->held_base);
-        if (w->h1.status) {
-            size_t unit_off = (size_t)(w->h1.unit_start - w->held_base);
-            record_verdict(w, w->held + unit_off, w->held_len - unit_off);
-            w->held_len = ok;
-            stand_in(w);
-            break;
-        }
-        w->held_ok = ok;
-        if (ok)
-            break;
+        w->held_ok = (size_t)(judged(&w->h1) - w->held_base);
     }
-    return deliver(w, io, buf, cap);
 }
 
 /* ---- the hooks ---------------------------------------------------------- */
