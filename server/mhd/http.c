@@ -405,7 +405,7 @@ static void notify_connection(void *cls, struct MHD_Connection *c, void **socket
     struct tiled_server *srv = cls;
     int fd = conn_fd(c);
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-        if (!tiled_wire_open(fd, srv->tls_cert_pem != NULL) && fd >= 0)
+        if (!tiled_wire_open(fd, srv->tls_cert_pem != NULL, c, (unsigned)srv->cfg.idle_timeout) && fd >= 0)
             shutdown(fd, SHUT_RDWR);
     } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
         tiled_wire_close(fd);

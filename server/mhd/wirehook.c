@@ -48,6 +48,8 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <microhttpd.h>
+
 #include "h1wire.h"
 
 /* GnuTLS's, declared here rather than by including gnutls.h: only
@@ -63,6 +65,8 @@ int gnutls_transport_get_int(void *session);
 struct wire {
     struct tiled_h1 h1;
     bool tls;
+    struct MHD_Connection *conn; /* for its idle timer (touch) */
+    unsigned idle_s;
     bool dead;            /* the stand-in is queued: nothing more is handed on */
     size_t drained;       /* bytes dropped since */
     unsigned char *held;  /* HELD_CAP bytes, allocated on first need */
@@ -126,7 +130,7 @@ int tiled_wire_start(struct tile_error *e)
     return 0;
 }
 
-bool tiled_wire_open(int fd, bool tls)
+bool tiled_wire_open(int fd, bool tls, struct MHD_Connection *conn, unsigned idle_s)
 {
     _Atomic(struct wire *) *t = atomic_load_explicit(&table, memory_order_acquire);
     if (!t || fd < 0 || (size_t)fd >= table_len)
@@ -136,6 +140,8 @@ bool tiled_wire_open(int fd, bool tls)
         return false;
     tiled_h1_init(&w->h1);
     w->tls = tls;
+    w->conn = conn;
+    w->idle_s = idle_s;
     atomic_store_explicit(&t[fd], w, memory_order_release);
     return true;
 }
@@ -264,6 +270,18 @@ static void stand_in(struct wire *w, const struct io *io)
     drain(w, io);
 }
 
+/* Bytes came that the library does not see yet (a unit held back): its
+ * idle timer restarts as if it had read them, so a head that arrives in
+ * pieces keeps the deadlines it had (headwatch.h), not the idle timeout's.
+ * Setting the timeout from 0 is libmicrohttpd's one way to mark activity. */
+static void touch(const struct wire *w)
+{
+    if (!w->conn || !w->idle_s)
+        return;
+    MHD_set_connection_option(w->conn, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
+    MHD_set_connection_option(w->conn, MHD_CONNECTION_OPTION_TIMEOUT, w->idle_s);
+}
+
 /* Moves judged bytes from held to the caller's buffer after its first `out`
  * bytes; returns the new count. */
 static size_t deliver(struct wire *w, unsigned char *buf, size_t out, size_t cap)
@@ -310,6 +328,8 @@ static ssize_t wire_read(struct wire *w, const struct io *io, void *vbuf, size_t
         w->held_ok = 0;
         w->held_base = base + ok;
         out = ok;
+        if (!ok && !w->h1.status)
+            touch(w);
     }
     for (;;) {
         if (w->h1.status && !w->dead)
@@ -322,6 +342,7 @@ static ssize_t wire_read(struct wire *w, const struct io *io, void *vbuf, size_t
         if (r <= 0) /* no more now (the unit waits), the end, or an error */
             return out ? (ssize_t)out : r;
         w->held_len += (size_t)r;
+        touch(w);
         size_t at = (size_t)(w->h1.pos - w->held_base);
         tiled_h1_feed(&w->h1, w->held + at, w->held_len - at);
         w->held_ok = (size_t)(judged(&w->h1) - w->held_base);

@@ -14,6 +14,9 @@
 #define TILED_WIREHOOK_H
 
 #include <stdbool.h>
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <microhttpd.h>
 
 #include "error.h"
 
@@ -30,8 +33,9 @@ struct tiled_wire_verdict {
 int tiled_wire_start(struct tile_error *e);
 /* A connection opened (libmicrohttpd's STARTED notification); false when it
  * cannot be watched (then it must not be served). `tls` says whether its
- * bytes come through a TLS session. */
-bool tiled_wire_open(int fd, bool tls);
+ * bytes come through a TLS session; idle_s is its idle timeout (0: none),
+ * restarted while bytes come that are held back. */
+bool tiled_wire_open(int fd, bool tls, struct MHD_Connection *conn, unsigned idle_s);
 /* The connection is closing (the CLOSED notification, before close()). */
 void tiled_wire_close(int fd);
 /* A request head reached the access handler: the verdict when it is the
