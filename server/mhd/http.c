@@ -26,6 +26,7 @@
 #include "base.h"
 #include "cors.h"
 #include "headwatch.h"
+#include "wirehook.h"
 #include "log.h"
 #include "recvrate.h"
 #include "server.h"
@@ -158,41 +159,35 @@ static enum MHD_Result queue_reply(struct tiled_req *req, struct MHD_Connection 
 
 /* ---- requests ------------------------------------------------------------- */
 
-static enum MHD_Result count_content_length(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+/* The connection's descriptor: the receive hook's key (wirehook.h). */
+static int conn_fd(struct MHD_Connection *c)
 {
-    (void)kind;
-    (void)value;
-    if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0)
-        (*(int *)cls)++;
-    return MHD_YES;
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return ci ? ci->connect_fd : -1;
 }
 
-/* Refuses message framing that could be read two ways (RFC 9112 6.3):
- * repeated Content-Length, or a Transfer-Encoding other than chunked. The
- * reply closes the connection, so nothing after it is taken as a request. */
-static bool framing_error(struct tiled_req *req, struct MHD_Connection *c)
+/* A request the receive hook refused (wirehook.h): its JSON error, and the
+ * connection closes, so nothing after it is read as a request. */
+static enum MHD_Result answer_refused(struct tiled_req *req, struct MHD_Connection *c,
+                                      const struct tiled_wire_verdict *v)
 {
-    int lengths = 0;
-    MHD_get_connection_values(c, MHD_HEADER_KIND, count_content_length, &lengths);
-    const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
-    if (lengths > 1)
-        tiled_reply_error(&req->reply, TILED_BAD_REQUEST, "the request has %d Content-Length headers; send one",
-                          lengths);
-    else if (te && strcasecmp(te, "chunked") != 0)
-        tiled_reply_error(&req->reply, TILED_NOT_IMPLEMENTED,
-                          "unsupported Transfer-Encoding '%.60s' (only chunked is supported)", te);
-    else
-        return false;
+    tiled_reply_error(&req->reply, v->status, "%s", v->message);
     tiled_reply_header(&req->reply, MHD_HTTP_HEADER_CONNECTION, "close");
-    return true;
+    return queue_reply(req, c);
 }
 
-static bool host_missing(struct tiled_req *req, struct MHD_Connection *c, const char *version)
+/* The path of an absolute-form target ("http://host:port/path", RFC 9112
+ * 3.2.2, as proxies send): its authority is not needed to route. */
+static const char *origin_path(const char *url)
 {
-    if (strcmp(version, MHD_HTTP_VERSION_1_1) != 0 || MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host"))
-        return false;
-    tiled_reply_error(&req->reply, TILED_BAD_REQUEST, "the Host header is missing (required since HTTP/1.1)");
-    return true;
+    if (strncasecmp(url, "http://", 7) == 0)
+        url += 7;
+    else if (strncasecmp(url, "https://", 8) == 0)
+        url += 8;
+    else
+        return url;
+    const char *slash = strchr(url, '/');
+    return slash ? slash : "/";
 }
 
 /* Content-Length above 0, or a chunked body. */
@@ -284,21 +279,41 @@ static bool dropped_enough(const struct tiled_req *req)
     return req->reply.status && req->body_dropped > req->srv->lim.max_body;
 }
 
+/* *req_cls from the request line until the access handler's first call
+ * (MHD_OPTION_URI_LOG_CALLBACK): with it set, libmicrohttpd reports the end
+ * of a request it refused by itself (request_completed), which it does not
+ * for a request nobody was told about. */
+static char uri_seen;
+
+static void *uri_logged(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    (void)cls;
+    (void)uri;
+    (void)c;
+    return &uri_seen;
+}
+
 static enum MHD_Result first_call(struct tiled_server *srv, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, void **req_cls)
 {
+    (void)version; /* its rules are the receive hook's (h1wire.h) */
     if (!tiled_headwatch_head_done(transport_of(srv)->headwatch, c))
         return MHD_NO; /* cut at its deadline while the head completed */
-    const struct tiled_head head = {.method = method, .path = url, .header = lookup_header};
+    /* A refused head reaches here as the hook's stand-in: answered with
+     * what the hook read of the real one. */
+    const struct tiled_wire_verdict *refused = tiled_wire_head(conn_fd(c));
+    const struct tiled_head head = {.method = refused ? refused->method : method,
+                                    .path = refused ? refused->target : origin_path(url),
+                                    .header = lookup_header};
     struct tiled_req *req = tiled_req_new(srv, &head, c, &mhd_conn_ops);
     if (!req)
         return MHD_NO;
     *req_cls = req;
+    if (refused)
+        return answer_refused(req, c, refused);
     MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_query, req);
-    if (framing_error(req, c)) /* always closes: the framing itself is in doubt */
-        return queue_reply(req, c);
     /* An answer decided by the head alone goes out before any upload. */
-    if (host_missing(req, c, version) || cors_preflight(req, c, method) ||
+    if (cors_preflight(req, c, method) ||
         tiled_service_route(req, MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION)) ||
         tiled_service_expect_body(req, MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH)) ||
         tiled_service_check_head(req))
@@ -315,7 +330,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *c, const
                                       void **req_cls)
 {
     struct tiled_req *req = *req_cls;
-    if (!req)
+    if (!req || req == (void *)&uri_seen)
         return first_call(cls, c, url, method, version, req_cls);
     struct tiled_headwatch *hw = transport_of(req->srv)->headwatch;
     if (*upload_size) {
@@ -325,11 +340,33 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *c, const
         *upload_size = 0;
         return dropped_enough(req) ? reply_now_and_close(req, c) : MHD_YES;
     }
-    if (!req->done)
+    if (!req->done) {
         tiled_headwatch_body_done(hw, c); /* the work and the reply are not bounded */
+        const struct tiled_wire_verdict *refused = tiled_wire_body(conn_fd(c));
+        if (refused) /* the body's end was the hook's stand-in */
+            return answer_refused(req, c, refused);
+    }
     if (req->done || tiled_service_dispatch(req)) /* resumed by a worker, or ready at once */
         return queue_reply(req, c);
     return MHD_YES;
+}
+
+/* libmicrohttpd ended a request before the access handler saw it: it
+ * answered by itself (a refusal the receive hook did not foresee) or the
+ * client went. It is counted and logged all the same, under the route
+ * label "other", with what is known of it: the status the library queued,
+ * the request id, the address. */
+static struct tiled_req *library_ended(struct tiled_server *srv, struct MHD_Connection *c,
+                                       enum MHD_RequestTerminationCode toe)
+{
+    const struct tiled_head head = {.method = "", .path = "", .header = lookup_header};
+    struct tiled_req *req = tiled_req_new(srv, &head, c, &mhd_conn_ops);
+    if (!req)
+        return NULL;
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_HTTP_STATUS);
+    (void)toe; /* a status queued was sent, or its sending failed: either way it is the answer */
+    req->reply.status = ci && ci->http_status ? (int)ci->http_status : TILED_CLIENT_GONE;
+    return req;
 }
 
 static void request_completed(void *cls, struct MHD_Connection *c, void **req_cls,
@@ -337,6 +374,14 @@ static void request_completed(void *cls, struct MHD_Connection *c, void **req_cl
 {
     struct tiled_server *srv = cls;
     struct tiled_req *req = *req_cls;
+    if (req == (void *)&uri_seen) {
+        *req_cls = NULL;
+        if (!(req = library_ended(srv, c, toe)))
+            return;
+        remote_address(c, req->remote, sizeof(req->remote));
+        tiled_service_end(req, req->reply.status);
+        return;
+    }
     if (!req)
         return;
     int status = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? req->reply.status : TILED_CLIENT_GONE;
@@ -350,6 +395,22 @@ static void request_completed(void *cls, struct MHD_Connection *c, void **req_cl
         remote_address(c, req->remote, sizeof(req->remote));
     tiled_service_end(req, status);
     *req_cls = NULL;
+}
+
+/* Every connection's bytes pass the receive hook (wirehook.h); one it cannot
+ * watch is not served. Then the head deadlines (headwatch.h). */
+static void notify_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                              enum MHD_ConnectionNotificationCode code)
+{
+    struct tiled_server *srv = cls;
+    int fd = conn_fd(c);
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        if (!tiled_wire_open(fd, srv->tls_cert_pem != NULL, c, (unsigned)srv->cfg.idle_timeout) && fd >= 0)
+            shutdown(fd, SHUT_RDWR);
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        tiled_wire_close(fd);
+    }
+    tiled_headwatch_notify(transport_of(srv)->headwatch, c, socket_context, code);
 }
 
 /* ---- the daemon ------------------------------------------------------------- */
@@ -406,7 +467,7 @@ int tiled_http_start(struct tiled_server *srv, struct tile_error *e)
     if (inet_pton(AF_INET, srv->cfg.host, &addr.sin_addr) != 1)
         return tile_error_set(e, TILE_EINVAL, "host '%s' is not an IPv4 address", srv->cfg.host);
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO;
-    if (load_tls(srv, e) < 0)
+    if (load_tls(srv, e) < 0 || tiled_wire_start(e) < 0)
         return -1;
     /* The TLS options go first so that without TLS they are simply skipped
      * by starting the list after them. */
@@ -429,8 +490,8 @@ int tiled_http_start(struct tiled_server *srv, struct tile_error *e)
     srv->transport = t;
     t->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, access_handler, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-        MHD_OPTION_NOTIFY_COMPLETED, request_completed, srv, MHD_OPTION_NOTIFY_CONNECTION, tiled_headwatch_notify,
-        t->headwatch, MHD_OPTION_CONNECTION_LIMIT,
+        MHD_OPTION_NOTIFY_COMPLETED, request_completed, srv, MHD_OPTION_NOTIFY_CONNECTION, notify_connection, srv,
+        MHD_OPTION_URI_LOG_CALLBACK, uri_logged, NULL, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)srv->cfg.max_connections, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)srv->cfg.idle_timeout,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024), MHD_OPTION_THREAD_POOL_SIZE,
         (unsigned)(srv->cfg.http_threads > 1 ? srv->cfg.http_threads : 0), MHD_OPTION_LISTEN_BACKLOG_SIZE,
