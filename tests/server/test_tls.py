@@ -240,8 +240,10 @@ class DefaultPolicy(TlsCase):
 
     def test_close_notify_ends_both_ports_connections(self):
         """The client reads the server's close as a clean end of stream (no
-        SSLEOFError, which is what a close without close_notify gives)."""
+        SSLEOFError, which is what a close without close_notify gives once
+        OpenSSL is told not to ignore it)."""
         ctx = client_context()
+        ctx.options &= ~ssl.OP_IGNORE_UNEXPECTED_EOF
         s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", self.ports["https"]), timeout=DEADLINE),
                             suppress_ragged_eofs=False)
         s.sendall(b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
@@ -249,7 +251,9 @@ class DefaultPolicy(TlsCase):
         self.assertTrue(got.startswith(b"HTTP/1.1 200"), got[:100])
         s.unwrap().close()  # our close_notify back, after the server's
         # gRPC: bytes that are no HTTP/2 preface make the server close.
-        s = client_context(alpn=["h2"]).wrap_socket(
+        ctx = client_context(alpn=["h2"])
+        ctx.options &= ~ssl.OP_IGNORE_UNEXPECTED_EOF
+        s = ctx.wrap_socket(
             socket.create_connection(("127.0.0.1", self.ports["grpc"]), timeout=DEADLINE), suppress_ragged_eofs=False)
         self.assertEqual(s.selected_alpn_protocol(), "h2")
         s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" + b"x" * 64)
