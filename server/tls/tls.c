@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsontext.h"
+#include "log.h"
+
 /* What RFC 9113 9.2 leaves out of TLS for HTTP/2, taken off the policy for
  * the gRPC port: versions below 1.2, the static-RSA key exchange and every
  * cipher that is not an AEAD (the suites of its Appendix A). A policy that
@@ -273,6 +276,15 @@ void tiled_tls_free(struct tiled_tls *t)
     free(t);
 }
 
+/* Frees credentials a reload replaced, once their last session has ended. */
+static void retire(struct tls_cred *c)
+{
+    if (!c)
+        return;
+    tiled_log_event(TILED_LOG_DEBUG, "tls_retired", "{s:o}", "subject", tiled_json_text(c->subject));
+    cred_free(c);
+}
+
 /* Drops one reference; the caller frees what comes back (outside the lock). */
 static struct tls_cred *unref_locked(struct tls_cred *c)
 {
@@ -288,7 +300,7 @@ int tiled_tls_reload(struct tiled_tls *t, struct tile_error *e)
     struct tls_cred *old = unref_locked(t->current);
     t->current = c;
     pthread_mutex_unlock(&t->lock);
-    cred_free(old);
+    retire(old);
     return 0;
 }
 
@@ -338,7 +350,7 @@ int tiled_tls_session_start(struct tiled_tls *t, void *session, int fd, bool h2)
     c->refs++;
     t->held[fd] = c;
     pthread_mutex_unlock(&t->lock);
-    cred_free(stale);
+    retire(stale);
     if (gnutls_priority_set(s, h2 ? t->prio_h2 : t->prio) < 0 ||
         gnutls_credentials_set(s, GNUTLS_CRD_CERTIFICATE, c->cred) < 0 ||
         gnutls_session_ticket_enable_server(s, &t->ticket_key) < 0)
@@ -357,7 +369,7 @@ void tiled_tls_session_end(struct tiled_tls *t, int fd)
         t->held[fd] = NULL;
     }
     pthread_mutex_unlock(&t->lock);
-    cred_free(old);
+    retire(old);
 }
 
 bool tiled_tls_h2_acceptable(void *session)

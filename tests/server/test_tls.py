@@ -327,6 +327,8 @@ class HstsOff(unittest.TestCase):
 
 
 class Rotation(TlsCase):
+    daemon_args = ("--log-level", "debug")  # tls_retired: old credentials freed
+
     def replace(self, cert_src, key_src):
         """Both files replaced as a deploy tool would (rename over)."""
         for src, dst in ((cert_src, self.cert), (key_src, self.key)):
@@ -387,8 +389,12 @@ class Rotation(TlsCase):
         # the certificate it was made with.
         self.assertEqual(https_get(self.ports["https"], ctx, conn=kept)[0].status, 200)
         self.assertEqual(dict(x[0] for x in kept.sock.getpeercert()["subject"])["commonName"], "first")
-        kept.close()
         self.assertIn("CN=second", [e["subject"] for e in self.log_events("tls_reload") if "subject" in e])
+        # The old credentials are freed when their last connection ends, not before.
+        self.assertEqual(self.log_events("tls_retired"), [])
+        kept.close()
+        wait_for(lambda: self.log_events("tls_retired"), "the old certificate freed after its last connection")
+        self.assertEqual([e["subject"] for e in self.log_events("tls_retired")], ["CN=first"])
 
         # A bad new file keeps the certificate in use, and the log says why.
         third_cert, third_key = self.pki.server("third")
