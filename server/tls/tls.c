@@ -61,7 +61,8 @@ static char *read_pem(const char *what, const char *path, size_t *len, struct ti
     }
     buf[n] = '\0';
     *len = n;
-    return buf;
+    char *fit = realloc(buf, n + 1); /* a few KiB kept, not the bound */
+    return fit ? fit : buf;
 }
 
 static void cred_free(struct tls_cred *c)
