@@ -48,7 +48,8 @@ API_LIBS     = $(shell pkg-config --libs jansson 2>/dev/null || echo -ljansson)
 #   server/  the daemon                        -Icore -Iapi -Iserver
 # Within server/, one directory per transport holds the only code that
 # includes its library: server/mhd/ (microhttpd.h), server/grpc/
-# (nghttp2.h, gnutls.h); the test checks that too.
+# (nghttp2.h, gnutls.h), and server/tls/ (gnutls.h: the TLS policy and
+# certificate both ports share); the test checks that too.
 LAYER_core   := -Icore
 LAYER_api    := -Icore -Iapi
 LAYER_cli    := -Icore -Iapi -Icli
@@ -60,7 +61,7 @@ layer_of = $(LAYER_$(firstword $(filter core api cli server,$(subst /, ,$(1)))))
 CORE_SRC   := $(wildcard core/*.c)
 API_SRC    := $(wildcard api/*.c)
 CLI_SRC    := $(wildcard cli/*.c)
-SERVER_SRC := $(wildcard server/*.c server/mhd/*.c server/grpc/*.c)
+SERVER_SRC := $(wildcard server/*.c server/mhd/*.c server/grpc/*.c server/tls/*.c)
 GEN_OBJ    := $(BUILD)/obj/gen/openapi.o
 LIB_OBJ    := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC) $(API_SRC) $(SERVER_SRC)) $(GEN_OBJ)
 CORE_OBJ   := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC))

@@ -37,6 +37,14 @@ static const struct opt_enum log_levels[] = {
     {.name = "info", .value = TILED_LOG_INFO},   {.name = "debug", .value = TILED_LOG_DEBUG},
     {.name = NULL}};
 
+/* Mozilla's "intermediate" TLS configuration: TLS 1.2 and 1.3, ECDHE key
+ * exchange, AES-GCM and ChaCha20-Poly1305 only, its three curves, in the
+ * server's order. */
+#define TILED_TLS_DEFAULT_PRIORITIES                                                                                 \
+    "SECURE128:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-CIPHER-ALL:+AES-128-GCM:+AES-256-GCM:+CHACHA20-POLY1305:"        \
+    "-MAC-ALL:+AEAD:-KX-ALL:+ECDHE-ECDSA:+ECDHE-RSA:-GROUP-ALL:+GROUP-X25519:+GROUP-SECP256R1:+GROUP-SECP384R1:"    \
+    "%SERVER_PRECEDENCE"
+
 #define OFF(field) offsetof(struct tiled_config, field)
 #define GIB (INT64_C(1) << 30)
 
@@ -113,7 +121,15 @@ static const struct tiled_option tiled_options[] = {
     {.flag = "tls-cert", .env = "TILED_TLS_CERT", .type = OPT_STRING, .offset = OFF(tls_cert),
      .def = "", .help = "PEM certificate file; with --tls-key, serve HTTPS"},
     {.flag = "tls-key", .env = "TILED_TLS_KEY", .type = OPT_STRING, .offset = OFF(tls_key),
-     .def = "", .help = "PEM private key file for --tls-cert"},
+     .def = "", .help = "PEM private key file for --tls-cert (unencrypted); both are re-read on SIGHUP"},
+    {.flag = "tls-priorities", .env = "TILED_TLS_PRIORITIES", .type = OPT_STRING, .offset = OFF(tls_priorities),
+     .def = TILED_TLS_DEFAULT_PRIORITIES,
+     .help = "TLS versions and suites of both ports, as a GnuTLS priority string (check one with gnutls-cli "
+             "--priority STRING --list); the gRPC port also drops what HTTP/2 forbids (TLS < 1.2, RFC 9113 "
+             "Appendix A suites)"},
+    {.flag = "hsts-max-age", .env = "TILED_HSTS_MAX_AGE", .type = OPT_INT, .offset = OFF(hsts_max_age),
+     .def = "63072000", .min = 0, .max = INT32_MAX,
+     .help = "max-age in seconds of the Strict-Transport-Security header of HTTPS answers; 0 = no header"},
     {.flag = "shared-memory", .env = "TILED_SHARED_MEMORY", .type = OPT_ENUM, .offset = OFF(shared_memory),
      .def = "none", .enums = shm_kinds,
      .help = "none or system: let clients on this host register POSIX shared-memory regions that infer requests "

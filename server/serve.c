@@ -25,6 +25,7 @@
 #include "server.h"
 #include "shm.h"
 #include "stream.h"
+#include "tls/tls.h"
 
 static void limits_from_config(struct tiled_server *srv)
 {
@@ -76,6 +77,34 @@ static int shm_start(struct tiled_server *srv, struct tile_error *e)
     return srv->shm ? 0 : -1;
 }
 
+/* The certificate and key, when TLS is on: both ports' policy and files,
+ * loaded before either listens so a bad file stops the start by name. */
+static int tls_start(struct tiled_server *srv, struct tile_error *e)
+{
+    const struct tiled_config *c = &srv->cfg;
+    if (!c->tls_cert[0] && !c->tls_key[0])
+        return 0;
+    srv->tls = tiled_tls_new(c->tls_cert, c->tls_key, c->tls_priorities, e);
+    return srv->tls ? 0 : -1;
+}
+
+/* SIGHUP: new handshakes get the files as they are now; open connections
+ * keep what they started with. A file that does not load keeps the old
+ * certificate, and the log says why. */
+static void tls_reload(struct tiled_server *srv)
+{
+    if (!srv->tls)
+        return;
+    struct tile_error e = {0};
+    if (tiled_tls_reload(srv->tls, &e) < 0) {
+        tiled_log_error("tls_reload", e.text);
+        return;
+    }
+    char subject[256];
+    tiled_tls_subject(srv->tls, subject, sizeof(subject));
+    tiled_log_event(TILED_LOG_INFO, "tls_reload", "{s:o}", "subject", tiled_json_text(subject));
+}
+
 static int serve(struct tiled_server *srv)
 {
     sigset_t sigs;
@@ -93,7 +122,8 @@ static int serve(struct tiled_server *srv)
         srv->bodies = tiled_bodycache_new((uint64_t)srv->cfg.body_cache);
         if (!srv->bodies)
             tile_error_set(&e, TILE_ENOMEM, "cannot allocate the body cache");
-        rc = srv->pool && srv->bodies && shm_start(srv, &e) == 0 ? tiled_http_start(srv, &e) : -1;
+        rc = srv->pool && srv->bodies && shm_start(srv, &e) == 0 && tls_start(srv, &e) == 0 ? tiled_http_start(srv, &e)
+                                                                                             : -1;
         if (rc == 0 && (rc = tiled_grpc_start(srv, &e)) < 0)
             tiled_http_stop(srv);
     }
@@ -103,15 +133,16 @@ static int serve(struct tiled_server *srv)
         tile_pool_free(srv->pool);
         tiled_bodycache_free(srv->bodies);
         tiled_shm_free(srv->shm);
+        tiled_tls_free(srv->tls);
         tiled_auth_free();
         return 1;
     }
     tiled_log_event(TILED_LOG_INFO, "listening", "{s:o, s:i, s:i, s:i}", "host", tiled_json_text(srv->cfg.host),
                     "port", (int)srv->port, "grpc_port", srv->grpc ? (int)srv->grpc_port : -1, "workers",
                     tile_pool_size(srv->pool));
-    printf("listening on %s://%s:%u\n", srv->tls_cert_pem ? "https" : "http", srv->cfg.host, srv->port);
+    printf("listening on %s://%s:%u\n", srv->tls ? "https" : "http", srv->cfg.host, srv->port);
     if (srv->grpc)
-        printf("listening on %s://%s:%u\n", srv->tls_cert_pem ? "grpcs" : "grpc", srv->cfg.host, srv->grpc_port);
+        printf("listening on %s://%s:%u\n", srv->tls ? "grpcs" : "grpc", srv->cfg.host, srv->grpc_port);
     fflush(stdout);
 
     int sig = 0;
@@ -122,6 +153,7 @@ static int serve(struct tiled_server *srv)
         struct tile_error re = {0}; /* a failed reload keeps the old keys */
         if (tiled_auth_load(srv->cfg.api_key_file, &re) < 0)
             tiled_log_error("api_keys", re.text);
+        tls_reload(srv);
     }
     tiled_log_event(TILED_LOG_INFO, "signal", "{s:s}", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     drain(srv);
@@ -139,6 +171,8 @@ static int serve(struct tiled_server *srv)
     tiled_bodycache_free(srv->bodies); /* after MHD: it has given back every body */
     tiled_shm_free(srv->shm); /* no request holds a region any more */
     srv->shm = NULL;
+    tiled_tls_free(srv->tls); /* both transports are stopped: no session holds it */
+    srv->tls = NULL;
     tiled_auth_free();
     tiled_log_event(TILED_LOG_INFO, "exit", "{s:i}", "status", 0);
     return 0;

@@ -30,6 +30,7 @@
 #define TILED_VERSION "0.1.0"
 
 struct tiled_shm;
+struct tiled_tls;
 
 /* How the service parks a connection while a worker (or a stream's
  * producer) prepares what it will send, and wakes it again. */
@@ -64,7 +65,7 @@ struct tiled_server {
     atomic_uint_fast64_t next_id;
     uint64_t start_us;
     uint64_t start_wall_ms;
-    char *tls_cert_pem, *tls_key_pem; /* kept for the daemon's lifetime */
+    struct tiled_tls *tls;    /* TLS policy and certificate (tls/tls.h); NULL without --tls-cert */
     struct tiled_shm *shm;    /* NULL unless --shared-memory system */
 };
 

@@ -623,6 +623,7 @@ void grpc_conn_close(struct grpc_conn *c)
     while (c->calls)
         grpc_call_stream_closed(c->calls);
     nghttp2_session_del(c->h2);
+    grpc_tls_bye(c->tls);
     grpc_tls_conn_free(c->tls);
     epoll_ctl(l->epfd, EPOLL_CTL_DEL, c->fd, NULL);
     close(c->fd);

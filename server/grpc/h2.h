@@ -25,7 +25,7 @@
 
 struct tiled_server;
 struct tiled_req;
-struct tiled_grpc_tls;
+struct tiled_tls;
 struct tiled_grpc_tls_conn;
 
 /* gRPC's suggested bound on request metadata (PROTOCOL-HTTP2.md: 8 KiB);
@@ -131,7 +131,7 @@ struct grpc_transport {
     struct tiled_server *srv;
     int lfd;
     uint16_t port;
-    struct tiled_grpc_tls *tls; /* NULL without --tls-cert */
+    struct tiled_tls *tls; /* the daemon's (borrowed); NULL without --tls-cert */
     nghttp2_session_callbacks *callbacks;
     atomic_int nconns;
     atomic_bool quiescing, stopping;
@@ -222,9 +222,9 @@ void grpc_call_resumed(struct grpc_call *call);
 void grpc_call_check_deadline(struct grpc_call *call, uint64_t now);
 
 /* ---- tls.c ------------------------------------------------------------- */
-struct tiled_grpc_tls *grpc_tls_new(const char *cert_pem, const char *key_pem, struct tile_error *e);
-void grpc_tls_free(struct tiled_grpc_tls *tls);
-struct tiled_grpc_tls_conn *grpc_tls_conn_new(struct tiled_grpc_tls *tls, int fd);
+/* A server session on socket fd, with the daemon's policy and current
+ * certificate (tls/tls.h); free it before closing fd. */
+struct tiled_grpc_tls_conn *grpc_tls_conn_new(struct tiled_tls *tls, int fd);
 void grpc_tls_conn_free(struct tiled_grpc_tls_conn *tc);
 /* 1: handshake done, 0: call again when the socket is ready for the
  * direction *want_write says, -1: failed (the connection is dropped). */
@@ -235,5 +235,9 @@ long grpc_tls_recv(struct tiled_grpc_tls_conn *tc, uint8_t *buf, size_t cap);
 long grpc_tls_send(struct tiled_grpc_tls_conn *tc, const uint8_t *p, size_t n, bool again);
 /* Decrypted bytes already buffered (epoll cannot see them). */
 bool grpc_tls_pending(struct tiled_grpc_tls_conn *tc);
+/* Before the socket closes: close_notify, so the client sees the end of
+ * the stream, not a truncation (once, best effort; nothing on a session
+ * that failed or never finished its handshake). NULL is ignored. */
+void grpc_tls_bye(struct tiled_grpc_tls_conn *tc);
 
 #endif

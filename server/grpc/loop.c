@@ -375,7 +375,6 @@ static void transport_free(struct grpc_transport *t, int started)
     free(t->loops);
     if (t->lfd >= 0)
         close(t->lfd);
-    grpc_tls_free(t->tls);
     nghttp2_session_callbacks_del(t->callbacks);
     free(t);
 }
@@ -398,10 +397,7 @@ int tiled_grpc_start(struct tiled_server *srv, struct tile_error *e)
         transport_free(t, 0);
         return tile_error_set(e, TILE_ENOMEM, "cannot allocate the gRPC event loops");
     }
-    if (srv->tls_cert_pem && !(t->tls = grpc_tls_new(srv->tls_cert_pem, srv->tls_key_pem, e))) {
-        transport_free(t, 0);
-        return -1;
-    }
+    t->tls = srv->tls;
     if (listen_socket(t, &srv->cfg, e) < 0) {
         transport_free(t, 0);
         return -1;

@@ -1,6 +1,9 @@
-/* tls.c - TLS for the gRPC transport with GnuTLS, the library
- * libmicrohttpd already links for HTTPS: the same --tls-cert/--tls-key,
- * and ALPN "h2", which gRPC clients require over TLS.
+/* tls.c - TLS sessions of the gRPC transport with GnuTLS, the library
+ * libmicrohttpd already links for HTTPS. The policy and the certificate
+ * are the daemon's (server/tls/tls.h): the same --tls-cert/--tls-key and
+ * --tls-priorities as HTTPS, in the form HTTP/2 allows (TLS 1.2 or later,
+ * none of RFC 9113 Appendix A's suites), with ALPN "h2", which gRPC
+ * clients require over TLS.
  */
 #include <errno.h>
 #include <gnutls/gnutls.h>
@@ -8,61 +11,28 @@
 #include <string.h>
 
 #include "h2.h"
-
-struct tiled_grpc_tls {
-    gnutls_certificate_credentials_t cred;
-    gnutls_priority_t priority;
-};
+#include "tls/tls.h"
 
 struct tiled_grpc_tls_conn {
     gnutls_session_t s;
+    struct tiled_tls *tls;
+    int fd;
+    bool established; /* the handshake is done: a close says close_notify */
 };
 
-struct tiled_grpc_tls *grpc_tls_new(const char *cert_pem, const char *key_pem, struct tile_error *e)
-{
-    struct tiled_grpc_tls *tls = calloc(1, sizeof(*tls));
-    if (!tls) {
-        tile_error_set(e, TILE_ENOMEM, "cannot allocate the gRPC TLS state");
-        return NULL;
-    }
-    gnutls_datum_t cert = {(unsigned char *)cert_pem, (unsigned)strlen(cert_pem)};
-    gnutls_datum_t key = {(unsigned char *)key_pem, (unsigned)strlen(key_pem)};
-    int rc = gnutls_certificate_allocate_credentials(&tls->cred);
-    if (rc >= 0)
-        rc = gnutls_certificate_set_x509_key_mem(tls->cred, &cert, &key, GNUTLS_X509_FMT_PEM);
-    if (rc >= 0)
-        rc = gnutls_priority_init(&tls->priority, NULL, NULL); /* the system's defaults */
-    if (rc < 0) {
-        tile_error_set(e, TILE_EINVAL, "gRPC TLS: cannot use --tls-cert/--tls-key: %s", gnutls_strerror(rc));
-        grpc_tls_free(tls);
-        return NULL;
-    }
-    return tls;
-}
-
-void grpc_tls_free(struct tiled_grpc_tls *tls)
-{
-    if (!tls)
-        return;
-    if (tls->priority)
-        gnutls_priority_deinit(tls->priority);
-    if (tls->cred)
-        gnutls_certificate_free_credentials(tls->cred);
-    free(tls);
-}
-
-struct tiled_grpc_tls_conn *grpc_tls_conn_new(struct tiled_grpc_tls *tls, int fd)
+struct tiled_grpc_tls_conn *grpc_tls_conn_new(struct tiled_tls *tls, int fd)
 {
     static const gnutls_datum_t h2 = {(unsigned char *)"h2", 2};
     struct tiled_grpc_tls_conn *tc = calloc(1, sizeof(*tc));
     if (!tc)
         return NULL;
-    if (gnutls_init(&tc->s, GNUTLS_SERVER | GNUTLS_NONBLOCK) < 0) {
+    tc->tls = tls;
+    tc->fd = fd;
+    if (gnutls_init(&tc->s, GNUTLS_SERVER | GNUTLS_NONBLOCK | GNUTLS_NO_SIGNAL) < 0) {
         free(tc);
         return NULL;
     }
-    if (gnutls_priority_set(tc->s, tls->priority) < 0 ||
-        gnutls_credentials_set(tc->s, GNUTLS_CRD_CERTIFICATE, tls->cred) < 0 ||
+    if (tiled_tls_session_start(tls, tc->s, fd, true) < 0 ||
         gnutls_alpn_set_protocols(tc->s, &h2, 1, GNUTLS_ALPN_SERVER_PRECEDENCE) < 0) {
         grpc_tls_conn_free(tc);
         return NULL;
@@ -76,6 +46,7 @@ void grpc_tls_conn_free(struct tiled_grpc_tls_conn *tc)
     if (!tc)
         return;
     gnutls_deinit(tc->s);
+    tiled_tls_session_end(tc->tls, tc->fd);
     free(tc);
 }
 
@@ -90,10 +61,16 @@ int grpc_tls_handshake(struct tiled_grpc_tls_conn *tc, bool *want_write)
         return -1;
     /* A client that offered ALPN without h2 was refused by GnuTLS (no
      * common protocol); one that offered none speaks HTTP/2 by prior
-     * knowledge, which this server takes. */
+     * knowledge, which this server takes. The policy already keeps HTTP/2
+     * to what RFC 9113 9.2 allows; a resumed session is checked again. */
     gnutls_datum_t proto;
     if (gnutls_alpn_get_selected_protocol(tc->s, &proto) == 0 && (proto.size != 2 || memcmp(proto.data, "h2", 2) != 0))
         return -1;
+    if (!tiled_tls_h2_acceptable(tc->s)) {
+        gnutls_alert_send(tc->s, GNUTLS_AL_FATAL, GNUTLS_A_INSUFFICIENT_SECURITY);
+        return -1;
+    }
+    tc->established = true;
     return 1;
 }
 
@@ -106,6 +83,7 @@ long grpc_tls_recv(struct tiled_grpc_tls_conn *tc, uint8_t *buf, size_t cap)
         errno = EAGAIN;
         return -1;
     }
+    tc->established = false; /* a failed session sends nothing more */
     return -2;
 }
 
@@ -119,10 +97,21 @@ long grpc_tls_send(struct tiled_grpc_tls_conn *tc, const uint8_t *p, size_t n, b
         errno = EAGAIN;
         return -1;
     }
+    tc->established = false;
     return -2;
 }
 
 bool grpc_tls_pending(struct tiled_grpc_tls_conn *tc)
 {
     return gnutls_record_check_pending(tc->s) > 0;
+}
+
+void grpc_tls_bye(struct tiled_grpc_tls_conn *tc)
+{
+    /* One try on the non-blocking socket: the alert is a few dozen bytes,
+     * and a client that reads nothing more does not hold the close up. */
+    if (tc && tc->established)
+        (void)gnutls_bye(tc->s, GNUTLS_SHUT_WR);
+    if (tc)
+        tc->established = false;
 }

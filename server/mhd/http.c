@@ -32,11 +32,13 @@
 #include "server.h"
 #include "service.h"
 #include "stream.h"
+#include "tls/tls.h"
 
 /* The transport's state (srv->transport). */
 struct mhd_transport {
     struct MHD_Daemon *daemon;
     struct tiled_headwatch *headwatch; /* NULL when --header-timeout is 0 */
+    char hsts[48];                     /* Strict-Transport-Security value; "" = none */
 };
 
 static struct mhd_transport *transport_of(const struct tiled_server *srv)
@@ -145,11 +147,14 @@ static enum MHD_Result queue_reply(struct tiled_req *req, struct MHD_Connection 
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->content_type[0] ? r->content_type : "application/json");
     MHD_add_response_header(resp, "X-Request-Id", req->request_id);
     MHD_add_response_header(resp, "Server-Timing", timing);
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff"); /* bodies are data, never to be sniffed */
     for (int i = 0; i < r->nheaders; i++) {
         if (r->headers[i][0] && r->headers[i][1])
             MHD_add_response_header(resp, r->headers[i][0], r->headers[i][1]);
     }
     add_cors_headers(resp, req->srv, c);
+    if (transport_of(req->srv)->hsts[0])
+        MHD_add_response_header(resp, "Strict-Transport-Security", transport_of(req->srv)->hsts);
     if (atomic_load(&req->srv->draining))
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result ret = MHD_queue_response(c, (unsigned)r->status, resp);
@@ -241,7 +246,7 @@ static enum MHD_Result reply_now_and_close(struct tiled_req *req, struct MHD_Con
 {
     const struct tiled_reply *r = &req->reply;
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-    if (req->srv->tls_cert_pem || !ci || !r->body)
+    if (req->srv->tls || !ci || !r->body)
         return MHD_NO;
     char head[256];
     int n = snprintf(head, sizeof(head),
@@ -397,66 +402,38 @@ static void request_completed(void *cls, struct MHD_Connection *c, void **req_cl
     *req_cls = NULL;
 }
 
-/* Every connection's bytes pass the receive hook (wirehook.h); one it cannot
- * watch is not served. Then the head deadlines (headwatch.h). */
+/* ---- the daemon ------------------------------------------------------------- */
+
+/* Every connection's start and end: its bytes pass the receive hook
+ * (wirehook.h; one it cannot watch is not served), its head deadlines
+ * (headwatch.h) and, over TLS, its session's policy and certificate
+ * (tls.h): the one loaded
+ * last, held until the connection ends, so a reload never frees it under a
+ * handshake. libmicrohttpd's own credentials (the files as first loaded)
+ * serve only a session this fails for. The socket is still open at both
+ * calls, so its number names the session. */
 static void notify_connection(void *cls, struct MHD_Connection *c, void **socket_context,
                               enum MHD_ConnectionNotificationCode code)
 {
     struct tiled_server *srv = cls;
     int fd = conn_fd(c);
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-        if (!tiled_wire_open(fd, srv->tls_cert_pem != NULL, c, (unsigned)srv->cfg.idle_timeout) && fd >= 0)
+        if (!tiled_wire_open(fd, srv->tls != NULL, c, (unsigned)srv->cfg.idle_timeout) && fd >= 0)
             shutdown(fd, SHUT_RDWR);
     } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
         tiled_wire_close(fd);
     }
     tiled_headwatch_notify(transport_of(srv)->headwatch, c, socket_context, code);
-}
-
-/* ---- the daemon ------------------------------------------------------------- */
-
-/* Reads a whole (small) file into a NUL-terminated malloc'd string. */
-static char *read_file(const char *path, struct tile_error *e)
-{
-    FILE *f = fopen(path, "rb");
-    char *buf = NULL;
-    size_t len = 0, cap = 0, n;
-    if (!f) {
-        tile_error_set(e, TILE_EIO, "cannot read %s", path);
-        return NULL;
+    if (!srv->tls || fd < 0)
+        return;
+    if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        tiled_tls_session_end(srv->tls, fd);
+        return;
     }
-    do {
-        if (cap - len < 4096) {
-            char *nb = cap < (1u << 24) ? realloc(buf, cap + 65536) : NULL;
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                tile_error_set(e, TILE_EIO, "%s is too large", path);
-                return NULL;
-            }
-            buf = nb;
-            cap += 65536;
-        }
-        n = fread(buf + len, 1, cap - len - 1, f);
-        len += n;
-    } while (n > 0);
-    fclose(f);
-    buf[len] = '\0';
-    return buf;
-}
-
-static int load_tls(struct tiled_server *srv, struct tile_error *e)
-{
-    const struct tiled_config *c = &srv->cfg;
-    if (!c->tls_cert[0] && !c->tls_key[0])
-        return 0;
-    if (!c->tls_cert[0] || !c->tls_key[0])
-        return tile_error_set(e, TILE_EINVAL, "--tls-cert and --tls-key must be given together");
-    if (!MHD_is_feature_supported(MHD_FEATURE_TLS))
-        return tile_error_set(e, TILE_EUNSUPPORTED, "this libmicrohttpd has no TLS support");
-    srv->tls_cert_pem = read_file(c->tls_cert, e);
-    srv->tls_key_pem = srv->tls_cert_pem ? read_file(c->tls_key, e) : NULL;
-    return srv->tls_key_pem ? 0 : -1;
+    const union MHD_ConnectionInfo *s = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    if (!s || tiled_tls_session_start(srv->tls, s->tls_session, fd, false) < 0)
+        tiled_log_event(TILED_LOG_WARN, "tls_session", "{s:s}", "error",
+                        "cannot set up a TLS session; it uses the certificate loaded at start");
 }
 
 int tiled_http_start(struct tiled_server *srv, struct tile_error *e)
@@ -467,20 +444,28 @@ int tiled_http_start(struct tiled_server *srv, struct tile_error *e)
     if (inet_pton(AF_INET, srv->cfg.host, &addr.sin_addr) != 1)
         return tile_error_set(e, TILE_EINVAL, "host '%s' is not an IPv4 address", srv->cfg.host);
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO;
-    if (load_tls(srv, e) < 0 || tiled_wire_start(e) < 0)
+    if (tiled_wire_start(e) < 0)
         return -1;
     /* The TLS options go first so that without TLS they are simply skipped
      * by starting the list after them. */
     struct MHD_OptionItem tls[] = {
-        {MHD_OPTION_HTTPS_MEM_CERT, 0, srv->tls_cert_pem},
-        {MHD_OPTION_HTTPS_MEM_KEY, 0, srv->tls_key_pem},
+        {MHD_OPTION_HTTPS_MEM_CERT, 0, srv->tls ? (void *)tiled_tls_cert_pem(srv->tls) : NULL},
+        {MHD_OPTION_HTTPS_MEM_KEY, 0, srv->tls ? (void *)tiled_tls_key_pem(srv->tls) : NULL},
+        {MHD_OPTION_HTTPS_PRIORITIES, 0, srv->tls ? (void *)tiled_tls_priorities(srv->tls) : NULL},
         {MHD_OPTION_END, 0, NULL},
     };
-    if (srv->tls_cert_pem)
-        flags |= MHD_USE_TLS;
+    if (srv->tls) {
+        if (!MHD_is_feature_supported(MHD_FEATURE_TLS))
+            return tile_error_set(e, TILE_EUNSUPPORTED, "this libmicrohttpd has no TLS support");
+        /* Without "turbo" libmicrohttpd ends a TLS connection with
+         * close_notify (gnutls_bye) rather than just closing it. */
+        flags = (flags & ~(unsigned)MHD_USE_TURBO) | MHD_USE_TLS;
+    }
     struct mhd_transport *t = calloc(1, sizeof(*t));
     if (!t)
         return tile_error_set(e, TILE_ENOMEM, "cannot allocate the HTTP transport");
+    if (srv->tls && srv->cfg.hsts_max_age > 0)
+        snprintf(t->hsts, sizeof(t->hsts), "max-age=%lld", (long long)srv->cfg.hsts_max_age);
     t->headwatch = tiled_headwatch_start((unsigned)srv->cfg.header_timeout, (unsigned)srv->cfg.idle_timeout,
                                          &srv->header_timeouts, &srv->body_timeouts[TILED_TRANSPORT_HTTP], e);
     if (!t->headwatch && srv->cfg.header_timeout > 0) {
@@ -495,7 +480,7 @@ int tiled_http_start(struct tiled_server *srv, struct tile_error *e)
         (unsigned)srv->cfg.max_connections, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)srv->cfg.idle_timeout,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024), MHD_OPTION_THREAD_POOL_SIZE,
         (unsigned)(srv->cfg.http_threads > 1 ? srv->cfg.http_threads : 0), MHD_OPTION_LISTEN_BACKLOG_SIZE,
-        (unsigned)1024, MHD_OPTION_ARRAY, srv->tls_cert_pem ? tls : tls + 2, MHD_OPTION_END);
+        (unsigned)1024, MHD_OPTION_ARRAY, srv->tls ? tls : tls + 3, MHD_OPTION_END);
     if (!t->daemon) {
         tiled_headwatch_stop(t->headwatch);
         free(t);
@@ -524,7 +509,4 @@ void tiled_http_stop(struct tiled_server *srv)
     tiled_headwatch_stop(t->headwatch);
     free(t);
     srv->transport = NULL;
-    free(srv->tls_cert_pem);
-    free(srv->tls_key_pem);
-    srv->tls_cert_pem = srv->tls_key_pem = NULL;
 }

@@ -5,8 +5,8 @@
 #     the layering, not a broken probe);
 #   - the modules' include graph has no cycle (include_graph.py), and the
 #     checker finds a planted one;
-#   - only server/mhd/ includes microhttpd.h, only server/grpc/ nghttp2 and
-#     GnuTLS;
+#   - only server/mhd/ includes microhttpd.h, only server/grpc/ nghttp2,
+#     only server/grpc/ and server/tls/ GnuTLS;
 #   - the CLI links without server/ (BUILD/tiled-cli) and says so for serve.
 #
 #   sh tests/layering/test_layering.sh [BUILD]     (run by make test-unit)
@@ -46,15 +46,22 @@ if python3 tests/layering/include_graph.py .; then ok; else bad "the include gra
 if python3 tests/layering/include_graph.py --self-test; then ok; else bad "the cycle checker missed a planted cycle"; fi
 
 # Each transport's library is known to its directory only: libmicrohttpd
-# to server/mhd/, nghttp2 and GnuTLS to server/grpc/ (libmicrohttpd does
-# its own TLS).
-only_in() { # only_in HEADER_REGEX DIR
-  others=$(grep -rlE "#include *<$1" core api cli server | grep -v "^$2/")
-  if [ -z "$others" ] && grep -rlqE "#include *<$1" "$2"; then ok; else bad "$1 included outside $2/: $others"; fi
+# to server/mhd/, nghttp2 to server/grpc/, GnuTLS to server/grpc/ and
+# server/tls/ (the policy and certificate both ports share; libmicrohttpd
+# hands its sessions over as void *).
+only_in() { # only_in HEADER_REGEX DIR...
+  re=$1
+  shift
+  others=$(grep -rlE "#include *<$re" core api cli server)
+  for d in "$@"; do
+    others=$(printf '%s\n' "$others" | grep -v "^$d/")
+    grep -rlqE "#include *<$re" "$d" || others="$others (none in $d/)"
+  done
+  if [ -z "$others" ]; then ok; else bad "$re included outside $*: $others"; fi
 }
 only_in 'microhttpd\.h' server/mhd
 only_in 'nghttp2/' server/grpc
-only_in 'gnutls/' server/grpc
+only_in 'gnutls/' server/grpc server/tls
 
 cli="$build/tiled-cli"
 if [ -x "$cli" ] && "$cli" tile --help | grep -q -- "--repeats"; then ok; else bad "$cli tile --help"; fi

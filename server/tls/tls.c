@@ -1,0 +1,383 @@
+/* tls.c - the TLS policy and certificate both ports serve (see tls.h). */
+#include "tls.h"
+
+#include <errno.h>
+#include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsontext.h"
+#include "log.h"
+
+/* What RFC 9113 9.2 leaves out of TLS for HTTP/2, taken off the policy for
+ * the gRPC port: versions below 1.2, the static-RSA key exchange and every
+ * cipher that is not an AEAD (the suites of its Appendix A). A policy that
+ * names still other suites is refused at start (h2_check). */
+static const char h2_removals[] = ":-VERS-SSL3.0:-VERS-TLS1.0:-VERS-TLS1.1:-RSA:-AES-128-CBC:-AES-256-CBC"
+                                  ":-CAMELLIA-128-CBC:-CAMELLIA-256-CBC:-3DES-CBC:-ARCFOUR-128:-NULL";
+
+#define MAX_PEM (1u << 20)
+
+/* One certificate chain and key. refs: one while it is current, one per
+ * session using it; under tiled_tls.lock. */
+struct tls_cred {
+    gnutls_certificate_credentials_t cred;
+    unsigned refs;
+    char subject[256];
+};
+
+struct tiled_tls {
+    pthread_mutex_t lock;
+    struct tls_cred *current;
+    struct tls_cred **held; /* held[fd]: the credentials of the session on socket fd */
+    size_t nheld;
+    char cert_path[256], key_path[256];
+    char *cert_pem, *key_pem; /* as first loaded */
+    char priorities[256];
+    gnutls_priority_t prio, prio_h2;
+    gnutls_datum_t ticket_key;
+};
+
+/* The whole file as a NUL-terminated string; NULL with `e` naming it. */
+static char *read_pem(const char *what, const char *path, size_t *len, struct tile_error *e)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        tile_error_set(e, TILE_EIO, "%s %s: %s", what, path, strerror(errno));
+        return NULL;
+    }
+    char *buf = malloc(MAX_PEM + 1);
+    size_t n = buf ? fread(buf, 1, MAX_PEM + 1, f) : 0;
+    int err = ferror(f) ? errno : 0;
+    fclose(f);
+    if (!buf || err || n > MAX_PEM) {
+        tile_error_set(e, TILE_EIO, "%s %s: %s", what, path,
+                       !buf ? "out of memory" : err ? strerror(err) : "larger than 1 MiB");
+        free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    *len = n;
+    char *fit = realloc(buf, n + 1); /* a few KiB kept, not the bound */
+    return fit ? fit : buf;
+}
+
+static void cred_free(struct tls_cred *c)
+{
+    if (!c)
+        return;
+    if (c->cred)
+        gnutls_certificate_free_credentials(c->cred);
+    free(c);
+}
+
+/* Parses the chain and the key apart, so an error names its file, then
+ * pairs them (GnuTLS checks that the key is the certificate's). */
+static struct tls_cred *cred_from_pem(const char *cert_path, const char *cert_pem, size_t cert_len,
+                                      const char *key_path, const char *key_pem, size_t key_len, struct tile_error *e)
+{
+    gnutls_datum_t cd = {(unsigned char *)cert_pem, (unsigned)cert_len};
+    gnutls_datum_t kd = {(unsigned char *)key_pem, (unsigned)key_len};
+    gnutls_x509_crt_t *crts = NULL;
+    unsigned ncrts = 0;
+    gnutls_x509_privkey_t key = NULL;
+    struct tls_cred *c = calloc(1, sizeof(*c));
+    int rc;
+    if (!c) {
+        tile_error_set(e, TILE_ENOMEM, "cannot allocate TLS credentials");
+        return NULL;
+    }
+    rc = gnutls_x509_crt_list_import2(&crts, &ncrts, &cd, GNUTLS_X509_FMT_PEM, 0);
+    if (rc < 0 || ncrts == 0) {
+        tile_error_set(e, TILE_EINVAL, "--tls-cert %s: not a PEM certificate: %s", cert_path,
+                       gnutls_strerror(rc < 0 ? rc : GNUTLS_E_NO_CERTIFICATE_FOUND));
+        goto fail;
+    }
+    gnutls_datum_t dn = {NULL, 0};
+    if (gnutls_x509_crt_get_dn3(crts[0], &dn, 0) == 0) {
+        snprintf(c->subject, sizeof(c->subject), "%.*s", (int)dn.size, (const char *)dn.data);
+        gnutls_free(dn.data);
+    }
+    if ((rc = gnutls_x509_privkey_init(&key)) < 0 ||
+        (rc = gnutls_x509_privkey_import2(key, &kd, GNUTLS_X509_FMT_PEM, NULL, 0)) < 0) {
+        /* PKCS#8 ("ENCRYPTED PRIVATE KEY") and OpenSSL's legacy form
+         * ("Proc-Type: 4,ENCRYPTED") both say so in the PEM text. */
+        bool encrypted = strstr(key_pem, "ENCRYPTED") != NULL;
+        tile_error_set(e, TILE_EINVAL, "--tls-key %s: %s: %s", key_path,
+                       encrypted ? "the key is protected by a passphrase (give tiled an unencrypted key, "
+                                   "readable only by its user)"
+                                 : "not a PEM private key",
+                       gnutls_strerror(rc));
+        goto fail;
+    }
+    if ((rc = gnutls_certificate_allocate_credentials(&c->cred)) < 0) {
+        tile_error_set(e, TILE_ENOMEM, "cannot allocate TLS credentials: %s", gnutls_strerror(rc));
+        goto fail;
+    }
+    rc = gnutls_certificate_set_x509_key(c->cred, crts, ncrts, key);
+    if (rc < 0) {
+        tile_error_set(e, TILE_EINVAL, "--tls-key %s does not go with --tls-cert %s: %s", key_path, cert_path,
+                       gnutls_strerror(rc));
+        goto fail;
+    }
+    c->refs = 1;
+    goto done;
+fail:
+    cred_free(c);
+    c = NULL;
+done:
+    for (unsigned i = 0; i < ncrts; i++)
+        gnutls_x509_crt_deinit(crts[i]);
+    gnutls_free(crts);
+    if (key)
+        gnutls_x509_privkey_deinit(key);
+    return c;
+}
+
+/* Loads both files; their text goes to *cert_out and *key_out when asked for. */
+static struct tls_cred *cred_load(const struct tiled_tls *t, char **cert_out, char **key_out, struct tile_error *e)
+{
+    size_t cl = 0, kl = 0;
+    char *cert = read_pem("--tls-cert", t->cert_path, &cl, e);
+    char *key = cert ? read_pem("--tls-key", t->key_path, &kl, e) : NULL;
+    struct tls_cred *c = key ? cred_from_pem(t->cert_path, cert, cl, t->key_path, key, kl, e) : NULL;
+    if (c && cert_out) {
+        *cert_out = cert;
+        *key_out = key;
+        return c;
+    }
+    free(cert);
+    if (key) {
+        memset(key, 0, kl); /* no copy of the key outlives its use */
+        free(key);
+    }
+    return c;
+}
+
+static bool ephemeral_kx(gnutls_kx_algorithm_t kx)
+{
+    return kx == GNUTLS_KX_ECDHE_RSA || kx == GNUTLS_KX_ECDHE_ECDSA || kx == GNUTLS_KX_DHE_RSA ||
+           kx == GNUTLS_KX_DHE_DSS || kx == GNUTLS_KX_DHE_PSK || kx == GNUTLS_KX_ECDHE_PSK;
+}
+
+/* The HTTP/2 policy keeps a version it allows and no suite it forbids. */
+static int h2_check(gnutls_priority_t p, struct tile_error *e)
+{
+    const unsigned *vers = NULL;
+    int nvers = gnutls_priority_protocol_list(p, &vers);
+    bool modern = false;
+    for (int i = 0; i < nvers; i++)
+        modern |= vers[i] == GNUTLS_TLS1_2 || vers[i] == GNUTLS_TLS1_3;
+    if (!modern)
+        return tile_error_set(e, TILE_EINVAL,
+                              "--tls-priorities leaves the gRPC port neither TLS 1.2 nor 1.3 (HTTP/2 needs one)");
+    for (unsigned i = 0;; i++) {
+        unsigned sidx;
+        int rc = gnutls_priority_get_cipher_suite_index(p, i, &sidx);
+        if (rc == GNUTLS_E_REQUESTED_DATA_NOT_AVAILABLE)
+            break;
+        if (rc < 0) /* a suite this GnuTLS cannot use */
+            continue;
+        gnutls_kx_algorithm_t kx;
+        gnutls_cipher_algorithm_t cipher;
+        gnutls_mac_algorithm_t mac;
+        gnutls_protocol_t minv;
+        unsigned char id[2];
+        const char *name = gnutls_cipher_suite_info(sidx, id, &kx, &cipher, &mac, &minv);
+        if (!name || minv == GNUTLS_TLS1_3)
+            continue;
+        if (mac != GNUTLS_MAC_AEAD || !ephemeral_kx(kx))
+            return tile_error_set(e, TILE_EINVAL,
+                                  "--tls-priorities: %s is forbidden for HTTP/2 (RFC 9113 Appendix A) and tiled "
+                                  "cannot take it off the gRPC port's policy; remove it",
+                                  name);
+    }
+    return 0;
+}
+
+static int priorities_init(struct tiled_tls *t, const char *priorities, struct tile_error *e)
+{
+    const char *err = NULL;
+    int rc = gnutls_priority_init(&t->prio, priorities, &err);
+    if (rc < 0) {
+        t->prio = NULL;
+        return tile_error_set(e, TILE_EINVAL, "--tls-priorities: %s (at \"%.40s\")", gnutls_strerror(rc),
+                              err ? err : priorities);
+    }
+    snprintf(t->priorities, sizeof(t->priorities), "%s", priorities);
+    char h2[sizeof(t->priorities) + sizeof(h2_removals)];
+    snprintf(h2, sizeof(h2), "%s%s", priorities, h2_removals);
+    rc = gnutls_priority_init(&t->prio_h2, h2, &err);
+    if (rc < 0) {
+        t->prio_h2 = NULL;
+        if (rc == GNUTLS_E_NO_PRIORITIES_WERE_SET)
+            return tile_error_set(e, TILE_EINVAL, "--tls-priorities leaves the gRPC port neither TLS 1.2 nor 1.3 "
+                                                  "with a suite HTTP/2 allows (RFC 9113 9.2)");
+        return tile_error_set(e, TILE_EINVAL, "--tls-priorities with HTTP/2's exclusions: %s", gnutls_strerror(rc));
+    }
+    return h2_check(t->prio_h2, e);
+}
+
+struct tiled_tls *tiled_tls_new(const char *cert_path, const char *key_path, const char *priorities,
+                                struct tile_error *e)
+{
+    if (!cert_path[0] || !key_path[0]) {
+        tile_error_set(e, TILE_EINVAL, "--tls-cert and --tls-key must be given together");
+        return NULL;
+    }
+    struct tiled_tls *t = calloc(1, sizeof(*t));
+    if (!t) {
+        tile_error_set(e, TILE_ENOMEM, "cannot allocate the TLS state");
+        return NULL;
+    }
+    pthread_mutex_init(&t->lock, NULL);
+    snprintf(t->cert_path, sizeof(t->cert_path), "%s", cert_path);
+    snprintf(t->key_path, sizeof(t->key_path), "%s", key_path);
+    int rc;
+    if (priorities_init(t, priorities, e) < 0 || !(t->current = cred_load(t, &t->cert_pem, &t->key_pem, e)))
+        goto fail;
+    /* One random key for the daemon's life; GnuTLS derives the keys it
+     * encrypts tickets with from it and rotates them. */
+    if ((rc = gnutls_session_ticket_key_generate(&t->ticket_key)) < 0) {
+        t->ticket_key.data = NULL;
+        tile_error_set(e, TILE_EINVAL, "cannot make a session-ticket key: %s", gnutls_strerror(rc));
+        goto fail;
+    }
+    return t;
+fail:
+    tiled_tls_free(t);
+    return NULL;
+}
+
+void tiled_tls_free(struct tiled_tls *t)
+{
+    if (!t)
+        return;
+    for (size_t fd = 0; fd < t->nheld; fd++) /* none when every session has ended */
+        tiled_tls_session_end(t, (int)fd);
+    cred_free(t->current);
+    free(t->held);
+    if (t->prio)
+        gnutls_priority_deinit(t->prio);
+    if (t->prio_h2)
+        gnutls_priority_deinit(t->prio_h2);
+    if (t->ticket_key.data) {
+        memset(t->ticket_key.data, 0, t->ticket_key.size);
+        gnutls_free(t->ticket_key.data);
+    }
+    free(t->cert_pem);
+    if (t->key_pem) {
+        memset(t->key_pem, 0, strlen(t->key_pem));
+        free(t->key_pem);
+    }
+    pthread_mutex_destroy(&t->lock);
+    free(t);
+}
+
+/* Frees credentials a reload replaced, once their last session has ended. */
+static void retire(struct tls_cred *c)
+{
+    if (!c)
+        return;
+    tiled_log_event(TILED_LOG_DEBUG, "tls_retired", "{s:o}", "subject", tiled_json_text(c->subject));
+    cred_free(c);
+}
+
+/* Drops one reference; the caller frees what comes back (outside the lock). */
+static struct tls_cred *unref_locked(struct tls_cred *c)
+{
+    return c && --c->refs == 0 ? c : NULL;
+}
+
+int tiled_tls_reload(struct tiled_tls *t, struct tile_error *e)
+{
+    struct tls_cred *c = cred_load(t, NULL, NULL, e);
+    if (!c)
+        return -1;
+    pthread_mutex_lock(&t->lock);
+    struct tls_cred *old = unref_locked(t->current);
+    t->current = c;
+    pthread_mutex_unlock(&t->lock);
+    retire(old);
+    return 0;
+}
+
+void tiled_tls_subject(struct tiled_tls *t, char *dst, size_t cap)
+{
+    pthread_mutex_lock(&t->lock);
+    snprintf(dst, cap, "%s", t->current->subject);
+    pthread_mutex_unlock(&t->lock);
+}
+
+const char *tiled_tls_cert_pem(const struct tiled_tls *t)
+{
+    return t->cert_pem;
+}
+
+const char *tiled_tls_key_pem(const struct tiled_tls *t)
+{
+    return t->key_pem;
+}
+
+const char *tiled_tls_priorities(const struct tiled_tls *t)
+{
+    return t->priorities;
+}
+
+int tiled_tls_session_start(struct tiled_tls *t, void *session, int fd, bool h2)
+{
+    gnutls_session_t s = session;
+    if (fd < 0)
+        return -1;
+    pthread_mutex_lock(&t->lock);
+    if ((size_t)fd >= t->nheld) {
+        size_t n = t->nheld ? t->nheld : 64;
+        while (n <= (size_t)fd)
+            n *= 2;
+        struct tls_cred **held = realloc(t->held, n * sizeof(*held));
+        if (!held) {
+            pthread_mutex_unlock(&t->lock);
+            return -1;
+        }
+        memset(held + t->nheld, 0, (n - t->nheld) * sizeof(*held));
+        t->held = held;
+        t->nheld = n;
+    }
+    struct tls_cred *stale = unref_locked(t->held[fd]); /* none: every session ends before its socket closes */
+    struct tls_cred *c = t->current;
+    c->refs++;
+    t->held[fd] = c;
+    pthread_mutex_unlock(&t->lock);
+    retire(stale);
+    if (gnutls_priority_set(s, h2 ? t->prio_h2 : t->prio) < 0 ||
+        gnutls_credentials_set(s, GNUTLS_CRD_CERTIFICATE, c->cred) < 0 ||
+        gnutls_session_ticket_enable_server(s, &t->ticket_key) < 0)
+        return -1; /* the caller drops the session, then ends it */
+    return 0;
+}
+
+void tiled_tls_session_end(struct tiled_tls *t, int fd)
+{
+    if (fd < 0)
+        return;
+    pthread_mutex_lock(&t->lock);
+    struct tls_cred *old = NULL;
+    if ((size_t)fd < t->nheld) {
+        old = unref_locked(t->held[fd]);
+        t->held[fd] = NULL;
+    }
+    pthread_mutex_unlock(&t->lock);
+    retire(old);
+}
+
+bool tiled_tls_h2_acceptable(void *session)
+{
+    gnutls_session_t s = session;
+    gnutls_protocol_t v = gnutls_protocol_get_version(s);
+    if (v == GNUTLS_TLS1_3)
+        return true;
+    return v == GNUTLS_TLS1_2 && gnutls_mac_get(s) == GNUTLS_MAC_AEAD && ephemeral_kx(gnutls_kx_get(s));
+}

@@ -1,0 +1,483 @@
+"""TLS on both ports (HTTPS and gRPC): the default policy against scanners
+we did not write (sslyze's Mozilla "intermediate" check, sslscan,
+testssl.sh), old versions and weak suites refused, HTTP/2's own rules on
+the gRPC port, session resumption, close_notify, Strict-Transport-Security,
+certificate rotation on SIGHUP under load, and the messages for bad files.
+
+Needs openssl, gnutls-cli, sslscan and testssl (Debian: scripts/deps.sh
+test) and sslyze in its own venv (scripts/venv-tls.sh; $SSLYZE_PYTHON or
+../../build/venv-tls/bin/python). Run from tests/server with
+/usr/bin/python3 -m unittest -v test_tls.
+"""
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+from test_http import BIN, Daemon
+
+SSLYZE_PYTHON = os.environ.get("SSLYZE_PYTHON", "../../build/venv-tls/bin/python")
+DEADLINE = 60  # seconds; only a hang reaches it
+
+
+def openssl(*args):
+    subprocess.run(["openssl", *args], check=True, capture_output=True)
+
+
+class Pki:
+    """A test CA and server certificates it signs for 127.0.0.1."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="tiled-tls-")
+        self.ca_key, self.ca = self.path("ca.key"), self.path("ca.pem")
+        openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", self.ca_key, "-out", self.ca,
+                "-days", "200", "-subj", "/CN=tiled test CA", "-addext", "basicConstraints=critical,CA:TRUE",
+                "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def server(self, cn, kind="rsa"):
+        """(cert path, key path) of a leaf for 127.0.0.1 with subject CN=cn."""
+        key, csr, cert, ext = (self.path(f"{cn}.{x}") for x in ("key", "csr", "pem", "ext"))
+        if kind == "rsa":
+            openssl("genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", key)
+        else:
+            openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", key)
+        openssl("req", "-new", "-key", key, "-out", csr, "-subj", f"/CN={cn}")
+        with open(ext, "w") as f:
+            f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n"
+                    "keyUsage=critical,digitalSignature,keyEncipherment\n")
+        openssl("x509", "-req", "-in", csr, "-CA", self.ca, "-CAkey", self.ca_key, "-CAcreateserial", "-out", cert,
+                "-days", "200", "-sha256", "-extfile", ext)
+        return cert, key
+
+
+def client_context(ca=None, alpn=None):
+    """Verifying (ca) or not; TLS 1.2 and 1.3 unless changed."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    if ca:
+        ctx.load_verify_locations(ca)
+    else:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    if alpn:
+        ctx.set_alpn_protocols(alpn)
+    return ctx
+
+
+def old_client_context(version=None, ciphers=None, alpn=None):
+    """A client that offers what the policy refuses: one old version, or
+    TLS 1.2 with the given (OpenSSL-named) suites. Security level 0 so that
+    OpenSSL itself does not refuse to offer them."""
+    ctx = client_context(alpn=alpn)
+    ctx.set_ciphers((ciphers or "ALL") + ":@SECLEVEL=0")
+    v = version or ssl.TLSVersion.TLSv1_2
+    ctx.minimum_version = ctx.maximum_version = v
+    return ctx
+
+
+def handshake(port, ctx, session=None):
+    """A finished handshake's (version, cipher, alpn, subject CN, reused) or
+    the ssl.SSLError that ended it."""
+    raw = socket.create_connection(("127.0.0.1", port), timeout=DEADLINE)
+    try:
+        s = ctx.wrap_socket(raw, server_hostname="127.0.0.1", session=session)
+    except (ssl.SSLError, ConnectionResetError) as e:
+        raw.close()
+        return e
+    try:
+        cert = s.getpeercert()
+        cn = dict(x[0] for x in cert["subject"]).get("commonName") if cert else None
+        return (s.version(), s.cipher()[0], s.selected_alpn_protocol(), cn, s.session_reused)
+    finally:
+        s.close()
+
+
+def https_get(port, ctx, path="/v2/health/ready", conn=None):
+    c = conn or http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=DEADLINE)
+    c.request("GET", path)
+    r = c.getresponse()
+    body = r.read()
+    if conn is None:
+        c.close()
+    return r, body
+
+
+def wait_for(cond, what):
+    deadline = time.monotonic() + DEADLINE
+    while time.monotonic() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+class TlsCase(unittest.TestCase):
+    """A TLS daemon on both ports shared by a class; daemon_args add options."""
+
+    daemon_args = ()
+
+    @classmethod
+    def setUpClass(cls):
+        cls.pki = Pki()
+        cls.cert, cls.key = cls.pki.server("first")
+        cls.d = Daemon("--grpc-port", "0", "--tls-cert", cls.cert, "--tls-key", cls.key, *cls.daemon_args,
+                       scheme="https")
+        cls.ports = {"https": cls.d.port, "grpc": cls.d.grpc_port}
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.d.stop() == 0, "daemon exit status"
+        shutil.rmtree(cls.pki.dir, ignore_errors=True)
+
+
+class DefaultPolicy(TlsCase):
+    def test_sslyze_mozilla_intermediate_on_both_ports(self):
+        """sslyze's own check of Mozilla's "intermediate" configuration
+        passes on each port (the test CA is given as trusted)."""
+        for name, port in self.ports.items():
+            r = subprocess.run([SSLYZE_PYTHON, "-m", "sslyze", "--mozilla_config=intermediate", "--certinfo_ca_file",
+                                self.pki.ca, f"127.0.0.1:{port}"], capture_output=True, text=True, timeout=300)
+            self.assertEqual(r.returncode, 0, f"{name}:\n{r.stdout[-3000:]}\n{r.stderr[-2000:]}")
+            self.assertIn(f"127.0.0.1:{port}: OK - Compliant", r.stdout)
+
+    def test_sslscan_accepts_only_tls12_and_13_aead_ecdhe(self):
+        for name, port in self.ports.items():
+            r = subprocess.run(["sslscan", "--no-colour", f"127.0.0.1:{port}"], capture_output=True, text=True,
+                               timeout=300)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            lines = [ln.split() for ln in r.stdout.splitlines()]
+            proto = {ln[0]: ln[1] for ln in lines if len(ln) == 2 and ln[1] in ("enabled", "disabled")}
+            self.assertEqual(proto, {"SSLv2": "disabled", "SSLv3": "disabled", "TLSv1.0": "disabled",
+                                     "TLSv1.1": "disabled", "TLSv1.2": "enabled", "TLSv1.3": "enabled"}, name)
+            suites = [(ln[1], ln[4]) for ln in lines if ln and ln[0] in ("Accepted", "Preferred")]
+            self.assertTrue(suites, r.stdout)
+            for version, suite in suites:
+                self.assertIn(version, ("TLSv1.2", "TLSv1.3"), (name, suite))
+                self.assertTrue("GCM" in suite or "CHACHA20" in suite, (name, suite))
+                if version == "TLSv1.2":
+                    self.assertTrue(suite.startswith("ECDHE-"), (name, suite))
+            self.assertIn("Session renegotiation not supported", r.stdout)
+
+    def test_testssl_finds_nothing_high_or_medium_but_the_test_certificate(self):
+        """testssl.sh, narrowed to protocols, suite categories, forward
+        secrecy, server order, server defaults (certificate, tickets) and,
+        on HTTPS, the HTTP headers (HSTS). Its findings about the certificate
+        itself (a private CA testssl does not trust, no revocation URI) are
+        the test certificate's, not the policy's."""
+        for name, port in self.ports.items():
+            with tempfile.TemporaryDirectory() as tmp:
+                out = os.path.join(tmp, "testssl.json")
+                checks = ["-p", "-s", "-f", "-P", "-S"] + (["-h"] if name == "https" else [])
+                target = f"https://127.0.0.1:{port}/v2/health/live" if name == "https" else f"127.0.0.1:{port}"
+                r = subprocess.run(["testssl", "--quiet", "--color", "0", "--warnings", "off", *checks, "--jsonfile",
+                                    out, target], capture_output=True, text=True, timeout=600)
+                with open(out) as f:
+                    findings = json.load(f)
+            bad = [(x["id"], x["severity"], x["finding"]) for x in findings
+                   if x.get("severity") in ("CRITICAL", "HIGH", "MEDIUM") and not x["id"].startswith("cert_")]
+            self.assertEqual(bad, [], f"{name}: {r.stdout[-3000:]}")
+            by_id = {x["id"]: x["finding"] for x in findings}
+            self.assertEqual(by_id["TLS1"], "not offered", name)
+            self.assertIn("offered", by_id["TLS1_3"], name)
+            if name == "https":
+                self.assertIn("63072000", by_id.get("HSTS_time", ""))
+
+    def test_old_versions_are_refused_on_both_ports(self):
+        for name, port in self.ports.items():
+            for v in (ssl.TLSVersion.TLSv1, ssl.TLSVersion.TLSv1_1):
+                r = handshake(port, old_client_context(v))
+                self.assertIsInstance(r, (ssl.SSLError, ConnectionResetError), (name, v, r))
+            # gnutls-cli as a second client that can still speak them.
+            for prio in ("NORMAL:-VERS-ALL:+VERS-TLS1.0", "NORMAL:-VERS-ALL:+VERS-TLS1.1"):
+                r = subprocess.run(["gnutls-cli", "--insecure", "-p", str(port), "--priority", prio, "127.0.0.1"],
+                                   stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace",
+                                   timeout=DEADLINE)
+                self.assertNotEqual(r.returncode, 0, (name, prio, r.stdout))
+                self.assertNotIn("Handshake was completed", r.stdout)
+
+    def test_cbc_rsa_and_sha1_suites_are_refused_on_both_ports(self):
+        for name, port in self.ports.items():
+            for suite in ("AES128-SHA", "AES256-GCM-SHA384", "ECDHE-RSA-AES128-SHA", "ECDHE-RSA-AES256-SHA384"):
+                r = handshake(port, old_client_context(ciphers=suite))
+                self.assertIsInstance(r, ssl.SSLError, (name, suite, r))
+            ok = handshake(port, old_client_context(ciphers="ECDHE-RSA-AES128-GCM-SHA256"))
+            self.assertEqual(ok[:2], ("TLSv1.2", "ECDHE-RSA-AES128-GCM-SHA256"), name)
+
+    def test_server_order_decides(self):
+        """The client lists AES-256 first; the server's order picks AES-128."""
+        for port in self.ports.values():
+            ctx = old_client_context(ciphers="ECDHE-RSA-AES256-GCM-SHA384:ECDHE-RSA-AES128-GCM-SHA256")
+            self.assertEqual(handshake(port, ctx)[1], "ECDHE-RSA-AES128-GCM-SHA256")
+
+    def test_sessions_resume_on_both_ports(self):
+        for version in (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3):
+            ctx = client_context(self.pki.ca)
+            ctx.minimum_version = ctx.maximum_version = version
+            # HTTPS: a request first, so a TLS 1.3 ticket (sent after the
+            # handshake) has arrived before the session is taken.
+            c = http.client.HTTPSConnection("127.0.0.1", self.ports["https"], context=ctx, timeout=DEADLINE)
+            r, _ = https_get(self.ports["https"], ctx, conn=c)
+            self.assertEqual(r.status, 200)
+            session = c.sock.session
+            c.close()
+            self.assertTrue(handshake(self.ports["https"], ctx, session)[4], version)
+        for flags in ([], ["--priority", "NORMAL:-VERS-ALL:+VERS-TLS1.2"]):
+            r = subprocess.run(["gnutls-cli", "--x509cafile", self.pki.ca, "-p", str(self.ports["grpc"]), "--alpn",
+                                "h2", "--resume", *flags, "127.0.0.1"], stdin=subprocess.DEVNULL,
+                               capture_output=True, text=True, errors="replace", timeout=DEADLINE)
+            self.assertIn("This is a resumed session", r.stdout, (flags, r.stdout, r.stderr))
+
+    def test_close_notify_ends_both_ports_connections(self):
+        """The client reads the server's close as a clean end of stream (no
+        SSLEOFError, which is what a close without close_notify gives once
+        OpenSSL is told not to ignore it)."""
+        ctx = client_context()
+        ctx.options &= ~ssl.OP_IGNORE_UNEXPECTED_EOF
+        s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", self.ports["https"]), timeout=DEADLINE),
+                            suppress_ragged_eofs=False)
+        s.sendall(b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        got = read_to_eof(s)
+        self.assertTrue(got.startswith(b"HTTP/1.1 200"), got[:100])
+        s.unwrap().close()  # our close_notify back, after the server's
+        # gRPC: bytes that are no HTTP/2 preface make the server close.
+        ctx = client_context(alpn=["h2"])
+        ctx.options &= ~ssl.OP_IGNORE_UNEXPECTED_EOF
+        s = ctx.wrap_socket(
+            socket.create_connection(("127.0.0.1", self.ports["grpc"]), timeout=DEADLINE), suppress_ragged_eofs=False)
+        self.assertEqual(s.selected_alpn_protocol(), "h2")
+        s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" + b"x" * 64)
+        read_to_eof(s)
+        s.unwrap().close()
+
+    def test_hsts_on_https_answers(self):
+        r, _ = https_get(self.ports["https"], client_context(self.pki.ca))
+        self.assertEqual(r.getheader("Strict-Transport-Security"), "max-age=63072000")
+        r, _ = https_get(self.ports["https"], client_context(self.pki.ca), "/nope")
+        self.assertEqual(r.status, 404)
+        self.assertEqual(r.getheader("Strict-Transport-Security"), "max-age=63072000")
+
+
+def read_to_eof(s):
+    out = b""
+    while True:
+        chunk = s.recv(65536)  # SSLEOFError here: closed without close_notify
+        if not chunk:
+            return out
+        out += chunk
+
+
+class CustomPolicy(TlsCase):
+    """--tls-priorities NORMAL (TLS 1.0 to 1.3, CBC, RSA key exchange):
+    HTTPS takes what it allows, the gRPC port still only what HTTP/2
+    allows (RFC 9113 9.2); --hsts-max-age sets the header."""
+
+    daemon_args = ("--tls-priorities", "NORMAL:+VERS-TLS1.0:+VERS-TLS1.1", "--hsts-max-age", "300")
+
+    def test_the_flag_sets_https_policy(self):
+        r = handshake(self.ports["https"], old_client_context(ssl.TLSVersion.TLSv1))
+        self.assertIsInstance(r, tuple, r)
+        self.assertEqual(r[0], "TLSv1")
+        r = handshake(self.ports["https"], old_client_context(ciphers="AES128-SHA"))
+        self.assertEqual(r[:2], ("TLSv1.2", "AES128-SHA"))
+
+    def test_grpc_port_refuses_what_http2_forbids(self):
+        for ctx in (old_client_context(ssl.TLSVersion.TLSv1, alpn=["h2"]),
+                    old_client_context(ssl.TLSVersion.TLSv1_1, alpn=["h2"]),
+                    old_client_context(ciphers="AES128-SHA", alpn=["h2"]),
+                    old_client_context(ciphers="AES128-GCM-SHA256", alpn=["h2"]),  # AEAD, but no forward secrecy
+                    old_client_context(ciphers="ECDHE-RSA-AES128-SHA256", alpn=["h2"])):  # forward secret, CBC
+            r = handshake(self.ports["grpc"], ctx)
+            self.assertIsInstance(r, (ssl.SSLError, ConnectionResetError), r)
+        r = handshake(self.ports["grpc"], old_client_context(ciphers="ECDHE-RSA-AES128-GCM-SHA256", alpn=["h2"]))
+        self.assertEqual(r[:3], ("TLSv1.2", "ECDHE-RSA-AES128-GCM-SHA256", "h2"))
+
+    def test_hsts_max_age(self):
+        r, _ = https_get(self.ports["https"], client_context(self.pki.ca))
+        self.assertEqual(r.getheader("Strict-Transport-Security"), "max-age=300")
+
+
+class HstsOff(unittest.TestCase):
+    def test_zero_turns_it_off_and_plain_http_never_has_it(self):
+        pki = Pki()
+        cert, key = pki.server("first")
+        d = Daemon("--tls-cert", cert, "--tls-key", key, "--hsts-max-age", "0", scheme="https")
+        try:
+            r, _ = https_get(d.port, client_context(pki.ca))
+            self.assertEqual(r.status, 200)
+            self.assertIsNone(r.getheader("Strict-Transport-Security"))
+        finally:
+            self.assertEqual(d.stop(), 0)
+        d = Daemon()
+        try:
+            r, _ = d.request("GET", "/v2/health/live")
+            self.assertIsNone(r.getheader("Strict-Transport-Security"))
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+
+class Rotation(TlsCase):
+    daemon_args = ("--log-level", "debug")  # tls_retired: old credentials freed
+
+    def replace(self, cert_src, key_src):
+        """Both files replaced as a deploy tool would (rename over)."""
+        for src, dst in ((cert_src, self.cert), (key_src, self.key)):
+            shutil.copyfile(src, dst + ".new")
+            os.replace(dst + ".new", dst)
+
+    def log_events(self, event):
+        return [json.loads(ln) for ln in self.d.log_lines() if f'"event":"{event}"' in ln]
+
+    def test_sighup_under_load(self):
+        ctx = client_context(self.pki.ca)
+        h2ctx = client_context(self.pki.ca, alpn=["h2"])
+        kept = http.client.HTTPSConnection("127.0.0.1", self.ports["https"], context=ctx, timeout=DEADLINE)
+        self.assertEqual(https_get(self.ports["https"], ctx, conn=kept)[0].status, 200)
+        seen, failures, stop = [], [], threading.Event()
+
+        def load():
+            mine = []  # this thread's handshakes in order: (port name, subject CN)
+            seen.append(mine)
+            while not stop.is_set():
+                try:
+                    r, _ = https_get(self.ports["https"], ctx)
+                    if r.status != 200:
+                        failures.append(r.status)
+                    for name, port, c in (("https", self.ports["https"], ctx), ("grpc", self.ports["grpc"], h2ctx)):
+                        hs = handshake(port, c)
+                        if not isinstance(hs, tuple):
+                            failures.append((name, repr(hs)))
+                        else:
+                            mine.append((name, hs[3]))
+                except (OSError, http.client.HTTPException) as e:
+                    failures.append(repr(e))
+
+        threads = [threading.Thread(target=load) for _ in range(2)]
+        for t in threads:
+            t.start()
+        def all_seen():
+            return [h for mine in seen for h in mine]
+
+        try:
+            wait_for(lambda: ("grpc", "first") in all_seen(), "handshakes with the first certificate")
+            new_cert, new_key = self.pki.server("second", kind="ec")
+            self.replace(new_cert, new_key)
+            self.d.proc.send_signal(signal.SIGHUP)
+            wait_for(lambda: ("https", "second") in all_seen() and ("grpc", "second") in all_seen(),
+                     "new handshakes with the new certificate")
+            n = len(all_seen())
+            wait_for(lambda: len(all_seen()) > n + 20, "more handshakes after the swap")
+        finally:
+            stop.set()
+            for t in threads:
+                t.join()
+        self.assertEqual(failures, [])
+        for mine in seen:  # once a client has seen the new certificate, it never gets the old one again
+            cns = [cn for _, cn in mine]
+            self.assertEqual(set(cns[cns.index("second"):]), {"second"}, cns)
+        # The connection opened before the swap was not dropped, and keeps
+        # the certificate it was made with.
+        self.assertEqual(https_get(self.ports["https"], ctx, conn=kept)[0].status, 200)
+        self.assertEqual(dict(x[0] for x in kept.sock.getpeercert()["subject"])["commonName"], "first")
+        self.assertIn("CN=second", [e["subject"] for e in self.log_events("tls_reload") if "subject" in e])
+        # The old credentials are freed when their last connection ends, not before.
+        self.assertEqual(self.log_events("tls_retired"), [])
+        kept.close()
+        wait_for(lambda: self.log_events("tls_retired"), "the old certificate freed after its last connection")
+        self.assertEqual([e["subject"] for e in self.log_events("tls_retired")], ["CN=first"])
+
+        # A bad new file keeps the certificate in use, and the log says why.
+        third_cert, third_key = self.pki.server("third")
+        cases = [
+            (None, "garbage.key", f"--tls-key {self.key}: not a PEM private key"),
+            (third_cert, None, f"--tls-key {self.key} does not go with --tls-cert {self.cert}"),
+            ("garbage.pem", third_key, f"--tls-cert {self.cert}: not a PEM certificate"),
+        ]
+        for cert_src, key_src, message in cases:
+            garbage = self.pki.path("garbage")
+            with open(garbage, "w") as f:
+                f.write("-----BEGIN PRIVATE KEY-----\nnot base64 at all\n-----END PRIVATE KEY-----\n")
+            self.replace(garbage if cert_src == "garbage.pem" else (cert_src or new_cert),
+                         garbage if key_src == "garbage.key" else (key_src or new_key))
+            before = len(self.log_events("tls_reload"))
+            self.d.proc.send_signal(signal.SIGHUP)
+            wait_for(lambda: len(self.log_events("tls_reload")) > before, "the reload's log line")
+            last = self.log_events("tls_reload")[-1]
+            self.assertEqual(last["level"], "error", last)
+            self.assertIn(message, last["error"])
+            for port, c in ((self.ports["https"], ctx), (self.ports["grpc"], h2ctx)):
+                self.assertEqual(handshake(port, c)[3], "second", message)
+
+
+class BadFilesAtStart(unittest.TestCase):
+    """A bad certificate or key stops the start with a message naming the
+    file and GnuTLS's reason (not "cannot listen")."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.pki = Pki()
+        cls.cert, cls.key = cls.pki.server("good")
+        cls.other_cert, cls.other_key = cls.pki.server("other")
+        cls.garbage = cls.pki.path("garbage.pem")
+        with open(cls.garbage, "w") as f:
+            f.write("this is not PEM\n")
+        cls.pkcs8_enc = cls.pki.path("pkcs8-enc.key")
+        openssl("pkcs8", "-topk8", "-in", cls.key, "-out", cls.pkcs8_enc, "-v2", "aes-256-cbc", "-passout",
+                "pass:secret")
+        cls.legacy_enc = cls.pki.path("legacy-enc.key")
+        openssl("rsa", "-in", cls.key, "-out", cls.legacy_enc, "-aes256", "-traditional", "-passout", "pass:secret")
+        cls.empty = cls.pki.path("empty.pem")
+        open(cls.empty, "w").close()
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.pki.dir, ignore_errors=True)
+
+    def start_fails(self, *args):
+        r = subprocess.run([BIN, "serve", "--port", "0", "--grpc-port", "0", *args], capture_output=True, text=True,
+                           timeout=DEADLINE)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertNotIn("cannot listen", r.stderr)
+        return r.stderr
+
+    def test_each_bad_file_is_named_with_the_reason(self):
+        missing = self.pki.path("missing.pem")
+        cases = [
+            ((missing, self.key), f"--tls-cert {missing}: No such file or directory"),
+            ((self.cert, missing), f"--tls-key {missing}: No such file or directory"),
+            ((self.garbage, self.key), f"--tls-cert {self.garbage}: not a PEM certificate: "),
+            ((self.empty, self.key), f"--tls-cert {self.empty}: not a PEM certificate: "),
+            ((self.cert, self.garbage), f"--tls-key {self.garbage}: not a PEM private key: "),
+            ((self.cert, self.cert), f"--tls-key {self.cert}: not a PEM private key: "),
+            ((self.key, self.key), f"--tls-cert {self.key}: not a PEM certificate: "),
+            ((self.cert, self.pkcs8_enc), f"--tls-key {self.pkcs8_enc}: the key is protected by a passphrase"),
+            ((self.cert, self.legacy_enc), f"--tls-key {self.legacy_enc}: the key is protected by a passphrase"),
+            ((self.cert, self.other_key), f"--tls-key {self.other_key} does not go with --tls-cert {self.cert}: "),
+        ]
+        for (cert, key), message in cases:
+            err = self.start_fails("--tls-cert", cert, "--tls-key", key)
+            self.assertIn(message, err)
+            # GnuTLS's reason follows the message's own words.
+            self.assertRegex(err.split(message, 1)[1].splitlines()[0] if message.endswith(": ") else err, r"\S")
+
+    def test_bad_priority_strings(self):
+        err = self.start_fails("--tls-cert", self.cert, "--tls-key", self.key, "--tls-priorities", "NORMAL:+NOPE")
+        self.assertIn("--tls-priorities: ", err)
+        self.assertIn("+NOPE", err)
+        err = self.start_fails("--tls-cert", self.cert, "--tls-key", self.key, "--tls-priorities",
+                               "NORMAL:-VERS-ALL:+VERS-TLS1.0:+VERS-TLS1.1")
+        self.assertIn("--tls-priorities leaves the gRPC port neither TLS 1.2 nor 1.3", err)
+
+
+if __name__ == "__main__":
+    unittest.main()
