@@ -16,6 +16,8 @@ cross-origin without Timing-Allow-Origin).
   network error, and the daemon's counters show no inference ran.
 - A same-origin page (a document tiled itself served) calls it with no CORS
   at all.
+- Clients that send no Origin (curl, tritonclient, perf_analyzer) are served
+  as before by the same daemons, CORS on or off.
 
 Screenshots of the page (its table of results) go to build/test-logs/.
 
@@ -26,11 +28,14 @@ import http.server
 import json
 import os
 import re
+import subprocess
 import tempfile
 import threading
 import unittest
 import urllib.request
 
+import numpy as np
+import tritonclient.http as httpclient
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.support.ui import WebDriverWait
@@ -38,7 +43,8 @@ from selenium.webdriver.support.ui import WebDriverWait
 from test_http import Daemon
 
 KEY = "browser-key-0123456789abcdef"
-SHOTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "test-logs")
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+SHOTS = os.path.join(ROOT, "build", "test-logs")
 DEADLINE = 120  # seconds; only a hang reaches it
 
 # The calling page: call() runs one fetch and adds a row to the table; the
@@ -299,6 +305,42 @@ class Browser(unittest.TestCase):
         self.assertEqual(self.server_timing(base + "/v2/models/tile/infer"),
                          ["queue", "decode", "tile", "encode", "total"])
 
+
+    def test_clients_without_origin_are_unaffected(self):
+        """curl, tritonclient and perf_analyzer send no Origin: never refused."""
+        for d, label in ((self.cors, "CORS on"), (self.plain, "CORS off")):
+            with self.subTest(daemon=label):
+                before, inferred = counters(d)
+                r = subprocess.run(["curl", "-sS", "-f", "-D", "-", self.base(d) + "/v2/models/tile/infer",
+                                    "-d", V2_JSON], capture_output=True, text=True, timeout=60)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn('"data":[7,8,7,8,7,8]', r.stdout)
+                self.assertNotIn("access-control-allow-origin", r.stdout.lower())
+                client = httpclient.InferenceServerClient(f"{d.host}:{d.port}")
+                inputs = [httpclient.InferInput("input", [3], "UINT8"), httpclient.InferInput("repeats", [1], "INT64")]
+                inputs[0].set_data_from_numpy(np.array([1, 2, 3], dtype=np.uint8), binary_data=True)
+                inputs[1].set_data_from_numpy(np.array([2], dtype=np.int64), binary_data=True)
+                result = client.infer("tile", inputs)
+                client.close()
+                self.assertEqual(result.as_numpy("output").tolist(), [1, 2, 3, 1, 2, 3])
+                data = os.path.join(tempfile.mkdtemp(), "tile.json")
+                with open(data, "w") as f:
+                    json.dump({"data": [{"input": {"content": [1.0, 2.0, 3.0, 4.0], "shape": [4]},
+                                         "repeats": {"content": [2], "shape": [1]}}]}, f)
+                r = subprocess.run(["sh", "scripts/perf_analyzer.sh", "-m", "tile", "-x", "13", "-u",
+                                    f"{d.host}:{d.port}", "-i", "http", "--input-data", data,
+                                    "--concurrency-range", "1", "--measurement-interval", "300", "-s", "1000",
+                                    "-r", "5"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+                os.unlink(data)
+                os.rmdir(os.path.dirname(data))
+                out = r.stdout + r.stderr
+                self.assertEqual(r.returncode, 0, out[-3000:])
+                self.assertNotIn("error", out.lower())
+                sent = int(re.search(r"Client:\s+Request count: (\d+)", out).group(1))
+                self.assertGreater(sent, 0)
+                after, inferred_after = counters(d)
+                self.assertGreaterEqual(inferred_after, inferred + 2 + sent)
+                self.assertEqual(after.get(("other", "403"), 0), before.get(("other", "403"), 0), "nothing refused")
 
 if __name__ == "__main__":
     unittest.main()
