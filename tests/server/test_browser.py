@@ -135,8 +135,8 @@ def counters(d):
     with urllib.request.urlopen(f"http://{d.host}:{d.port}/metrics", timeout=60) as r:
         text = r.read().decode()
     by_code = {}
-    for m in re.finditer(r'tiled_requests_total\{transport="http",route="([^"]*)",format="[^"]*",code="([^"]*)"\} (\d+)',
-                         text):
+    pattern = r'tiled_requests_total\{transport="http",route="([^"]*)",format="[^"]*",code="([^"]*)"\} (\d+)'
+    for m in re.finditer(pattern, text):
         by_code[(m.group(1), m.group(2))] = by_code.get((m.group(1), m.group(2)), 0) + int(m.group(3))
     with urllib.request.urlopen(f"http://{d.host}:{d.port}/v2/models/tile/stats", timeout=60) as r:
         stats = json.load(r)
@@ -294,7 +294,8 @@ class Browser(unittest.TestCase):
         _, inferred = counters(self.plain)
         row = self.driver.execute_async_script(
             "const done = arguments[arguments.length - 1];"
-            "fetch('/v2/models/tile/infer', {method: 'POST', headers: {'Content-Type': 'text/plain'}, body: arguments[0]})"
+            "fetch('/v2/models/tile/infer',"
+            " {method: 'POST', headers: {'Content-Type': 'text/plain'}, body: arguments[0]})"
             ".then(async r => done({status: r.status, body: await r.text(),"
             " timing: r.headers.get('server-timing')})).catch(e => done({error: String(e)}));", V2_JSON)
         self.assertEqual(row.get("status"), 200, row)

@@ -27,7 +27,6 @@ import re
 import socket
 import ssl
 import subprocess
-import tempfile
 import unittest
 import urllib.parse
 
@@ -74,6 +73,10 @@ def reference_same_origin(origin, host, tls):
             return False
         if not re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*", o.scheme) or not o.hostname or not h.hostname:
             return False
+        # Some Python versions take "[::1]x" for [::1]; RFC 3986 allows only ":port" after "]".
+        for netloc in (o.netloc, h.netloc):
+            if ("[" in netloc or "]" in netloc) and not re.fullmatch(r"\[[^\[\]]*\](:[^:]*)?", netloc):
+                return False
         default = {"http": 80, "https": 443}
         mine = "https" if tls else "http"
         o_port = o.port if o.port is not None else default.get(o.scheme.lower())
