@@ -6,7 +6,8 @@
 #   build  compiler, libraries and headers of the daemon and the unit tests
 #   test   what `make test`'s suites run: Python with numpy, valgrind,
 #          promtool, man, kubectl, nginx, wrk, systemd-analyze, strace, the
-#          TLS scanners and clients (sslscan, testssl, gnutls-cli), ...
+#          TLS scanners and clients (sslscan, testssl, gnutls-cli),
+#          chromium and its WebDriver (the browser test), ...
 #   bench  load generators and the peer web server
 #   fuzz   clang with its sanitizer and libFuzzer runtimes; protobuf-c (its
 #          compiler and library) for the differential protobuf target
@@ -23,7 +24,8 @@ for group in "$@"; do
                  libnghttp2-dev libgnutls28-dev" ;;
     test)  want="$want curl openssl procps python3 python3-numpy python3-venv python3-yaml valgrind prometheus
                  man=man-db kubectl=kubernetes-client systemd strace nginx-light wrk sslscan testssl.sh
-                 gnutls-bin" ;;
+                 gnutls-bin
+                 chromium chromium-driver" ;;
     bench) want="$want wrk nginx-light curl python3-numpy h2load=nghttp2-client" ;;
     fuzz)  want="$want clang libclang-rt-14-dev protobuf-c-compiler libprotobuf-c-dev" ;;
     *) echo "usage: $0 build|test|bench|fuzz..." >&2; exit 2 ;;

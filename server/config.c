@@ -116,8 +116,8 @@ static const struct tiled_option tiled_options[] = {
              "(re-read on SIGHUP)"},
     {.flag = "cors-origins", .env = "TILED_CORS_ORIGINS", .type = OPT_STRING, .offset = OFF(cors_origins),
      .def = "",
-     .help = "origins a browser page may call tiled from: comma-separated (https://app.example) or *; empty = "
-             "none (no CORS headers, OPTIONS is 405)"},
+     .help = "origins besides its own that a browser page may call tiled from: comma-separated "
+             "(https://app.example) or *; empty = none (no CORS headers; a request from another origin gets 403)"},
     {.flag = "tls-cert", .env = "TILED_TLS_CERT", .type = OPT_STRING, .offset = OFF(tls_cert),
      .def = "", .help = "PEM certificate file; with --tls-key, serve HTTPS"},
     {.flag = "tls-key", .env = "TILED_TLS_KEY", .type = OPT_STRING, .offset = OFF(tls_key),

@@ -1,31 +1,63 @@
-/* cors.h - Cross-Origin Resource Sharing, opt-in with --cors-origins.
+/* cors.h - browsers: the Origin check and Cross-Origin Resource Sharing.
  *
- * Off by default (no origin may call tiled from a browser page). With a
- * comma-separated list of origins, or "*", a browser's preflight (OPTIONS
- * with Origin and Access-Control-Request-Method) is answered 204 with the
- * methods and headers tiled takes, Authorization among them when API keys
- * are on, and every answer to an allowed origin names it in
- * Access-Control-Allow-Origin and exposes tiled's own response headers.
+ * Two rules, applied from the request head alone (before any body byte is
+ * read, so a refused request does no work):
+ *
+ * - A request with an Origin that is neither the request's own origin nor
+ *   let in by --cors-origins is refused with 403. Browsers send Origin on
+ *   every cross-origin request and on same-origin POSTs; curl, the SDKs and
+ *   perf_analyzer send none and are never refused. The request's own origin
+ *   is the listener's scheme (https with --tls-cert) and the Host header's
+ *   host and port (the scheme's default when it names none): a page served
+ *   from the same host and port, directly or through a reverse proxy that
+ *   passes Host on, is at home. X-Forwarded-* are not trusted. "null" (a
+ *   sandboxed frame, a file: page) is nobody's own origin.
+ *
+ * - CORS is opt-in with --cors-origins (a comma-separated list of origins,
+ *   or "*"). Then a browser's preflight (OPTIONS with
+ *   Access-Control-Request-Method) is answered 204 with the methods and
+ *   headers tiled takes, Authorization among them when API keys are on;
+ *   every answer carries Vary: Origin; an answer to a listed origin names it
+ *   in Access-Control-Allow-Origin and Timing-Allow-Origin and exposes
+ *   tiled's own response headers.
+ *
+ * Origins compare by parts: scheme and host case-insensitively, the port
+ * with the scheme's default filled in (http://h:80 is http://h), IPv6
+ * literals by address.
  */
 #ifndef TILED_CORS_H
 #define TILED_CORS_H
 
 #include <stdbool.h>
 
+#include "error.h"
 #include "reply.h"
 
-/* True when `origins` (the --cors-origins value) lets `origin` in. */
+/* 0 when every entry of `origins` (the --cors-origins value) is "*" or an
+ * origin (scheme://host[:port], nothing after it); else -1 naming the entry
+ * in `e`. */
+int tiled_cors_check(const char *origins, struct tile_error *e);
+
+/* True when `origins` lets `origin` in. */
 bool tiled_cors_allows(const char *origins, const char *origin);
+
+/* True when `origin` is the request's own: the scheme (https when `tls`),
+ * host and port of the Host header `host`. */
+bool tiled_cors_same_origin(const char *origin, const char *host, bool tls);
+
+/* The Origin check: true, with a 403 in `r`, when the request has an Origin
+ * (`origin` not NULL) that is neither its own nor let in by `origins`. */
+bool tiled_cors_refuse(struct tiled_reply *r, const char *origins, const char *origin, const char *host, bool tls);
 
 /* True for a preflight request (OPTIONS with Access-Control-Request-Method). */
 bool tiled_cors_is_preflight(const char *method, const char *request_method);
 
-/* The preflight's answer: 204 with the allowed methods and headers, or 403
- * when the origin is not let in. */
-void tiled_cors_preflight(struct tiled_reply *r, const char *origins, const char *origin, bool auth);
+/* The preflight's answer, for an origin the check above let through: 204
+ * with the allowed methods and headers. */
+void tiled_cors_preflight(struct tiled_reply *r, bool auth);
 
-/* Headers for an answer to `origin` (NULL when none are due): name/value
- * pairs, NULL-terminated. */
+/* Headers for any answer while CORS is on (NULL when it is off): name/value
+ * pairs, NULL-terminated; valid until the thread's next call. */
 const char *const *tiled_cors_answer_headers(const char *origins, const char *origin);
 
 #endif

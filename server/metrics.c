@@ -42,7 +42,8 @@ static const char *const format_names[NFORMATS] = {[TILE_FMT_JSON] = "json", [TI
 _Static_assert(COUNT(format_names) == NFORMATS, "a name per format slot");
 
 /* The statuses counted one by one; the last slot (0) counts any other. */
-static const int status_codes[] = {200, 400, 401, 404, 405, 406, 408, 413, 414, 415, 431, 499, 500, 501, 503, 505, 0};
+static const int status_codes[] = {200, 400, 401, 403, 404, 405, 406, 408, 413, 414, 415, 431, 499, 500, 501, 503, 505,
+                                    0};
 #define NSTATUS COUNT(status_codes)
 _Static_assert(NSTATUS > 1, "a status besides the catch-all slot");
 

@@ -18,6 +18,7 @@
 #include "auth.h"
 #include "base.h"
 #include "bodycache.h"
+#include "cors.h"
 #include "grpc/grpc.h"
 #include "mhd/http.h"
 #include "jsontext.h"
@@ -116,7 +117,7 @@ static int serve(struct tiled_server *srv)
     signal(SIGPIPE, SIG_IGN);
 
     struct tile_error e = {0};
-    int rc = tiled_auth_load(srv->cfg.api_key_file, &e);
+    int rc = tiled_cors_check(srv->cfg.cors_origins, &e) < 0 ? -1 : tiled_auth_load(srv->cfg.api_key_file, &e);
     if (rc == 0) {
         srv->pool = tile_pool_init((int)srv->cfg.workers, (int)srv->cfg.queue, &e);
         srv->bodies = tiled_bodycache_new((uint64_t)srv->cfg.body_cache);

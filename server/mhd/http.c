@@ -127,7 +127,7 @@ static struct MHD_Response *body_response(struct tiled_req *req)
     return resp;
 }
 
-/* CORS headers for an answer to an allowed Origin (cors.h). */
+/* CORS headers while CORS is on (cors.h). */
 static void add_cors_headers(struct MHD_Response *resp, const struct tiled_server *srv, struct MHD_Connection *c)
 {
     const char *const *h =
@@ -144,7 +144,9 @@ static enum MHD_Result queue_reply(struct tiled_req *req, struct MHD_Connection 
     if (!resp)
         return MHD_NO;
     const struct tiled_reply *r = &req->reply;
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->content_type[0] ? r->content_type : "application/json");
+    if (r->status != TILED_NO_CONTENT) /* a 204 has no body, so no body type */
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                                r->content_type[0] ? r->content_type : "application/json");
     MHD_add_response_header(resp, "X-Request-Id", req->request_id);
     MHD_add_response_header(resp, "Server-Timing", timing);
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff"); /* bodies are data, never to be sniffed */
@@ -219,16 +221,22 @@ static enum MHD_Result answer_from_head(struct tiled_req *req, struct MHD_Connec
     return queue_reply(req, c);
 }
 
+/* A page on another origin that may not call tiled gets a 403 before the
+ * route, the key check and the body (cors.h): it makes tiled do no work. */
+static bool origin_refused(struct tiled_req *req, struct MHD_Connection *c)
+{
+    return tiled_cors_refuse(&req->reply, req->srv->cfg.cors_origins, lookup_header(c, "Origin"),
+                             lookup_header(c, MHD_HTTP_HEADER_HOST), req->srv->tls_cert_pem != NULL);
+}
+
 /* A browser's CORS preflight, when --cors-origins is set: answered before
  * the route and the key check, since browsers send no key with it. */
 static bool cors_preflight(struct tiled_req *req, struct MHD_Connection *c, const char *method)
 {
-    const char *origins = req->srv->cfg.cors_origins;
-    if (!origins[0] ||
-        !tiled_cors_is_preflight(method, MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Access-Control-Request-Method")))
+    if (!req->srv->cfg.cors_origins[0] ||
+        !tiled_cors_is_preflight(method, lookup_header(c, "Access-Control-Request-Method")))
         return false;
-    tiled_cors_preflight(&req->reply, origins, MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin"),
-                         tiled_auth_enabled());
+    tiled_cors_preflight(&req->reply, tiled_auth_enabled());
     return true;
 }
 
@@ -318,7 +326,7 @@ static enum MHD_Result first_call(struct tiled_server *srv, struct MHD_Connectio
         return answer_refused(req, c, refused);
     MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_query, req);
     /* An answer decided by the head alone goes out before any upload. */
-    if (cors_preflight(req, c, method) ||
+    if (origin_refused(req, c) || cors_preflight(req, c, method) ||
         tiled_service_route(req, MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION)) ||
         tiled_service_expect_body(req, MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH)) ||
         tiled_service_check_head(req))

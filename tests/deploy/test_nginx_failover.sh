@@ -6,7 +6,8 @@
 # not one failed request (wrk: no socket errors, no non-2xx; nginx: every
 # status 200), the survivors keep taking requests after the kill (their
 # tiled_requests_total grows), the drained replica exits 0, and the last one
-# serves alone to the end.
+# serves alone to the end. Before the load: a page behind nginx is at home
+# (its Origin matches the Host nginx passes on), another origin gets 403.
 #
 #   TILED_BIN=build/tiled sh tests/deploy/test_nginx_failover.sh
 #   TILED_NGINX_CONF=other.conf ...    checks another config the same way
@@ -128,6 +129,15 @@ case "$got" in *'"data":[1.0,2.0,1.0,2.0,3.0,4.0,3.0,4.0]'*) ok "POST /v1/tile t
 rid=$(curl -sS -m 5 -o /dev/null -D - "http://127.0.0.1:$pn/v1/tile" -H 'X-Request-Id: failover-test-1' \
       -H 'Content-Type: application/json' -d "$body" | tr -d '\r' | sed -n 's/^[Xx]-[Rr]equest-[Ii]d: //p')
 [ "$rid" = failover-test-1 ] && ok "X-Request-Id passes through nginx" || bad "X-Request-Id through nginx: '$rid'"
+# A page served through nginx is at home: nginx passes the Host it was sent,
+# port included, and tiled takes an Origin with that host and port for its
+# own. A page on another origin is refused (403) by the replica.
+code() { curl -sS -m 5 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$pn/v1/tile" -H "Origin: $1" \
+           -H 'Content-Type: application/json' -d "$body"; }
+st=$(code "http://127.0.0.1:$pn")
+[ "$st" = 200 ] && ok "same-origin page through nginx: 200" || bad "same-origin page through nginx: $st"
+st=$(code "http://elsewhere.example")
+[ "$st" = 403 ] && ok "page on another origin through nginx: 403" || bad "page on another origin through nginx: $st"
 
 count() { # port -> total /v1/tile requests answered 200 by that replica
   curl -fsS -m 2 "http://127.0.0.1:$1/metrics" 2>/dev/null |
@@ -174,13 +184,15 @@ kill -QUIT "$ngx" 2>/dev/null; wait "$ngx" 2>/dev/null; ngx=""
 # wrk stops on the clock and closes its connections with their last requests
 # in flight: nginx logs those as 499 (client closed). At most one per wrk
 # connection is that; any other status, or more 499s, is a failure.
-non200=$(awk '$1 != 200 && $1 != 499' "$tmp/access.log" | wc -l)
+# One 403 is the other origin's request above.
+non200=$(awk '$1 != 200 && $1 != 499 && $1 != 403' "$tmp/access.log" | wc -l)
+refused=$(awk '$1 == 403' "$tmp/access.log" | wc -l)
 aborted=$(awk '$1 == 499' "$tmp/access.log" | wc -l)
 logged=$(wc -l < "$tmp/access.log")
 retried=$(awk '$2 ~ /,/' "$tmp/access.log" | wc -l)
-[ "$non200" -eq 0 ] && [ "$aborted" -le "$WRK_CONNS" ] &&
+[ "$non200" -eq 0 ] && [ "$refused" -eq 1 ] && [ "$aborted" -le "$WRK_CONNS" ] &&
   ok "nginx: all $logged requests answered 200 ($retried retried on another replica, $aborted abandoned by wrk at its stop)" ||
-  bad "nginx: $non200 of $logged requests not 200, $aborted abandoned: $(awk '$1 != 200' "$tmp/access.log" | sort | uniq -c | head -n 5)"
+  bad "nginx: $non200 of $logged requests not 200 (nor the one 403: $refused), $aborted abandoned: $(awk '$1 != 200' "$tmp/access.log" | sort | uniq -c | head -n 5)"
 
 [ "$a0" -gt 0 ] && [ "$b0" -gt 0 ] && [ "$c0" -gt 0 ] && ok "all three replicas took traffic before the kill ($a0, $b0, $c0)" ||
   bad "traffic not spread before the kill ($a0, $b0, $c0)"

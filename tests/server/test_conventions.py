@@ -3,7 +3,8 @@
 - CORS is opt-in (--cors-origins): a browser's preflight is answered with
   the methods and headers tiled takes (Authorization too when API keys are
   on, and without a key itself), answers name the allowed origin; off by
-  default, and other origins get nothing.
+  default, and other origins get a 403 (the Origin check in full:
+  test_origin.py).
 - Allow lists HEAD wherever GET is served (HEAD works there).
 - One rule for Connection: close: a request refused from its head closes the
   connection only when it announced a body it did not get to send; otherwise
@@ -69,9 +70,10 @@ class Cors(DaemonCase):
         self.assertEqual(resp.status, 403, body)
         self.assertIsNone(resp.getheader("Access-Control-Allow-Origin"))
         self.assertIn("evil.example", json.loads(body)["error"])
-        resp, _ = self.d.request("POST", "/v1/tile", TILE,
-                                 {"Origin": "https://evil.example", "Content-Type": "application/json"})
-        self.assertEqual(resp.status, 200)
+        # The request itself too: refused from its head, nothing tiled.
+        resp, body = self.d.request("POST", "/v1/tile", TILE,
+                                    {"Origin": "https://evil.example", "Content-Type": "application/json"})
+        self.assertEqual(resp.status, 403, body)
         self.assertIsNone(resp.getheader("Access-Control-Allow-Origin"))
 
 
@@ -98,9 +100,17 @@ class CorsWithApiKeys(unittest.TestCase):
 class Conventions(DaemonCase):
 
     def test_cors_is_off_by_default(self):
+        # Another origin: refused, preflight or request.
         resp, _ = preflight(self.d, "/v1/tile")
-        self.assertEqual(resp.status, 405)
+        self.assertEqual(resp.status, 403)
         resp, _ = self.d.request("POST", "/v1/tile", TILE, {"Origin": ORIGIN, "Content-Type": "application/json"})
+        self.assertEqual(resp.status, 403)
+        self.assertIsNone(resp.getheader("Access-Control-Allow-Origin"))
+        # Its own origin: no CORS needed (nor any OPTIONS route: 405).
+        own = f"http://{self.d.host}:{self.d.port}"
+        resp, _ = preflight(self.d, "/v1/tile", origin=own)
+        self.assertEqual(resp.status, 405)
+        resp, _ = self.d.request("POST", "/v1/tile", TILE, {"Origin": own, "Content-Type": "application/json"})
         self.assertEqual(resp.status, 200)
         self.assertIsNone(resp.getheader("Access-Control-Allow-Origin"))
 

@@ -1309,5 +1309,36 @@ class DecodeOffTheLoop(GrpcCase):
         self.assertEqual(bytes(c.streams[sid].data[5:]), LIVE_REPLY)
 
 
+class BrowsersOnTheGrpcPort(GrpcCase):
+    """The gRPC port serves no browser: gRPC-Web is not served, and a page's
+    fetch() cannot send gRPC (it needs Content-Type application/grpc, which
+    is not CORS-safelisted, so a preflight goes first, and HTTP/2 trailers).
+    What a page can send is refused from the head, before any message is
+    read: a "simple" POST (text/plain) gets 415, a preflight 405, neither
+    with CORS headers even when --cors-origins lists the page."""
+    daemon_args = daemon_args("--cors-origins", "https://app.example")
+
+    def statistics(self):
+        """The model's ModelStatisticsResponse bytes: counts and times that any inference changes."""
+        return self.h2().call(SERVICE + "ModelStatistics", message(pb_len(1, b"tile"))).data
+
+    def test_simple_post_and_preflight_are_refused_from_the_head(self):
+        before = self.statistics()
+        c = self.h2()
+        page = [("origin", "https://app.example")]
+        body = message(infer_request(np.arange(4, dtype=np.float32), [2]))
+        s = c.call(INFER, body, content_type="text/plain;charset=UTF-8", metadata=page)
+        self.assertEqual(s.header(":status"), "415")
+        self.assertIsNone(s.header("access-control-allow-origin"))
+        s = c.call(INFER, b"", method="OPTIONS", content_type=None,
+                   metadata=page + [("access-control-request-method", "POST")])
+        self.assertEqual((s.header(":status"), s.header("allow")), ("405", "POST"))
+        self.assertIsNone(s.header("access-control-allow-origin"))
+        self.assertEqual(self.statistics(), before, "no inference ran")
+        # The same message as gRPC is served: the refusals were not about it.
+        self.assertEqual(c.call(INFER, body).status(), (0, None))
+        self.assertNotEqual(self.statistics(), before)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -356,6 +356,18 @@ class OpenAPILive(LiveDaemon, unittest.TestCase):
         r = self.tile(405, send_method="GET")
         self.assertEqual(r.headers["Allow"], "POST")
 
+    def test_another_origin_is_403(self):
+        """A page on another origin (browsers send Origin): the documented 403, on
+        every route, whatever the body."""
+        evil = {"Origin": "https://evil.example"}
+        r = self.tile(403, body=b"{not json", media_type="application/json", headers=evil)
+        self.assertIn("origin 'https://evil.example'", r.json()["error"])
+        self.infer(403, body=b"x", media_type="text/plain", headers=evil)
+        self.call("/v2/health/live", "GET", 403, headers=evil)
+        self.call("/metrics", "GET", 403, headers={"Origin": "null"})
+        # The page's own origin is served.
+        self.call("/v2/health/live", "GET", 200, headers={"Origin": self.base})
+
     def test_request_id(self):
         r = self.tile(body={"input": {"dtype": "int8", "data": [1]}, "repeats": [1]}, media_type="application/json",
                       headers={"X-Request-Id": "abc-123"})
