@@ -226,7 +226,7 @@ static enum MHD_Result answer_from_head(struct tiled_req *req, struct MHD_Connec
 static bool origin_refused(struct tiled_req *req, struct MHD_Connection *c)
 {
     return tiled_cors_refuse(&req->reply, req->srv->cfg.cors_origins, lookup_header(c, "Origin"),
-                             lookup_header(c, MHD_HTTP_HEADER_HOST), req->srv->tls_cert_pem != NULL);
+                             lookup_header(c, MHD_HTTP_HEADER_HOST), req->srv->tls != NULL);
 }
 
 /* A browser's CORS preflight, when --cors-origins is set: answered before
