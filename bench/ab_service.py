@@ -1,0 +1,110 @@
+"""ab_service.py - two tiled builds' small-request service rows in one run, against nginx.
+
+    python3 bench/ab_service.py OLD_BIN NEW_BIN [--dur 3] [--reps 5] [--work build/bench-ab]
+
+The service rows of `make bench-peers` (bench/peers/run.py: the same small JSON, raw, .npy and
+v2 requests, each answer checked first; servers pinned to core 0, wrk with one thread on core 1),
+for a before/after question such as "what does this change cost a small request": nginx
+`return 200`, the OLD and the NEW daemon run side by side and are loaded back to back at each
+point, `--reps` times, so both builds see the same background load. Prints the median requests
+per second and p99 of each, and the ratios NEW/nginx and OLD/nginx. Traffic goes to 127.0.0.1
+only; every load is bounded in time; every process started here is stopped here.
+"""
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "peers"))
+import run as peers  # noqa: E402  (bench/peers/run.py)
+
+NGINX_CONF = """worker_processes 1;
+daemon off;
+user root;
+pid %(t)s/nginx.pid;
+error_log %(t)s/error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 100000000;
+  client_body_temp_path %(t)s/body;
+  proxy_temp_path %(t)s/proxy;
+  fastcgi_temp_path %(t)s/fastcgi;
+  uwsgi_temp_path %(t)s/uwsgi;
+  scgi_temp_path %(t)s/scgi;
+  server {
+    listen 127.0.0.1:%(p)d;
+    location = /small { return 200 '{"ok":true}'; }
+  }
+}
+"""
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("old")
+    ap.add_argument("new")
+    ap.add_argument("--dur", type=int, default=3)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--conns", default="16,64")
+    ap.add_argument("--work", default=os.path.join(peers.ROOT, "build", "bench-ab"))
+    a = ap.parse_args()
+    os.makedirs(a.work, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix="tiled-ab-")
+    os.chmod(tmp, 0o755)
+    reqs = peers.small_requests()
+    servers = []
+    try:
+        port = peers.free_port()
+        conf = os.path.join(tmp, "nginx.conf")
+        with open(conf, "w") as f:
+            f.write(NGINX_CONF % {"t": tmp, "p": port})
+        live = [("nginx", peers.Server("nginx", ["taskset", "-c", "0", "nginx", "-c", conf, "-p", tmp],
+                                       "http://127.0.0.1:%d/small" % port, a.work), port)]
+        for name, binary in (("old", a.old), ("new", a.new)):
+            port = peers.free_port()
+            cmd = ["taskset", "-c", "0", os.path.abspath(binary), "serve", "--port", str(port), "--workers", "1",
+                   "--log-level", "warn"]
+            live.append((name, peers.Server(name, cmd, "http://127.0.0.1:%d/v2/health/ready" % port, a.work), port))
+        servers = [s for _, s, _ in live]
+        for name, _, port in live[1:]:
+            for fmt, (path, ctype, body, check) in reqs.items():
+                status, resp = peers.post("http://127.0.0.1:%d%s" % (port, path), ctype, body)
+                if status != 200 or not check(resp):
+                    raise RuntimeError("%s %s: wrong answer %d %r" % (name, fmt, status, resp[:200]))
+        rows = []
+        for fmt, (path, ctype, body, _) in reqs.items():
+            for conns in (int(c) for c in a.conns.split(",")):
+                got = {name: [] for name, _, _ in live}
+                for _ in range(a.reps):
+                    for name, _, port in live:
+                        p = "/small" if name == "nginx" else path
+                        r = peers.wrk(a.work, "http://127.0.0.1:%d" % port, p, ctype, body, conns, a.dur,
+                                      "%s-%s" % (name, fmt))
+                        if r["errors"]:
+                            raise RuntimeError("%s %s c=%d: %d errors" % (name, fmt, conns, r["errors"]))
+                        got[name].append(r)
+                med = {n: (statistics.median(r["rps"] for r in rs), statistics.median(r["p99_us"] for r in rs))
+                       for n, rs in got.items()}
+                rows.append((fmt, conns, med))
+                print("%-5s c=%-3d nginx %7.0f/s  old %7.0f/s p99 %5.0f us (%.2fx)  new %7.0f/s p99 %5.0f us "
+                      "(%.2fx)  new/old %.3f" % (fmt, conns, med["nginx"][0], med["old"][0], med["old"][1],
+                                                 med["old"][0] / med["nginx"][0], med["new"][0], med["new"][1],
+                                                 med["new"][0] / med["nginx"][0], med["new"][0] / med["old"][0]),
+                      flush=True)
+        print("\n| request | conns | nginx req/s | old req/s (x nginx) | new req/s (x nginx) | new/old | "
+              "p99 old / new (us) |\n|---|---:|---:|---:|---:|---:|---:|")
+        for fmt, conns, med in rows:
+            print("| %s | %d | %.0f | %.0f (%.2f) | %.0f (%.2f) | %.3f | %.0f / %.0f |"
+                  % (fmt, conns, med["nginx"][0], med["old"][0], med["old"][0] / med["nginx"][0], med["new"][0],
+                     med["new"][0] / med["nginx"][0], med["new"][0] / med["old"][0], med["old"][1], med["new"][1]))
+        print("\ncommand: python3 bench/ab_service.py %s %s --dur %d --reps %d --conns %s"
+              % (peers.short(a.old), peers.short(a.new), a.dur, a.reps, a.conns))
+    finally:
+        for s in servers:
+            s.stop()
+
+
+if __name__ == "__main__":
+    main()
