@@ -312,6 +312,8 @@ static enum MHD_Result first_call(struct tiled_server *srv, struct MHD_Connectio
     (void)version; /* its rules are the receive hook's (h1wire.h) */
     if (!tiled_headwatch_head_done(transport_of(srv)->headwatch, c))
         return MHD_NO; /* cut at its deadline while the head completed */
+    if (!tiled_wire_watched(conn_fd(c)))
+        return MHD_NO; /* its bytes were never judged (wirehook.h): fail closed */
     /* A refused head reaches here as the hook's stand-in: answered with
      * what the hook read of the real one. */
     const struct tiled_wire_verdict *refused = tiled_wire_head(conn_fd(c));
@@ -415,11 +417,11 @@ static void request_completed(void *cls, struct MHD_Connection *c, void **req_cl
 /* Every connection's start and end: its bytes pass the receive hook
  * (wirehook.h; one it cannot watch is not served), its head deadlines
  * (headwatch.h) and, over TLS, its session's policy and certificate
- * (tls.h): the one loaded
- * last, held until the connection ends, so a reload never frees it under a
- * handshake. libmicrohttpd's own credentials (the files as first loaded)
- * serve only a session this fails for. The socket is still open at both
- * calls, so its number names the session. */
+ * (tls.h): the one loaded last, held until the connection ends, so a
+ * reload never frees it under a handshake. libmicrohttpd's own credentials
+ * (the files as first loaded) serve no session: one this fails for is
+ * closed. The socket is still open at both calls, so its number names the
+ * session. */
 static void notify_connection(void *cls, struct MHD_Connection *c, void **socket_context,
                               enum MHD_ConnectionNotificationCode code)
 {
@@ -438,10 +440,15 @@ static void notify_connection(void *cls, struct MHD_Connection *c, void **socket
         tiled_tls_session_end(srv->tls, fd);
         return;
     }
+    /* A session that cannot take the current certificate is not served
+     * with libmicrohttpd's (the one loaded at start, perhaps rotated out
+     * since because it was compromised): the connection goes. */
     const union MHD_ConnectionInfo *s = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
-    if (!s || tiled_tls_session_start(srv->tls, s->tls_session, fd, false) < 0)
+    if (!s || tiled_tls_session_start(srv->tls, s->tls_session, fd, false) < 0) {
         tiled_log_event(TILED_LOG_WARN, "tls_session", "{s:s}", "error",
-                        "cannot set up a TLS session; it uses the certificate loaded at start");
+                        "cannot set up a TLS session with the current certificate; the connection is closed");
+        shutdown(fd, SHUT_RDWR);
+    }
 }
 
 int tiled_http_start(struct tiled_server *srv, struct tile_error *e)

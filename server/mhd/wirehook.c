@@ -374,6 +374,11 @@ ssize_t gnutls_record_recv(void *session, void *data, size_t size)
 
 /* ---- the handler's side ------------------------------------------------- */
 
+bool tiled_wire_watched(int fd)
+{
+    return wire_of(fd) != NULL;
+}
+
 const struct tiled_wire_verdict *tiled_wire_head(int fd)
 {
     struct wire *w = wire_of(fd);

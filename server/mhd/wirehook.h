@@ -36,6 +36,10 @@ int tiled_wire_start(struct tile_error *e);
  * bytes come through a TLS session; idle_s is its idle timeout (0: none),
  * restarted while bytes come that are held back. */
 bool tiled_wire_open(int fd, bool tls, struct MHD_Connection *conn, unsigned idle_s);
+/* Whether the hook watches the connection's bytes: one it does not (its
+ * tiled_wire_open failed) is never served, even if bytes it had queued
+ * before the refusal reach the library. */
+bool tiled_wire_watched(int fd);
 /* The connection is closing (the CLOSED notification, before close()). */
 void tiled_wire_close(int fd);
 /* A request head reached the access handler: the verdict when it is the
