@@ -605,7 +605,7 @@ class Lifecycle(unittest.TestCase):
         while not refused and time.monotonic() < deadline:
             try:
                 socket.create_connection((d.host, d.port), timeout=5).close()
-            except ConnectionRefusedError:
+            except (ConnectionRefusedError, ConnectionResetError):  # the listener gone, or closing
                 refused = True
         self.assertTrue(refused, "the listener stayed open while draining")
         rest = resp.read()
