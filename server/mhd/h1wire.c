@@ -101,10 +101,14 @@ static void request_line(struct tiled_h1 *p, const unsigned char *c, size_t len,
     }
     p->method_len = (uint32_t)i;
     size_t t0 = ++i;
-    while (i < len && (CLS[c[i]] & V))
+    while (i < len && (CLS[c[i]] & V) && c[i] < 0x80) /* URI characters only (RFC 3986) */
         i++;
     p->target_off = (uint32_t)(off + t0);
     p->target_len = (uint32_t)(i - t0);
+    if (i < len && c[i] >= 0x80) {
+        refuse(p, 400, "the request target contains the byte 0x%02x (percent-encode it, RFC 3986 2.1)", c[i]);
+        return;
+    }
     if (i < len && c[i] != ' ') {
         refuse(p, 400, "the request target contains the control byte 0x%02x", c[i]);
         return;
@@ -332,6 +336,41 @@ static void head_end(struct tiled_h1 *p, uint64_t at)
     }
 }
 
+/* chunk-ext = *( ";" name [ "=" ( token / quoted-string ) ] ) (RFC 9112
+ * 7.1.1) from c[i], without the optional whitespace (BWS) the RFC allows
+ * around ';' and '=': llhttp refuses it, and an extension is never needed.
+ * Returns whether c[i..len) is that. */
+static bool chunk_ext(const unsigned char *c, size_t i, size_t len)
+{
+    while (i < len) {
+        if (c[i++] != ';' || i == len || !(CLS[c[i]] & T))
+            return false;
+        while (i < len && (CLS[c[i]] & T))
+            i++;
+        if (i == len || c[i] == ';')
+            continue;
+        if (c[i++] != '=' || i == len)
+            return false;
+        if (CLS[c[i]] & T) {
+            while (i < len && (CLS[c[i]] & T))
+                i++;
+            continue;
+        }
+        if (c[i++] != '"')
+            return false;
+        for (;; i++) { /* qdtext or a quoted-pair; CTLs are refused before */
+            if (i == len)
+                return false;
+            if (c[i] == '"')
+                break;
+            if (c[i] == '\\' && ++i == len)
+                return false;
+        }
+        i++;
+    }
+    return true;
+}
+
 /* chunk = chunk-size [ chunk-ext ] CRLF (RFC 9112 7.1); no whitespace before
  * ';', which libmicrohttpd would not read as the size's end. */
 static void chunk_line(struct tiled_h1 *p, const unsigned char *c, size_t len, uint64_t at)
@@ -353,11 +392,15 @@ static void chunk_line(struct tiled_h1 *p, const unsigned char *c, size_t len, u
         refuse(p, 400, "malformed chunk size line (expected hex digits, then ';' extensions or CRLF)");
         return;
     }
-    for (; i < len; i++) {
-        if (!(CLS[c[i]] & V) && !is_ows(c[i])) {
-            refuse(p, 400, "a chunk extension contains the control byte 0x%02x", c[i]);
+    for (size_t k = i; k < len; k++) {
+        if (!(CLS[c[k]] & V) && !is_ows(c[k])) {
+            refuse(p, 400, "a chunk extension contains the control byte 0x%02x", c[k]);
             return;
         }
+    }
+    if (!chunk_ext(c, i, len)) {
+        refuse(p, 400, "malformed chunk extension (expected ';name' or ';name=value' without spaces, RFC 9112 7.1.1)");
+        return;
     }
     if (size == 0) {
         p->state = S_TRAILERS; /* the unit goes on to the trailers' end */

@@ -86,7 +86,7 @@ static void head_forms(void **state)
         "PATCH /a HTTP/1.1\r\nhOsT: [::1]:80\r\n\r\n",                /* IPv6 literal, name case */
         "GET /a HTTP/1.1\r\nHost:\r\n\r\n",                           /* empty Host */
         "GET /a HTTP/1.1\r\nHost:  \t t \t\r\nX-A:\t v\t \r\n\r\n",   /* OWS around values */
-        "GET /a?q=%20&b=\x80\xff HTTP/1.1\r\nHost: t\r\nX: \x80\r\n\r\n", /* obs-text */
+        "GET /a?q=%20&b=~ HTTP/1.1\r\nHost: t\r\nX: \x80\xff\r\n\r\n", /* obs-text in a value */
         "GET /a HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n",
         "GET /a HTTP/1.1\r\nHost: t\r\nContent-Length: 000\r\n\r\n",
         "GET /a HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\nX: 1\r\n\r\n0\r\n\r\n",
@@ -156,6 +156,25 @@ static void chunked_body(void **state)
     assert_int_equal(whole.p.unit, TILED_H1_UNIT_CHUNK_NEXT);
     assert_int_equal(whole.p.unit_start, sizeof(size_line) - 4); /* the CRLF after the data */
     assert_int_equal(whole.p.pos, sizeof(size_line) - 2);        /* "1" is unfinished */
+}
+
+/* Chunk extensions: the RFC's grammar without whitespace, then ignored. */
+static void chunk_extensions(void **state)
+{
+    (void)state;
+    static const char *const ok[] = {
+        "5;a\r\n", "5;a=b\r\n", "5;a;b\r\n", "5;a=b;c=d\r\n", "5;a=\"\"\r\n", "5;a=\"v a;b=c\"\r\n",
+        "5;a=\"x\\\"y\"\r\n", "5;a=\"\x80\t\"\r\n", "5;!#$%&'*+-.^_`|~=~\r\n",
+    };
+    for (size_t k = 0; k < sizeof(ok) / sizeof(ok[0]); k++) {
+        char s[256];
+        int n = snprintf(s, sizeof(s), "POST /t HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n%shello\r\n0\r\n\r\n", ok[k]);
+        feed_every_way(s, (size_t)n);
+        if (whole.p.status)
+            fail_msg("'%s': refused %d %s", ok[k], whole.p.status, whole.p.message);
+        assert_int_equal(whole.n_ev, 3);
+        assert_int_equal(whole.ev[1].to - whole.ev[1].from, 5);
+    }
 }
 
 static void pipelined(void **state)
@@ -266,6 +285,7 @@ static const struct refusal refusals[] = {
     {"nul_in_target", "GET /a\0b HTTP/1.1\r\nHost: t\r\n\r\n", sizeof("GET /a\0b HTTP/1.1\r\nHost: t\r\n\r\n") - 1,
      400, "control byte 0x00", 0},
     {"cr_in_target", "GET /a\rb HTTP/1.1\r\nHost: t\r\n\r\n", 0, 400, "control byte 0x0d", 0},
+    {"obs_text_in_target", "GET /caf\xc3\xa9 HTTP/1.1\r\nHost: t\r\n\r\n", 0, 400, "byte 0xc3 (percent-encode", 0},
     {"relative_target", "GET a HTTP/1.1\r\nHost: t\r\n\r\n", 0, 400, "request target", 0},
     {"ftp_target", "GET ftp://t/a HTTP/1.1\r\nHost: t\r\n\r\n", 0, 400, "request target", 0},
     {"asterisk_not_options", "GET * HTTP/1.1\r\nHost: t\r\n\r\n", 0, 400, "request target", 0},
@@ -294,6 +314,15 @@ static const struct refusal refusals[] = {
     {"chunk_0x", C("0x5\r\nhello\r\n0\r\n\r\n"), 0, 400, "chunk size line", 1},
     {"chunk_ext_nul", C("5;a\0\r\nhello\r\n0\r\n\r\n"), sizeof(C("5;a\0\r\nhello\r\n0\r\n\r\n")) - 1, 400,
      "control byte 0x00", 1},
+    {"chunk_ext_bws", C("5; a\r\nhello\r\n0\r\n\r\n"), 0, 400, "malformed chunk extension", 1},
+    {"chunk_ext_bws_eq", C("5;a =b\r\nhello\r\n0\r\n\r\n"), 0, 400, "malformed chunk extension", 1},
+    {"chunk_ext_trailing_space", C("5;a=b \r\nhello\r\n0\r\n\r\n"), 0, 400, "malformed chunk extension", 1},
+    {"chunk_ext_not_token", C("5;@\r\nhello\r\n0\r\n\r\n"), 0, 400, "malformed chunk extension", 1},
+    {"chunk_ext_empty", C("5;\r\nhello\r\n0\r\n\r\n"), 0, 400, "malformed chunk extension", 1},
+    {"chunk_ext_empty_value", C("5;a=\r\nhello\r\n0\r\n\r\n"), 0, 400, "malformed chunk extension", 1},
+    {"chunk_ext_open_quote", C("5;a=\"b\r\nhello\r\n0\r\n\r\n"), 0, 400, "malformed chunk extension", 1},
+    {"chunk_ext_after_quote", C("5;a=\"b\"c\r\nhello\r\n0\r\n\r\n"), 0, 400, "malformed chunk extension", 1},
+    {"chunk_ext_obs_text_token", C("5;a=\x80\r\nhello\r\n0\r\n\r\n"), 0, 400, "malformed chunk extension", 1},
     {"chunk_ext_cr", C("5;a\rb\r\nhello\r\n0\r\n\r\n"), 0, 400, "control byte 0x0d", 1},
     {"chunk_bare_lf", C("5\nhello\r\n0\r\n\r\n"), 0, 400, "bare LF", 1},
     {"chunk_data_bare_lf_end", C("5\r\nhello\n0\r\n\r\n"), 0, 400, "bare LF", 1},
@@ -445,6 +474,7 @@ int main(void)
         cmocka_unit_test(head_forms),
         cmocka_unit_test(content_length_body),
         cmocka_unit_test(chunked_body),
+        cmocka_unit_test(chunk_extensions),
         cmocka_unit_test(pipelined),
         cmocka_unit_test(good_request_then_refused),
         cmocka_unit_test(refusal_classes),

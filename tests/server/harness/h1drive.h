@@ -23,6 +23,9 @@
 struct h1drive_event {
     uint64_t from, to;
     int kind; /* 'H' head, 'D' body bytes, 'E' message end */
+    /* A head's request line: the method at `from`, the target at target_from. */
+    uint32_t method_len, target_len;
+    uint64_t target_from;
 };
 
 struct h1drive {
@@ -35,7 +38,6 @@ struct h1drive {
 static inline void h1drive_observe(void *arg, const struct tiled_h1 *p, enum tiled_h1_event ev, uint64_t from, uint64_t to)
 {
     struct h1drive *d = arg;
-    (void)p;
     int kind = ev == TILED_H1_EV_HEAD ? 'H' : ev == TILED_H1_EV_DATA ? 'D' : 'E';
     if (kind == 'D' && d->n_ev && d->ev[d->n_ev - 1].kind == 'D' && d->ev[d->n_ev - 1].to == from) {
         d->ev[d->n_ev - 1].to = to; /* one body piece continued */
@@ -46,6 +48,11 @@ static inline void h1drive_observe(void *arg, const struct tiled_h1 *p, enum til
         return;
     }
     d->ev[d->n_ev++] = (struct h1drive_event){.from = from, .to = to, .kind = kind};
+    if (kind == 'H') { /* target_off counts from the head's unit, which starts at or before `from` */
+        d->ev[d->n_ev - 1].method_len = p->method_len;
+        d->ev[d->n_ev - 1].target_len = p->target_len;
+        d->ev[d->n_ev - 1].target_from = p->unit_start + p->target_off;
+    }
 }
 
 static inline void h1drive_init(struct h1drive *d)
@@ -98,7 +105,9 @@ static inline bool h1drive_same(const struct h1drive *a, const struct h1drive *b
         a->n_ev != b->n_ev || a->overflow != b->overflow)
         return false;
     for (size_t k = 0; k < a->n_ev; k++) {
-        if (a->ev[k].kind != b->ev[k].kind || a->ev[k].from != b->ev[k].from || a->ev[k].to != b->ev[k].to)
+        if (a->ev[k].kind != b->ev[k].kind || a->ev[k].from != b->ev[k].from || a->ev[k].to != b->ev[k].to ||
+            a->ev[k].method_len != b->ev[k].method_len || a->ev[k].target_len != b->ev[k].target_len ||
+            a->ev[k].target_from != b->ev[k].target_from)
             return false;
     }
     return true;
