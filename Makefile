@@ -74,7 +74,7 @@ BENCH_BIN  := $(BUILD)/bench/bench_kernel
 .PHONY: all install deps deps-build deps-test deps-bench deps-fuzz check fresh-test test test-tsan test-valgrind test-unit \
         test-asan check-clang run bench bench-perf-analyzer clean help lib cli-only layer-flags grpc-stubs grpc-descriptors
 
-all: $(BUILD)/tiled
+all: $(BUILD)/tiled $(BUILD)/tests/h1wire_dump
 
 help:
 	@echo "make            build $(BUILD)/tiled (needs the libraries: make deps)"
@@ -134,6 +134,15 @@ $(BUILD)/tests/%: tests/%.c $(LIB_OBJ) $(TEST_HELP)
 	@mkdir -p $(@D)
 	$(CC) $(call layer_of,$<) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) -Itests $(LDFLAGS) -o $@ $< $(LIB_OBJ) \
 	    $(TEST_HELP) $(PKG_LIBS) $(CMOCKA_LIBS) $(LDLIBS)
+
+# The framer's driver is a header (test binaries are built without -MMD).
+$(BUILD)/tests/server/test_h1wire: tests/server/harness/h1drive.h
+
+# The HTTP/1.1 framer as a filter, for the differential test against other
+# parsers (tests/server/test_h1_differential.py).
+$(BUILD)/tests/h1wire_dump: tests/server/harness/h1wire_dump.c tests/server/harness/h1drive.h $(BUILD)/obj/server/mhd/h1wire.o
+	@mkdir -p $(@D)
+	$(CC) $(LAYER_server) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/obj/server/mhd/h1wire.o $(LDLIBS)
 
 $(BUILD)/bench/%: bench/%.c $(LIB_OBJ)
 	@mkdir -p $(@D)

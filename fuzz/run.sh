@@ -20,6 +20,7 @@ max_len() {
   case "$1" in
     lists) echo 256 ;;
     raw | npy) echo 4096 ;;
+    h1wire) echo 20000 ;; # past the head limit (16 KiB), to reach every refusal
     *) echo 8192 ;;
   esac
 }

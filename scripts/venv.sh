@@ -3,7 +3,8 @@
 # the tests drive tiled with (tritonclient over HTTP and gRPC, KServe's SDK,
 # grpcio and grpcio-tools for stubs of api/proto/, grpcio-reflection's
 # client for the server reflection tests, hpack for the hand-driven HTTP/2
-# client of the gRPC transport's tests, selenium for the browser test, from
+# client of the gRPC transport's tests, selenium for the browser test,
+# httptools (llhttp) and h11 for the HTTP/1.1 framing differential test, from
 # PyPI).
 # Idempotent. Fails, saying so, when PyPI cannot be reached: the suites that
 # need it then fail by name instead of being left out.
@@ -13,8 +14,8 @@ dir=${1:-build/venv}
 # protobuf messages, which one process's default pool cannot hold twice.
 has() { "$dir/bin/python" -c "import $1" 2>/dev/null; }
 if [ ! -x "$dir/bin/python" ] || ! has 'tritonclient.http, kserve, numpy, schemathesis, openapi_spec_validator' ||
-   ! has 'tritonclient.grpc, grpc, grpc_tools, grpc_reflection, hpack, selenium'; then
+   ! has 'tritonclient.grpc, grpc, grpc_tools, grpc_reflection, hpack, selenium, httptools, h11'; then
   python3 -m venv "$dir" || { echo "venv: python3 -m venv $dir failed (Debian: python3-venv)" >&2; exit 1; }
-  "$dir/bin/pip" install -q --disable-pip-version-check 'tritonclient[grpc,http]' grpcio grpcio-tools grpcio-reflection hpack selenium 'kserve==0.21.0' numpy openapi-spec-validator schemathesis || {
+  "$dir/bin/pip" install -q --disable-pip-version-check 'tritonclient[grpc,http]' grpcio grpcio-tools grpcio-reflection hpack selenium httptools h11 'kserve==0.21.0' numpy openapi-spec-validator schemathesis || {
     echo "venv: pip could not install the test clients into $dir (is PyPI reachable?)" >&2; exit 1; }
 fi

@@ -57,6 +57,12 @@ static void refuse(struct tiled_h1 *p, int status, const char *fmt, ...)
     p->state = S_DEAD;
 }
 
+static void tell(struct tiled_h1 *p, enum tiled_h1_event ev, uint64_t from, uint64_t to)
+{
+    if (p->observer)
+        p->observer(p->observer_arg, p, ev, from, to);
+}
+
 static void new_head(struct tiled_h1 *p, uint64_t at)
 {
     p->state = S_HEAD;
@@ -68,6 +74,7 @@ static void new_head(struct tiled_h1 *p, uint64_t at)
     p->te_unknown[0] = '\0';
     p->content_length = 0;
     p->method_len = p->target_off = p->target_len = 0;
+    p->line_start = at;
     p->trailers = false;
 }
 
@@ -94,10 +101,14 @@ static void request_line(struct tiled_h1 *p, const unsigned char *c, size_t len,
     }
     p->method_len = (uint32_t)i;
     size_t t0 = ++i;
-    while (i < len && (CLS[c[i]] & V))
+    while (i < len && (CLS[c[i]] & V) && c[i] < 0x80) /* URI characters only (RFC 3986) */
         i++;
     p->target_off = (uint32_t)(off + t0);
     p->target_len = (uint32_t)(i - t0);
+    if (i < len && c[i] >= 0x80) {
+        refuse(p, 400, "the request target contains the byte 0x%02x (percent-encode it, RFC 3986 2.1)", c[i]);
+        return;
+    }
     if (i < len && c[i] != ' ') {
         refuse(p, 400, "the request target contains the control byte 0x%02x", c[i]);
         return;
@@ -309,6 +320,7 @@ static void head_end(struct tiled_h1 *p, uint64_t at)
     if (p->status)
         return;
     p->accepted++;
+    tell(p, TILED_H1_EV_HEAD, p->line_start, at);
     if (p->te_lines) {
         p->state = S_CHUNK_LINE;
         p->unit = TILED_H1_UNIT_CHUNK;
@@ -319,8 +331,44 @@ static void head_end(struct tiled_h1 *p, uint64_t at)
         p->unit = TILED_H1_UNIT_NONE;
         p->unit_start = at;
     } else {
+        tell(p, TILED_H1_EV_END, p->line_start, at);
         new_head(p, at);
     }
+}
+
+/* chunk-ext = *( ";" name [ "=" ( token / quoted-string ) ] ) (RFC 9112
+ * 7.1.1) from c[i], without the optional whitespace (BWS) the RFC allows
+ * around ';' and '=': llhttp refuses it, and an extension is never needed.
+ * Returns whether c[i..len) is that. */
+static bool chunk_ext(const unsigned char *c, size_t i, size_t len)
+{
+    while (i < len) {
+        if (c[i++] != ';' || i == len || !(CLS[c[i]] & T))
+            return false;
+        while (i < len && (CLS[c[i]] & T))
+            i++;
+        if (i == len || c[i] == ';')
+            continue;
+        if (c[i++] != '=' || i == len)
+            return false;
+        if (CLS[c[i]] & T) {
+            while (i < len && (CLS[c[i]] & T))
+                i++;
+            continue;
+        }
+        if (c[i++] != '"')
+            return false;
+        for (;; i++) { /* qdtext or a quoted-pair; CTLs are refused before */
+            if (i == len)
+                return false;
+            if (c[i] == '"')
+                break;
+            if (c[i] == '\\' && ++i == len)
+                return false;
+        }
+        i++;
+    }
+    return true;
 }
 
 /* chunk = chunk-size [ chunk-ext ] CRLF (RFC 9112 7.1); no whitespace before
@@ -344,11 +392,15 @@ static void chunk_line(struct tiled_h1 *p, const unsigned char *c, size_t len, u
         refuse(p, 400, "malformed chunk size line (expected hex digits, then ';' extensions or CRLF)");
         return;
     }
-    for (; i < len; i++) {
-        if (!(CLS[c[i]] & V) && !is_ows(c[i])) {
-            refuse(p, 400, "a chunk extension contains the control byte 0x%02x", c[i]);
+    for (size_t k = i; k < len; k++) {
+        if (!(CLS[c[k]] & V) && !is_ows(c[k])) {
+            refuse(p, 400, "a chunk extension contains the control byte 0x%02x", c[k]);
             return;
         }
+    }
+    if (!chunk_ext(c, i, len)) {
+        refuse(p, 400, "malformed chunk extension (expected ';name' or ';name=value' without spaces, RFC 9112 7.1.1)");
+        return;
     }
     if (size == 0) {
         p->state = S_TRAILERS; /* the unit goes on to the trailers' end */
@@ -361,13 +413,17 @@ static void chunk_line(struct tiled_h1 *p, const unsigned char *c, size_t len, u
     p->unit_start = at;
 }
 
-/* An unfinished line of `have` bytes: refused once it can no longer fit. */
+/* A line of `have` bytes (with its LF when it is complete) starting at `at`:
+ * refused once it can no longer fit. Limits count every byte. */
 static void check_partial(struct tiled_h1 *p, size_t have, uint64_t at)
 {
     uint64_t unit_len = at + have - p->unit_start;
     switch (p->state) {
     case S_HEAD:
-        if (have > TILED_H1_LINE_MAX)
+        /* Whichever limit the line passes first as it grows, so that the
+         * verdict does not depend on how much of it has arrived: empty
+         * lines before a request count towards its head. */
+        if (have > TILED_H1_LINE_MAX && at - p->unit_start + TILED_H1_LINE_MAX <= TILED_H1_HEAD_MAX)
             refuse(p, 414, "the request line is over %d bytes", TILED_H1_LINE_MAX);
         else if (unit_len > TILED_H1_HEAD_MAX)
             refuse(p, 431, "the request head is over %d bytes", TILED_H1_HEAD_MAX);
@@ -398,11 +454,14 @@ size_t tiled_h1_feed(struct tiled_h1 *p, const unsigned char *data, size_t n)
     while (i < n && !p->status) {
         if (p->state == S_BODY || p->state == S_CHUNK_DATA) {
             size_t take = p->remaining < n - i ? (size_t)p->remaining : n - i;
+            if (take)
+                tell(p, TILED_H1_EV_DATA, base + i, base + i + take);
             i += take;
             p->remaining -= take;
             if (p->remaining)
                 continue;
             if (p->state == S_BODY) {
+                tell(p, TILED_H1_EV_END, p->line_start, base + i);
                 new_head(p, base + i);
             } else {
                 p->state = S_CHUNK_END;
@@ -420,7 +479,7 @@ size_t tiled_h1_feed(struct tiled_h1 *p, const unsigned char *data, size_t n)
         const unsigned char *line = data + i;
         size_t len = end - i;
         uint64_t line_at = base + i;
-        check_partial(p, len, line_at); /* the limits, on a complete line too */
+        check_partial(p, len + 1, line_at); /* the limits, on a complete line (with its LF) too */
         if (p->status)
             break;
         if (len == 0 || line[len - 1] != '\r') {
@@ -433,6 +492,7 @@ size_t tiled_h1_feed(struct tiled_h1 *p, const unsigned char *data, size_t n)
         case S_HEAD:
             if (len == 0) /* an empty line before a request is ignored (RFC 9112 2.2) */
                 break;
+            p->line_start = line_at;
             request_line(p, line, len, (size_t)(line_at - p->unit_start));
             p->state = S_FIELDS;
             break;
@@ -452,10 +512,12 @@ size_t tiled_h1_feed(struct tiled_h1 *p, const unsigned char *data, size_t n)
                 p->state = S_CHUNK_LINE;
             break;
         case S_TRAILERS:
-            if (len == 0)
+            if (len == 0) {
+                tell(p, TILED_H1_EV_END, p->line_start, base + i);
                 new_head(p, base + i);
-            else
+            } else {
                 field_line(p, line, len, "trailer");
+            }
             break;
         default:
             break;

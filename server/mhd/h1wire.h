@@ -17,6 +17,11 @@
  * judged good. The framer reads whole lines only: feed() leaves an
  * unfinished line unconsumed, and the caller presents it again, followed by
  * more bytes. No allocation; pure, so it is unit-tested and fuzzed alone.
+ *
+ * An optional observer (NULL in the transport) is told where each message's
+ * parts are, as stream offsets: the unit test, the fuzzer and the
+ * differential harness compare these boundaries across ways of feeding the
+ * same bytes, and with another parser's.
  */
 #ifndef TILED_H1WIRE_H
 #define TILED_H1WIRE_H
@@ -43,6 +48,16 @@ enum tiled_h1_unit {
     TILED_H1_UNIT_CHUNK_NEXT, /* the CRLF after a chunk's data, then a size line */
 };
 
+/* What the observer is told, with a range [from, to) of stream offsets. */
+enum tiled_h1_event {
+    TILED_H1_EV_HEAD, /* a head accepted: from its request line to its end (the body's start) */
+    TILED_H1_EV_DATA, /* body bytes (chunk data, without sizes or CRLFs), in order, maybe in pieces */
+    TILED_H1_EV_END,  /* a message complete: from its request line to the next message's start */
+};
+struct tiled_h1;
+typedef void tiled_h1_observer(void *arg, const struct tiled_h1 *p, enum tiled_h1_event ev, uint64_t from,
+                               uint64_t to);
+
 struct tiled_h1 {
     uint64_t pos;         /* stream offset of the first byte not consumed */
     uint64_t unit_start;  /* every byte before it is judged good */
@@ -57,11 +72,15 @@ struct tiled_h1 {
     char te_unknown[32];  /* the first transfer coding other than chunked */
     uint64_t content_length;
     uint32_t method_len, target_off, target_len; /* in the head, for the log */
+    uint64_t line_start;  /* stream offset of the head's request line */
     bool trailers;        /* in the trailer section (last chunk seen) */
     /* The verdict: 0 while the stream is good. */
     int status;
     bool in_body;         /* the refused unit is part of a body, not a head */
     char message[200];
+    /* Optional, set after init: told of each message's boundaries. */
+    tiled_h1_observer *observer;
+    void *observer_arg;
 };
 
 void tiled_h1_init(struct tiled_h1 *p);

@@ -9,11 +9,19 @@ An accepted row must get its own answer and then the probe's 200, whose X-Reques
 that the first request's body ended where both parties think it does. Every refused
 request is in the access log and in tiled_requests_total (route "other").
 
+The same for a handful of the smuggling rows over HTTPS (FramingTLS: the receive hook judges
+the bytes gnutls_record_recv() decrypted, before libmicrohttpd reads them).
+
     cd tests/server && TILED_BIN=../../build/tiled /usr/bin/python3 -m unittest -v test_framing
 """
 import json
+import os
 import re
+import shutil
 import socket
+import ssl
+import subprocess
+import tempfile
 import unittest
 
 from test_http import WRAP, Daemon
@@ -125,6 +133,12 @@ REFUSED = [
     ("chunk_data_too_long", body_post(b"Transfer-Encoding: chunked\r\n", b"3\r\nhello\r\n0\r\n\r\n"), 400,
      "longer than its size"),
     ("chunk_trailer_fold", body_post(b"Transfer-Encoding: chunked\r\n", b"0\r\nX-T: 1\r\n 2\r\n\r\n"), 400, "obs-fold"),
+    # ---- found by the differential test (test_h1_differential.py): llhttp and h11 refuse these
+    ("target_obs_text", b"GET /v2/health/caf\xc3\xa9 HTTP/1.1\r\nHost: t\r\n\r\n", 400, "percent-encode"),
+    ("chunk_ext_space", body_post(b"Transfer-Encoding: chunked\r\n", b"5; a=b\r\nhello\r\n0\r\n\r\n"), 400,
+     "malformed chunk extension"),
+    ("chunk_ext_not_token", body_post(b"Transfer-Encoding: chunked\r\n", b"5;a=b c\r\nhello\r\n0\r\n\r\n"), 400,
+     "malformed chunk extension"),
 ]
 
 # (name, raw first request, its status): framing both parties read the same way.
@@ -154,7 +168,7 @@ class Responses:
     def _fill(self):
         try:
             chunk = self.s.recv(65536)
-        except ConnectionResetError:
+        except (ConnectionResetError, ssl.SSLError):  # a TLS close without close_notify: closed too
             chunk = b""
         if not chunk:
             self.closed = True
@@ -183,20 +197,15 @@ class Responses:
         return self.buf
 
 
-class Framing(unittest.TestCase):
-    daemon_args = ()
+class RawExchange:
+    """A row sent raw on one connection, then the probe; what came back checked."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.d = Daemon(*cls.daemon_args)
-
-    @classmethod
-    def tearDownClass(cls):
-        assert cls.d.stop() == 0, "daemon exit status"
+    def connect(self):
+        return socket.create_connection((self.d.host, self.d.port), timeout=TIMEOUT)
 
     def exchange(self, name, raw):
         probe = f"GET /v2/health/live HTTP/1.1\r\nHost: t\r\nX-Request-Id: probe-{name}\r\n\r\n".encode()
-        s = socket.create_connection((self.d.host, self.d.port), timeout=TIMEOUT)
+        s = self.connect()
         try:
             s.sendall(raw + probe)
         except (BrokenPipeError, ConnectionResetError):
@@ -240,12 +249,24 @@ class Framing(unittest.TestCase):
         self.assertEqual(probe[1].get("x-request-id"), f"probe-{name}", name)
         self.assertEqual(json.loads(probe[2]), {"live": True}, name)
 
+
+class Framing(RawExchange, unittest.TestCase):
+    daemon_args = ()
+
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon(*cls.daemon_args)
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.d.stop() == 0, "daemon exit status"
+
     def test_both_framing_headers_never_run_a_second_request(self):
         """The issue's request: CL 50 with a chunked body holding a smuggled GET, sent in one write
         and trickled byte by byte (a head split across reads is judged whole)."""
         raw = post(H + b"Content-Length: 50\r\nTransfer-Encoding: chunked\r\n", b"0\r\n\r\n" + SMUGGLED)
         self.check_refused("issue_clte", raw, 400, "both Content-Length")
-        s = socket.create_connection((self.d.host, self.d.port), timeout=TIMEOUT)
+        s = self.connect()
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         head_end = raw.index(b"\r\n\r\n") + 4
         for i in range(head_end):  # the head a byte at a time: refused once it is whole
@@ -293,6 +314,52 @@ class Framing(unittest.TestCase):
         self.assertEqual((lines[-1]["method"], lines[-1]["path"]), ("GET", "/v2/health/live"))
 
 
+class FramingTLS(RawExchange, unittest.TestCase):
+    """Smuggling rows over HTTPS (--tls-cert/--tls-key): refused alike, the probe never run."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="tiled-framing-tls-")
+        cls.cert, key = os.path.join(cls.dir, "cert.pem"), os.path.join(cls.dir, "key.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                        "-keyout", key, "-out", cls.cert, "-days", "30", "-subj", "/CN=127.0.0.1",
+                        "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+        cls.d = Daemon("--tls-cert", cls.cert, "--tls-key", key, scheme="https")
+
+    @classmethod
+    def tearDownClass(cls):
+        code = cls.d.stop()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+        assert code == 0, "daemon exit status"
+
+    def connect(self):
+        ctx = ssl.create_default_context(cafile=self.cert)
+        raw = socket.create_connection((self.d.host, self.d.port), timeout=TIMEOUT)
+        return ctx.wrap_socket(raw, server_hostname="127.0.0.1")
+
+    def test_trickled_clte_over_tls(self):
+        """The CL.TE request in one-byte TLS records: judged whole, refused, nothing smuggled."""
+        raw = post(H + b"Content-Length: 50\r\nTransfer-Encoding: chunked\r\n", b"0\r\n\r\n" + SMUGGLED)
+        s = self.connect()
+        try:
+            for i in range(len(raw)):
+                s.sendall(raw[i:i + 1])
+        except OSError:  # refused at the head's end and closed: the rest of the body is not read
+            pass
+        r = Responses(s)
+        got = r.next()
+        rest = r.rest()
+        s.close()
+        self.assertEqual(got[0], 400)
+        self.assertNotIn(b"HTTP/1.1", rest)
+        self.assertFalse([a for a in self.access() if a["path"] == "/smuggled"])
+
+
+TLS_ROWS = ["cl_te", "te_cl", "te_space_before_colon", "te_xchunked", "te_two_lines_gzip", "te_folded", "cl_folded",
+            "nul_in_value", "nul_then_bare_lf", "chunk_size_overflow", "chunk_ext_space"]
+TLS_ACCEPTED = ["chunk_with_trailer", "cl_leading_zeros"]
+
+
 def _refused(name, raw, status, fragment):
     return lambda self: self.check_refused(name, raw, status, fragment)
 
@@ -307,6 +374,13 @@ for _n, _raw, _st, _frag in REFUSED:
 for _n, _raw, _st in ACCEPTED:
     assert not hasattr(Framing, f"test_accepted_{_n}"), _n
     setattr(Framing, f"test_accepted_{_n}", _accepted(_n, _raw, _st))
+for _n, _raw, _st, _frag in REFUSED:
+    if _n in TLS_ROWS:
+        setattr(FramingTLS, f"test_refused_{_n}", _refused(_n, _raw, _st, _frag))
+for _n, _raw, _st in ACCEPTED:
+    if _n in TLS_ACCEPTED:
+        setattr(FramingTLS, f"test_accepted_{_n}", _accepted(_n, _raw, _st))
+assert len([t for t in dir(FramingTLS) if t.startswith("test_")]) == len(TLS_ROWS) + len(TLS_ACCEPTED) + 1
 
 
 if __name__ == "__main__":
