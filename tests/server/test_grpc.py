@@ -1120,9 +1120,10 @@ class Drain(unittest.TestCase):
             self.assertEqual(health.Check(P.msg("grpc.health.v1.HealthCheckRequest")).status, 1)
             # Eight 64 MiB answers queued on one worker: some are still running at the signal.
             futures = [stub.ModelInfer.future(req) for _ in range(8)]
-            # Wait until the daemon holds calls (its in-flight gauge), not for a fixed time.
+            # Wait until the daemon has every call (its in-flight gauge, plus those already
+            # answered), not for a fixed time: a call not yet received at the signal is a new one.
             deadline = time.monotonic() + 60
-            while inflight(d) == 0 and not all(f.done() for f in futures) and time.monotonic() < deadline:
+            while inflight(d) + sum(f.done() for f in futures) < len(futures) and time.monotonic() < deadline:
                 time.sleep(0.005)
             in_flight = [f for f in futures if not f.done()]
             self.assertTrue(in_flight, "every call ended before the signal")

@@ -124,22 +124,29 @@ class Logs(unittest.TestCase):
     def test_lines_stay_json_when_logged_text_is_not_utf8(self):
         # %ff%fe decodes to bytes that are not UTF-8; the access line records
         # the path, and an error body quotes it.
+        # A raw byte above 0x7F in the target is refused by the HTTP framer (400, as llhttp and h11
+        # refuse it): that request's line stays JSON too.
         d = Daemon()
-        with socket.create_connection((d.host, d.port), timeout=10) as s:
-            s.sendall(b"GET /no/%ff%fe\xc3/x%c3%28/%c3%a9 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
-            reply, _ = read_until_close(s)
+        replies = []
+        for target in (b"/no/%ff%fe%c3/x%c3%28/%c3%a9", b"/raw/\xc3\xff"):
+            with socket.create_connection((d.host, d.port), timeout=10) as s:
+                s.sendall(b"GET " + target + b" HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+                replies.append(read_until_close(s)[0])
         self.assertEqual(d.stop(), 0)
-        head, _, body = reply.partition(b"\r\n\r\n")
-        self.assertIn(b" 404 ", head.split(b"\r\n")[0])
-        self.assertIn("no such endpoint", json.loads(body.decode("utf-8"))["error"])
+        for reply, status, text in zip(replies, (404, 400), ("no such endpoint", "percent-encode")):
+            head, _, body = reply.partition(b"\r\n\r\n")
+            self.assertIn(b" %d " % status, head.split(b"\r\n")[0])
+            self.assertIn(text, json.loads(body.decode("utf-8"))["error"])
         d.log.seek(0)
         raw = d.log.read().splitlines()
         lines = [json.loads(l.decode("utf-8")) for l in raw]  # strict: any bad byte fails here
         access = [l for l in lines if l["event"] == "access"]
-        self.assertEqual(len(access), 1)
+        self.assertEqual(len(access), 2)
         self.assertTrue(access[0]["path"].startswith("/no/\ufffd\ufffd"), access[0]["path"])
         self.assertTrue(access[0]["path"].endswith("/\u00e9"), "valid UTF-8 is kept as it is")
         self.assertEqual(access[0]["status"], 404)
+        self.assertEqual(access[1]["status"], 400)
+        self.assertTrue(access[1]["path"].startswith("/raw/"), access[1]["path"])
 
     def test_text_format(self):
         d = Daemon("--log-format", "text")
