@@ -129,6 +129,6 @@ void tiled_log_access(const struct tiled_req *req, int status)
                                "bytes_out", (json_int_t)req->bytes_out, "queue_us", (json_int_t)t->queue_us,
                                "decode_us", (json_int_t)t->decode_us, "tile_us", (json_int_t)t->tile_us,
                                "encode_us", (json_int_t)t->encode_us, "total_us",
-                               (json_int_t)(tiled_now_us() - req->t_start), "remote", tiled_json_text(req->remote));
+                               (json_int_t)req->duration_us, "remote", tiled_json_text(req->remote));
     log_fields(TILED_LOG_INFO, "access", fields);
 }

@@ -6,6 +6,16 @@
  * and rendering walks the array and prints the series that are non-zero.
  * Histogram buckets follow the Prometheus convention: cumulative counts
  * with an upper bound `le`, from 50 microseconds to 10 seconds.
+ *
+ * The `code` label is the exact status for every status tiled sends: the
+ * slots come from reply.h's TILED_STATUSES list, so a status added there
+ * has its own label and cannot be left out. A code outside the list (one
+ * libmicrohttpd answered by itself) is counted by its class, "4xx" or
+ * "5xx", which code=~"5.." still matches.
+ *
+ * The same text renders in two formats: Prometheus' text format 0.0.4, and
+ * OpenMetrics 1.0 when the scraper asks for it (counter families named
+ * without "_total", and "# EOF" at the end).
  */
 #include "metrics.h"
 
@@ -20,6 +30,7 @@
 #include <unistd.h>
 
 #include "base.h"
+#include "reply.h"
 #include "bodycache.h"
 #include "recvrate.h"
 #include "server.h"
@@ -41,20 +52,27 @@ static const char *const format_names[NFORMATS] = {[TILE_FMT_JSON] = "json", [TI
                                                    [FMT_PROTOBUF] = "protobuf"};
 _Static_assert(COUNT(format_names) == NFORMATS, "a name per format slot");
 
-/* The statuses counted one by one; the last slot (0) counts any other. */
-static const int status_codes[] = {200, 400, 401, 403, 404, 405, 406, 408, 413, 414, 415, 431, 499, 500, 501, 503, 505,
-                                    0};
-#define NSTATUS COUNT(status_codes)
-_Static_assert(NSTATUS > 1, "a status besides the catch-all slot");
+/* The statuses counted one by one, then one slot per class (1xx to 5xx)
+ * for codes tiled does not send itself. */
+#define STATUS_CODE_(name, code) code,
+static const int status_codes[] = {TILED_STATUSES(STATUS_CODE_)};
+#undef STATUS_CODE_
+#define STATUS_INDEX_(name, code) SLOT_##name,
+enum { TILED_STATUSES(STATUS_INDEX_) NOWN_STATUS };
+#undef STATUS_INDEX_
+#define STATUS_RANGE_(name, code) _Static_assert((code) >= 100 && (code) <= 599, #name " is an HTTP status code");
+TILED_STATUSES(STATUS_RANGE_)
+#undef STATUS_RANGE_
+_Static_assert(COUNT(status_codes) == NOWN_STATUS, "a code label per status of reply.h");
+#define NCLASSES 5
+#define NSTATUS (NOWN_STATUS + NCLASSES)
 
 static const double buckets[] = {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
                                  0.025,   0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,     10};
 #define NBUCKETS COUNT(buckets)
-enum phase { PHASE_TOTAL, PHASE_QUEUE, PHASE_DECODE, PHASE_TILE, PHASE_ENCODE, NPHASES };
+enum phase { PHASE_QUEUE, PHASE_DECODE, PHASE_TILE, PHASE_ENCODE, NPHASES };
 static const char *const phase_names[] = {
-    [PHASE_TOTAL] = "total", [PHASE_QUEUE] = "queue", [PHASE_DECODE] = "decode",
-    [PHASE_TILE] = "tile",   [PHASE_ENCODE] = "encode",
-};
+    [PHASE_QUEUE] = "queue", [PHASE_DECODE] = "decode", [PHASE_TILE] = "tile", [PHASE_ENCODE] = "encode"};
 _Static_assert(COUNT(phase_names) == NPHASES, "a name per phase");
 
 struct histogram {
@@ -67,16 +85,33 @@ struct histogram {
 static struct {
     atomic_uint_fast64_t requests[NTRANSPORTS][TILED_RL_COUNT][NFORMATS][NSTATUS];
     atomic_uint_fast64_t bytes_in[NTRANSPORTS], bytes_out[NTRANSPORTS];
+    struct histogram duration[NTRANSPORTS][TILED_RL_COUNT]; /* the whole request (service.h) */
     struct histogram phases[NTRANSPORTS][NPHASES];
+    atomic_int connections[NTRANSPORTS];
 } m;
 
 static int status_slot(int status)
 {
-    for (int i = 0; i < (int)NSTATUS - 1; i++) {
+    for (int i = 0; i < NOWN_STATUS; i++) {
         if (status_codes[i] == status)
             return i;
     }
-    return NSTATUS - 1;
+    int cls = status / 100;
+    return NOWN_STATUS + (cls >= 1 && cls <= 5 ? cls - 1 : 4); /* nonsense: counted as a server error */
+}
+
+static void status_label(int slot, char out[8])
+{
+    if (slot < NOWN_STATUS)
+        snprintf(out, 8, "%d", status_codes[slot]);
+    else
+        snprintf(out, 8, "%dxx", slot - NOWN_STATUS + 1);
+}
+
+void tiled_metrics_connection(enum tiled_transport transport, int delta)
+{
+    if ((unsigned)transport < NTRANSPORTS)
+        atomic_fetch_add_explicit(&m.connections[transport], delta, memory_order_relaxed);
 }
 
 static enum tiled_route_label route_label(const struct tiled_req *req)
@@ -111,10 +146,11 @@ void tiled_metrics_record(const struct tiled_req *req, int status)
     atomic_fetch_add_explicit(&m.requests[tr][r][format_slot(req)][status_slot(status)], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&m.bytes_in[tr], req->body_len, memory_order_relaxed);
     atomic_fetch_add_explicit(&m.bytes_out[tr], req->bytes_out, memory_order_relaxed);
+    observe(&m.duration[tr][r], req->duration_us);
     const struct tile_timings *t = &req->tm;
     const uint64_t phase_us[NPHASES] = {
-        [PHASE_TOTAL] = tiled_now_us() - req->t_start, [PHASE_QUEUE] = t->queue_us, [PHASE_DECODE] = t->decode_us,
-        [PHASE_TILE] = t->tile_us, [PHASE_ENCODE] = t->encode_us,
+        [PHASE_QUEUE] = t->queue_us, [PHASE_DECODE] = t->decode_us, [PHASE_TILE] = t->tile_us,
+        [PHASE_ENCODE] = t->encode_us,
     };
     for (int p = 0; p < NPHASES; p++)
         observe(&m.phases[tr][p], phase_us[p]);
@@ -126,6 +162,7 @@ struct out {
     char *buf;
     size_t len, cap;
     int failed;
+    bool openmetrics;
 };
 
 static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -154,9 +191,14 @@ static void put(struct out *o, const char *fmt, ...)
     }
 }
 
+/* A family's HELP and TYPE lines. OpenMetrics names a counter's family
+ * without the "_total" its sample carries. */
 static void header(struct out *o, const char *name, const char *type, const char *help)
 {
-    put(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+    int n = (int)strlen(name);
+    if (o->openmetrics && strcmp(type, "counter") == 0 && n > 6 && strcmp(name + n - 6, "_total") == 0)
+        n -= 6;
+    put(o, "# HELP %.*s %s\n# TYPE %.*s %s\n", n, name, help, n, name, type);
 }
 
 /* Whether a transport's series are shown: HTTP's always (the daemon
@@ -165,7 +207,8 @@ static bool transport_shown(int t)
 {
     uint64_t n = 0;
     for (size_t b = 0; b <= NBUCKETS; b++)
-        n += atomic_load(&m.phases[t][PHASE_TOTAL].counts[b]);
+        for (int r = 0; r < TILED_RL_COUNT; r++)
+            n += atomic_load(&m.duration[t][r].counts[b]);
     return t == TILED_TRANSPORT_HTTP || n > 0;
 }
 
@@ -181,10 +224,10 @@ static void render_requests(struct out *o)
                     if (!v)
                         continue;
                     char code[8];
-                    snprintf(code, sizeof(code), "%d", status_codes[s]);
+                    status_label(s, code);
                     put(o, "tiled_requests_total{transport=\"%s\",route=\"%s\",format=\"%s\",code=\"%s\"} %llu\n",
                         tiled_transport_name((enum tiled_transport)t), tiled_route_label_name((enum tiled_route_label)r),
-                        format_names[f], s == (int)NSTATUS - 1 ? "other" : code, (unsigned long long)v);
+                        format_names[f], code, (unsigned long long)v);
                 }
     header(o, "tiled_request_bytes_total", "counter", "Bytes of request bodies (gRPC: messages) received.");
     for (int t = 0; t < NTRANSPORTS; t++)
@@ -198,7 +241,8 @@ static void render_requests(struct out *o)
                 (unsigned long long)atomic_load(&m.bytes_out[t]));
 }
 
-static void render_histogram(struct out *o, const char *transport, const char *phase, const struct histogram *h)
+/* One histogram's series; `labels` are its labels but le, as k="v",... */
+static void render_histogram(struct out *o, const char *name, const char *labels, const struct histogram *h)
 {
     uint64_t cum = 0;
     for (size_t b = 0; b <= NBUCKETS; b++) {
@@ -206,22 +250,41 @@ static void render_histogram(struct out *o, const char *transport, const char *p
         cum += atomic_load(&h->counts[b]);
         if (b < NBUCKETS)
             snprintf(le, sizeof(le), "%g", buckets[b]);
-        put(o, "tiled_request_duration_seconds_bucket{transport=\"%s\",phase=\"%s\",le=\"%s\"} %llu\n", transport,
-            phase, b < NBUCKETS ? le : "+Inf", (unsigned long long)cum);
+        put(o, "%s_bucket{%s,le=\"%s\"} %llu\n", name, labels, b < NBUCKETS ? le : "+Inf", (unsigned long long)cum);
     }
-    put(o, "tiled_request_duration_seconds_sum{transport=\"%s\",phase=\"%s\"} %.6f\n", transport, phase,
-        (double)atomic_load(&h->sum_us) / 1e6);
-    put(o, "tiled_request_duration_seconds_count{transport=\"%s\",phase=\"%s\"} %llu\n", transport, phase,
-        (unsigned long long)cum);
+    put(o, "%s_sum{%s} %.6f\n", name, labels, (double)atomic_load(&h->sum_us) / 1e6);
+    put(o, "%s_count{%s} %llu\n", name, labels, (unsigned long long)cum);
+}
+
+static uint64_t histogram_count(const struct histogram *h)
+{
+    uint64_t n = 0;
+    for (size_t b = 0; b <= NBUCKETS; b++)
+        n += atomic_load(&h->counts[b]);
+    return n;
 }
 
 static void render_histograms(struct out *o)
 {
+    char labels[96];
     header(o, "tiled_request_duration_seconds", "histogram",
-           "Time per request phase: total, queue (waiting for a worker), decode, tile and encode.");
+           "Time from a request's head read to its last byte handed to the socket, by transport and route.");
     for (int t = 0; t < NTRANSPORTS; t++)
-        for (int p = 0; transport_shown(t) && p < NPHASES; p++)
-            render_histogram(o, tiled_transport_name((enum tiled_transport)t), phase_names[p], &m.phases[t][p]);
+        for (int r = 0; r < TILED_RL_COUNT; r++) {
+            if (!histogram_count(&m.duration[t][r]))
+                continue;
+            snprintf(labels, sizeof(labels), "transport=\"%s\",route=\"%s\"",
+                     tiled_transport_name((enum tiled_transport)t), tiled_route_label_name((enum tiled_route_label)r));
+            render_histogram(o, "tiled_request_duration_seconds", labels, &m.duration[t][r]);
+        }
+    header(o, "tiled_request_phase_seconds", "histogram",
+           "Time per phase of a request (as Server-Timing): queue (waiting for a worker), decode, tile, encode.");
+    for (int t = 0; t < NTRANSPORTS; t++)
+        for (int p = 0; transport_shown(t) && p < NPHASES; p++) {
+            snprintf(labels, sizeof(labels), "transport=\"%s\",phase=\"%s\"",
+                     tiled_transport_name((enum tiled_transport)t), phase_names[p]);
+            render_histogram(o, "tiled_request_phase_seconds", labels, &m.phases[t][p]);
+        }
 }
 
 /* Requests too slow to arrive (headwatch.h, recvrate.h). */
@@ -246,6 +309,17 @@ static void render_gauges(struct out *o, struct tiled_server *srv)
 {
     header(o, "tiled_inflight_requests", "gauge", "Requests being received, processed or sent.");
     put(o, "tiled_inflight_requests %d\n", atomic_load(&srv->inflight));
+    header(o, "tiled_open_connections", "gauge", "Client connections open, by transport.");
+    for (int t = 0; t < NTRANSPORTS; t++) {
+        if (t != TILED_TRANSPORT_HTTP && srv->cfg.grpc_port < 0)
+            continue;
+        put(o, "tiled_open_connections{transport=\"%s\"} %d\n", tiled_transport_name((enum tiled_transport)t),
+            atomic_load(&m.connections[t]));
+    }
+    header(o, "tiled_max_connections", "gauge", "Connections a transport accepts at once (--max-connections).");
+    put(o, "tiled_max_connections %lld\n", (long long)srv->cfg.max_connections);
+    header(o, "tiled_draining", "gauge", "1 from SIGTERM until the daemon stops: no new requests are taken.");
+    put(o, "tiled_draining %d\n", atomic_load(&srv->draining) ? 1 : 0);
     header(o, "tiled_queue_depth", "gauge", "Requests waiting for a worker.");
     put(o, "tiled_queue_depth %d\n", tile_pool_queue_depth(srv->pool));
     header(o, "tiled_workers", "gauge", "Size of the worker pool.");
@@ -269,6 +343,10 @@ static void render_gauges(struct out *o, struct tiled_server *srv)
         header(o, "tiled_shm_mapped_bytes", "gauge",
                "Bytes of shared memory mapped, including regions unregistered but still used by a request.");
         put(o, "tiled_shm_mapped_bytes %llu\n", (unsigned long long)bytes);
+        header(o, "tiled_shm_max_bytes", "gauge", "Bytes of shared memory the daemon maps at most (--shm-max-bytes).");
+        put(o, "tiled_shm_max_bytes %lld\n", (long long)srv->cfg.shm_max_bytes);
+        header(o, "tiled_shm_max_regions", "gauge", "Shared-memory regions registered at most (--shm-max-regions).");
+        put(o, "tiled_shm_max_regions %lld\n", (long long)srv->cfg.shm_max_regions);
     }
     header(o, "tiled_build_info", "gauge", "Build information; the value is always 1.");
     put(o, "tiled_build_info{version=\"%s\",commit=\"%s\"} 1\n", TILED_VERSION, TILED_GIT_COMMIT);
@@ -311,15 +389,17 @@ static void render_process(struct out *o, const struct tiled_server *srv)
     put(o, "process_cpu_seconds_total %.6f\n", cpu);
 }
 
-char *tiled_metrics_render(struct tiled_server *srv, size_t *len)
+char *tiled_metrics_render(struct tiled_server *srv, bool openmetrics, size_t *len)
 {
-    struct out o = {malloc(16384), 0, 16384, 0};
+    struct out o = {malloc(16384), 0, 16384, 0, openmetrics};
     if (!o.buf)
         return NULL;
     render_requests(&o);
     render_histograms(&o);
     render_gauges(&o, srv);
     render_process(&o, srv);
+    if (openmetrics)
+        put(&o, "# EOF\n");
     if (o.failed) {
         free(o.buf);
         return NULL;

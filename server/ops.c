@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "base.h"
+#include "compress.h"
 #include "handlers.h"
 #include "jsontext.h"
 #include "metrics.h"
@@ -13,18 +14,35 @@
 extern const unsigned char tiled_openapi_json[];
 extern const size_t tiled_openapi_json_len;
 
+/* OpenMetrics when the scraper lists it at all (Prometheus puts it first,
+ * and no scraper lists it only to refuse it): q-values are not weighed. */
+static bool wants_openmetrics(const char *accept)
+{
+    return strcasestr(accept, "application/openmetrics-text") != NULL;
+}
+
 void tiled_handle_metrics(struct tiled_req *req)
 {
     size_t len;
-    char *text = tiled_metrics_render(req->srv, &len);
+    bool om = wants_openmetrics(req->accept);
+    char *text = tiled_metrics_render(req->srv, om, &len);
     if (!text) {
         tiled_reply_error(&req->reply, TILED_UNAVAILABLE, "cannot render metrics: out of memory");
         return;
     }
-    req->reply.status = TILED_OK;
-    req->reply.body = text;
-    req->reply.body_len = len;
-    snprintf(req->reply.content_type, sizeof(req->reply.content_type), "text/plain; version=0.0.4; charset=utf-8");
+    struct tiled_reply *r = &req->reply;
+    r->status = TILED_OK;
+    r->body = text;
+    r->body_len = len;
+    snprintf(r->content_type, sizeof(r->content_type), "%s",
+             om ? "application/openmetrics-text; version=1.0.0; charset=utf-8"
+                : "text/plain; version=0.0.4; charset=utf-8");
+    /* Prometheus sends Accept-Encoding: gzip on every scrape; the text
+     * shrinks about tenfold. Out of memory it goes uncompressed. */
+    struct tile_error e;
+    if (tiled_reply_compress(r, tiled_coding_negotiate(req->accept_encoding), &e) < 0)
+        tile_error_clear(&e);
+    tiled_reply_header(r, "Vary", "Accept, Accept-Encoding");
 }
 
 void tiled_handle_openapi(struct tiled_req *req)

@@ -95,6 +95,10 @@ struct tiled_req {
     uint64_t bytes_out;
     /* Timestamps (µs, monotonic). */
     uint64_t t_start, t_queued, t_work, t_decoded, t_tiled, t_encoded;
+    /* The request's duration, for the access log and the metrics alike:
+     * from t_start (its head read) to tiled_service_end() (its last byte
+     * handed to the socket, or the client gone). */
+    uint64_t duration_us;
     struct tile_timings tm;
     bool timings_final;       /* tm.total_us already set (it is in the body) */
     /* Work handed to the pool. */

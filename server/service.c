@@ -309,6 +309,7 @@ void tiled_service_sending(struct tiled_req *req, char *timing, size_t cap)
 
 void tiled_service_end(struct tiled_req *req, int status)
 {
+    req->duration_us = tiled_now_us() - req->t_start; /* one value for the log and the histogram */
     tiled_log_access(req, status);
     tiled_metrics_record(req, status);
     if (req->v2_version)

@@ -52,6 +52,7 @@
 
 #include "base.h"
 #include "log.h"
+#include "metrics.h"
 #include "server.h"
 
 #define STREAM_WINDOW (8 << 20)
@@ -592,6 +593,7 @@ struct grpc_conn *grpc_conn_new(struct grpc_loop *l, int fd)
         return NULL;
     }
     c->handshaking = c->tls != NULL;
+    tiled_metrics_connection(TILED_TRANSPORT_GRPC, 1);
     return c;
 }
 
@@ -634,6 +636,7 @@ void grpc_conn_close(struct grpc_conn *c)
     if (c->next)
         c->next->prev = c->prev;
     atomic_fetch_sub(&l->t->nconns, 1);
+    tiled_metrics_connection(TILED_TRANSPORT_GRPC, -1);
     free(c->own);
     free(c->out_segs);
     free(c);

@@ -28,6 +28,7 @@
 #include "headwatch.h"
 #include "wirehook.h"
 #include "log.h"
+#include "metrics.h"
 #include "recvrate.h"
 #include "server.h"
 #include "service.h"
@@ -427,6 +428,7 @@ static void notify_connection(void *cls, struct MHD_Connection *c, void **socket
 {
     struct tiled_server *srv = cls;
     int fd = conn_fd(c);
+    tiled_metrics_connection(TILED_TRANSPORT_HTTP, code == MHD_CONNECTION_NOTIFY_STARTED ? 1 : -1);
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
         if (!tiled_wire_open(fd, srv->tls != NULL, c, (unsigned)srv->cfg.idle_timeout) && fd >= 0)
             shutdown(fd, SHUT_RDWR);

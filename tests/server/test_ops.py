@@ -1,11 +1,13 @@
 """Operability: Prometheus metrics (checked by promtool), the configuration
 table (flags, env vars, README), and the event log."""
+import gzip
 import json
 import os
 import re
 import shutil
 import socket
 import subprocess
+import time
 import unittest
 
 from test_http import BIN, Daemon, read_until_close
@@ -59,13 +61,167 @@ class Metrics(unittest.TestCase):
         after = self.scrape()
         self.assertEqual((metric_value(after, "tiled_requests_total", labels) or 0)
                          - (metric_value(before, "tiled_requests_total", labels) or 0), 3)
-        total = '{transport="http",phase="total"}'
-        # The scrape itself is counted too, once it completes.
-        grew = metric_value(after, "tiled_request_duration_seconds_count", total) - \
-            metric_value(before, "tiled_request_duration_seconds_count", total)
-        self.assertGreaterEqual(grew, 3)
+        route = '{transport="http",route="/v1/tile"}'
+        grew = metric_value(after, "tiled_request_duration_seconds_count", route) - \
+            (metric_value(before, "tiled_request_duration_seconds_count", route) or 0)
+        self.assertEqual(grew, 3)
         self.assertGreater(metric_value(after, "tiled_request_bytes_total", '{transport="http"}'),
                            metric_value(before, "tiled_request_bytes_total", '{transport="http"}'))
+
+
+def wait_for(cond, what, deadline=60):
+    """Polls cond() until it is true; fails only when a hang reaches the deadline."""
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        if cond():
+            return
+        time.sleep(0.01)  # a poll interval, not synchronisation: cond() decides
+    raise AssertionError("timed out waiting for " + what)
+
+
+class MetricsLabels(unittest.TestCase):
+    """Duration by route, connection gauges, exact status codes, gzip and
+    OpenMetrics, and one duration for the access log and the histogram."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon("--grpc-port", "0")
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.d.stop() == 0
+
+    def scrape(self, headers=None):
+        resp, body = self.d.request("GET", "/metrics", headers=headers)
+        self.assertEqual(resp.status, 200)
+        return resp, body
+
+    def text(self):
+        return self.scrape()[1].decode()
+
+    def tile(self, rid=None):
+        headers = {"Content-Type": "application/json"}
+        if rid:
+            headers["X-Request-Id"] = rid
+        resp, _ = self.d.request("POST", "/v1/tile", '{"input":{"dtype":"int8","shape":[1],"data":[1]},"repeats":[3]}',
+                                 headers)
+        self.assertEqual(resp.status, 200)
+
+    def test_duration_histogram_by_route(self):
+        before = self.text()
+        self.tile()
+        self.d.request("GET", "/v2/health/live")
+        after = self.text()
+        for route in ("/v1/tile", "/v2/health"):
+            labels = '{transport="http",route="%s"}' % route
+            self.assertEqual(metric_value(after, "tiled_request_duration_seconds_count", labels)
+                             - (metric_value(before, "tiled_request_duration_seconds_count", labels) or 0), 1, route)
+            inf = metric_value(after, "tiled_request_duration_seconds_bucket",
+                               '{transport="http",route="%s",le="+Inf"}' % route)
+            self.assertEqual(inf, metric_value(after, "tiled_request_duration_seconds_count", labels))
+            buckets = re.findall(r'^tiled_request_duration_seconds_bucket\{transport="http",route="%s",le="([^"]+)"\} (\d+)$'
+                                 % re.escape(route), after, re.M)
+            self.assertEqual(len(buckets), 18)
+            counts = [int(c) for _, c in buckets]
+            self.assertEqual(counts, sorted(counts), "cumulative buckets")
+        # The phases are a histogram of their own, without the total.
+        self.assertRegex(after, r'(?m)^tiled_request_phase_seconds_count\{transport="http",phase="tile"\} \d+$')
+        self.assertNotIn('phase="total"', after)
+
+    def test_connection_gauge_moves_with_open_connections(self):
+        gauge = '{transport="http"}'
+
+        def open_now():
+            return metric_value(self.text(), "tiled_open_connections", gauge)
+
+        # The scrape's own connection is open while it is answered.
+        wait_for(lambda: open_now() == 1, "only the scrape's connection open")
+        socks = []
+        try:
+            for _ in range(3):
+                s = socket.create_connection((self.d.host, self.d.port), timeout=60)
+                socks.append(s)
+            wait_for(lambda: open_now() == 4, "three more connections counted")
+        finally:
+            for s in socks:
+                s.close()
+        wait_for(lambda: open_now() == 1, "the three closed connections uncounted")
+        self.assertEqual(metric_value(self.text(), "tiled_max_connections"), 4096)  # the default
+        # gRPC's connections are counted apart.
+        g = '{transport="grpc"}'
+        self.assertEqual(metric_value(self.text(), "tiled_open_connections", g), 0)
+        s = socket.create_connection((self.d.host, self.d.grpc_port), timeout=60)
+        try:
+            wait_for(lambda: metric_value(self.text(), "tiled_open_connections", g) == 1, "a gRPC connection counted")
+        finally:
+            s.close()
+        wait_for(lambda: metric_value(self.text(), "tiled_open_connections", g) == 0, "the gRPC connection uncounted")
+
+    def test_every_status_by_its_own_code(self):
+        # The framer answers an unknown transfer coding with 501; it was code="other".
+        labels = '{transport="http",route="other",format="none",code="501"}'
+        before = metric_value(self.text(), "tiled_requests_total", labels) or 0
+        s = socket.create_connection((self.d.host, self.d.port), timeout=60)
+        try:
+            s.sendall(b"POST /v1/tile HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n")
+            data, _ = read_until_close(s)
+        finally:
+            s.close()
+        self.assertTrue(data.startswith(b"HTTP/1.1 501"), data[:40])
+        wait_for(lambda: (metric_value(self.text(), "tiled_requests_total", labels) or 0) == before + 1,
+                 "the 501 counted under code=\"501\"")
+        text = self.text()
+        self.assertNotIn('code="other"', text)
+        # Every code label is an exact status or a class (a code tiled never sends).
+        for code in set(re.findall(r'code="([^"]+)"', text)):
+            self.assertRegex(code, r"^([1-5][0-9][0-9]|[1-5]xx)$")
+
+    def test_gzip_when_asked_and_plain_otherwise(self):
+        resp, body = self.scrape({"Accept-Encoding": "gzip"})
+        self.assertEqual(resp.getheader("Content-Encoding"), "gzip")
+        self.assertIn("Accept-Encoding", resp.getheader("Vary"))
+        text = gzip.decompress(body).decode()
+        self.assertTrue(text.startswith("# HELP tiled_requests_total "), text[:60])
+        self.assertLess(len(body) * 3, len(text))
+        r = subprocess.run([shutil.which("promtool"), "check", "metrics"], input=text.encode(), capture_output=True)
+        self.assertEqual(r.returncode, 0, r.stdout.decode() + r.stderr.decode())
+        resp, body = self.scrape()
+        self.assertIsNone(resp.getheader("Content-Encoding"))
+        self.assertTrue(body.decode().startswith("# HELP tiled_requests_total "))
+        resp, body = self.scrape({"Accept-Encoding": "identity"})
+        self.assertIsNone(resp.getheader("Content-Encoding"))
+
+    def test_openmetrics_when_asked(self):
+        accept = ("application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,"
+                  "text/plain;version=0.0.4;q=0.5,*/*;q=0.1")  # Prometheus 2's scrape Accept
+        resp, body = self.scrape({"Accept": accept})
+        self.assertEqual(resp.getheader("Content-Type"), "application/openmetrics-text; version=1.0.0; charset=utf-8")
+        text = body.decode()
+        self.assertTrue(text.endswith("\n# EOF\n"))
+        self.assertIn("# TYPE tiled_requests counter\n", text)
+        self.assertIn("# TYPE process_cpu_seconds counter\n", text)
+        self.assertRegex(text, r"(?m)^tiled_requests_total\{")
+        self.assertNotRegex(text, r"(?m)^# TYPE \S+_total counter$")
+        plain = self.text()
+        self.assertNotIn("# EOF", plain)
+        self.assertIn("# TYPE tiled_requests_total counter\n", plain)
+
+    def test_one_duration_in_log_and_histogram(self):
+        labels = '{transport="http",route="/v1/tile"}'
+        rid = "same-duration-%d" % os.getpid()
+        before = metric_value(self.text(), "tiled_request_duration_seconds_sum", labels) or 0.0
+        self.tile(rid)
+        after = metric_value(self.text(), "tiled_request_duration_seconds_sum", labels)
+        lines = []
+
+        def logged():
+            lines[:] = [json.loads(l) for l in self.d.log_lines() if rid in l]
+            return lines
+
+        wait_for(logged, "the request's access line")
+        self.assertEqual(len(lines), 1)
+        self.assertGreater(lines[0]["total_us"], 0)
+        self.assertEqual(round((after - before) * 1e6), lines[0]["total_us"])
 
 
 class Config(unittest.TestCase):

@@ -1119,7 +1119,7 @@ static void shm_registry(void **state)
 static uint64_t metric(const char *series)
 {
     size_t len;
-    char *text = tiled_metrics_render(&srv, &len);
+    char *text = tiled_metrics_render(&srv, false, &len);
     assert_non_null(text);
     const char *line = strstr(text, series);
     uint64_t v = line ? strtoull(line + strlen(series), NULL, 10) : 0;
@@ -1150,7 +1150,8 @@ static void metrics_by_transport(void **state)
     assert_int_equal(metric(live) - live0, 1);
     assert_int_equal(metric(http_live) - http0, 1); /* HTTP's series are apart */
     assert_true(metric("tiled_request_bytes_total{transport=\"grpc\"} ") > 0);
-    assert_true(metric("tiled_request_duration_seconds_count{transport=\"grpc\",phase=\"total\"} ") >= 3);
+    assert_true(metric("tiled_request_duration_seconds_count{transport=\"grpc\",route=\"/v2/models/infer\"} ") >= 2);
+    assert_true(metric("tiled_request_duration_seconds_count{transport=\"grpc\",route=\"grpc\"} ") >= 1);
 }
 
 /* The access line names the transport. */
