@@ -19,6 +19,7 @@
 
 #include "base.h"
 #include "jsontext.h"
+#include "otlp.h"
 #include "server.h"
 
 static enum tiled_log_level log_level = TILED_LOG_INFO;
@@ -122,6 +123,8 @@ void tiled_log_access(const struct tiled_req *req, int status)
     if (!tiled_log_enabled(TILED_LOG_INFO))
         return;
     const struct tile_timings *t = &req->tm;
+    char trace_id[33];
+    tile_hex(trace_id, req->trace.trace_id, 16);
     json_t *fields = json_pack("{s:o, s:s, s:o, s:o, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "request_id",
                                tiled_json_text(req->request_id), "transport", tiled_transport_name(req->transport),
                                "method", tiled_json_text(req->method), "path",
@@ -130,5 +133,6 @@ void tiled_log_access(const struct tiled_req *req, int status)
                                "decode_us", (json_int_t)t->decode_us, "tile_us", (json_int_t)t->tile_us,
                                "encode_us", (json_int_t)t->encode_us, "total_us",
                                (json_int_t)(tiled_now_us() - req->t_start), "remote", tiled_json_text(req->remote));
+    json_object_set_new(fields, "trace_id", json_string(trace_id));
     log_fields(TILED_LOG_INFO, "access", fields);
 }

@@ -25,6 +25,7 @@
 #include "route.h"
 #include "shm.h"
 #include "tile.h"
+#include "trace.h"
 #include "v2.h"
 
 #define TILED_VERSION "0.1.0"
@@ -95,6 +96,8 @@ struct tiled_req {
     uint64_t bytes_out;
     /* Timestamps (µs, monotonic). */
     uint64_t t_start, t_queued, t_work, t_decoded, t_tiled, t_encoded;
+    uint64_t t_sent;          /* sending began (tiled_service_sending) */
+    struct tiled_trace trace; /* trace context (trace.h) */
     struct tile_timings tm;
     bool timings_final;       /* tm.total_us already set (it is in the body) */
     /* Work handed to the pool. */
