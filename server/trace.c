@@ -342,19 +342,22 @@ static int post(const uint8_t *body, size_t len)
     int rc = -1;
     if (hn > 0 && (size_t)hn < sizeof(head) && send_all(fd, head, (size_t)hn, deadline) == 0 &&
         send_all(fd, body, len, deadline) == 0) {
-        /* The status line is all that matters: "HTTP/1.1 200 ...". */
-        char answer[64];
+        /* The status line is what matters, but the answer is read to its
+         * end (the collector closes: Connection: close), so the collector
+         * is not reset while it writes; at most 64 KiB, by the deadline. */
+        char answer[4096], first[16] = {0};
         size_t got = 0;
-        while (got < 12) {
-            ssize_t n = recv(fd, answer + got, sizeof(answer) - 1 - got, 0);
+        for (;;) {
+            ssize_t n = recv(fd, answer, sizeof(answer), 0);
             if (n < 0 && errno == EAGAIN && wait_fd(fd, POLLIN, deadline) == 0)
                 continue;
-            if (n <= 0)
+            if (n <= 0 || got >= 65536)
                 break;
+            if (got < sizeof(first) - 1)
+                memcpy(first + got, answer, (size_t)n < sizeof(first) - 1 - got ? (size_t)n : sizeof(first) - 1 - got);
             got += (size_t)n;
         }
-        answer[got] = '\0';
-        if (got >= 12 && strncmp(answer, "HTTP/1.", 7) == 0 && answer[9] == '2')
+        if (got >= 12 && strncmp(first, "HTTP/1.", 7) == 0 && first[8] == ' ' && first[9] == '2')
             rc = 0;
     }
     close(fd);
