@@ -47,9 +47,15 @@ static bool all_zero(const uint8_t *p, size_t n)
 int tile_traceparent_parse(const char *s, struct tile_traceparent *out)
 {
     uint8_t version;
-    if (!s)
+    if (!s || strnlen(s, TILE_TRACEPARENT_MAX + 1) > TILE_TRACEPARENT_MAX)
         return -1;
-    size_t len = strnlen(s, 56);
+    /* Spaces and tabs around the value are not part of it (RFC 9110 OWS;
+     * HTTP parsers strip them, gRPC metadata keeps them). */
+    while (*s == ' ' || *s == '\t')
+        s++;
+    size_t len = strlen(s);
+    while (len && (s[len - 1] == ' ' || s[len - 1] == '\t'))
+        len--;
     /* version "-" trace-id "-" parent-id "-" flags: 2+1+32+1+16+1+2 = 55 */
     if (len < 55 || s[2] != '-' || s[35] != '-' || s[52] != '-')
         return -1;

@@ -8,7 +8,9 @@
  * Lower-case hex only; an all-zero trace-id or parent-id is invalid, and so
  * is version ff. A version above 00 is read by its first four fields (a
  * later version may only append "-..." after them); version 00 is exactly
- * 55 characters.
+ * 55 characters. Spaces and tabs around the value are ignored, and a value
+ * longer than TILE_TRACEPARENT_MAX is refused (as OpenTelemetry's own
+ * propagators do).
  *
  * OTLP (opentelemetry.io/docs/specs/otlp, opentelemetry-proto's
  * collector/trace/v1/trace_service.proto): tile_otlp_encode() writes one
@@ -28,6 +30,8 @@ struct tile_traceparent {
     uint8_t parent_id[8];
     uint8_t flags; /* bit 0: sampled */
 };
+
+#define TILE_TRACEPARENT_MAX 512
 
 /* 0 and `out` filled when `s` is a valid traceparent value; -1 otherwise. */
 int tile_traceparent_parse(const char *s, struct tile_traceparent *out);

@@ -12,6 +12,7 @@ Run from tests/server with the venv's Python (grpcio, opentelemetry-proto):
 import http.client
 import http.server
 import json
+import logging
 import os
 import re
 import socket
@@ -21,8 +22,12 @@ import threading
 import time
 import unittest
 
+import random
+
 import grpc
 import numpy as np
+from opentelemetry import trace as otel_trace
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 
@@ -331,6 +336,79 @@ class Unreachable(unittest.TestCase):
             self.assertEqual(self.hammer(d, 300), {200})
             self.assertTrue(wait_for(lambda: metric(d, "tiled_otlp_spans_failed_total") > 0, 60 * SLOW))
             self.assertEqual(metric(d, "tiled_otlp_spans_exported_total"), 0)
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+
+def traceparent_cases(rng, n):
+    """Valid traceparents and near misses: each field mutated the ways a
+    parser could get wrong (case, length, separators, zero ids, versions,
+    suffixes), with a fresh trace id each so verdicts cannot be confused."""
+    out = []
+    for _ in range(n):
+        tid = "".join(rng.choice("0123456789abcdef") for _ in range(32))
+        pid = "".join(rng.choice("0123456789abcdef") for _ in range(16))
+        version = rng.choice(["00", "00", "01", "cc", "fe", "ff", "0F", "g0", "0"])
+        flags = rng.choice(["00", "01", "03", "ff", "0", "0x", "FF"])
+        suffix = rng.choice(["", "", "", "-", "-x", "-what-ever", "x", " ", "\t", "  -x", "-" + "a" * 460])
+        fields = [version, tid, pid, flags]
+        m = rng.randrange(8)
+        if m == 1:
+            fields[1] = "0" * 32
+        elif m == 2:
+            fields[2] = "0" * 16
+        elif m == 3:
+            i = rng.randrange(4)
+            fields[i] = fields[i].upper()
+        elif m == 4:
+            i = rng.randrange(1, 3)
+            fields[i] = fields[i][:-1] if rng.random() < 0.5 else fields[i] + "a"
+        sep = rng.choice(["-", "-", "-", "-", "_", "--"])
+        out.append((tid, sep.join(fields) + suffix))
+    return out
+
+
+class Differential(unittest.TestCase):
+    """The traceparent reader against OpenTelemetry's own propagator
+    (opentelemetry-api's TraceContextTextMapPropagator): what one accepts,
+    the other accepts with the same trace id; what it refuses, tiled
+    answers with a new trace id."""
+
+    def test_against_opentelemetry_propagator(self):
+        rng = random.Random(2024)
+        cases = traceparent_cases(rng, 400)
+        prop = TraceContextTextMapPropagator()
+        logging.getLogger("opentelemetry").setLevel(logging.ERROR)  # its warning on each long value
+        d = Daemon()
+        try:
+            conn = http.client.HTTPConnection(d.host, d.port, timeout=60)
+            for i, (_, tp) in enumerate(cases):
+                conn.request("GET", "/v2/health/live", headers={"traceparent": tp, "X-Request-Id": f"diff-{i}"})
+                resp = conn.getresponse()
+                resp.read()
+                self.assertEqual(resp.status, 200)
+            conn.close()
+            last = f"diff-{len(cases) - 1}"
+            self.assertTrue(wait_for(lambda: access_line(d, last)))
+            logged = {}
+            for line in d.log_lines():
+                if line.startswith("{") and '"event":"access"' in line:
+                    doc = json.loads(line)
+                    logged[doc["request_id"]] = doc["trace_id"]
+            accepted = 0
+            for i, (tid, tp) in enumerate(cases):
+                # HTTP carries a field value without the spaces around it.
+                ctx = otel_trace.get_current_span(prop.extract({"traceparent": tp.strip(" \t")})).get_span_context()
+                theirs = format(ctx.trace_id, "032x") if ctx.is_valid else None
+                ours = logged[f"diff-{i}"]
+                if theirs:
+                    accepted += 1
+                    self.assertEqual(ours, theirs, f"accepted by opentelemetry: {tp!r}")
+                else:
+                    self.assertNotEqual(ours, tid, f"refused by opentelemetry: {tp!r}")
+            # Both verdicts are well represented.
+            self.assertGreater(accepted, 20)
+            self.assertLess(accepted, len(cases) - 20)
         finally:
             self.assertEqual(d.stop(), 0)
 
