@@ -25,7 +25,6 @@
 #include "route.h"
 #include "shm.h"
 #include "tile.h"
-#include "trace.h"
 #include "v2.h"
 
 #define TILED_VERSION "0.1.0"
@@ -38,6 +37,15 @@ struct tiled_tls;
 struct tiled_conn_ops {
     void (*suspend)(void *conn);
     void (*resume)(void *conn);
+};
+
+/* A request's W3C trace context (trace.h reads and exports it). */
+struct tiled_trace {
+    uint8_t trace_id[16];
+    uint8_t span_id[8];   /* the request's own span */
+    uint8_t parent_id[8]; /* the caller's span; all zero when none came */
+    bool sampled;
+    const char *trace_state; /* the tracestate header as received (borrowed), or NULL */
 };
 
 /* Triton-style cumulative statistics of one model version. */

@@ -37,7 +37,6 @@
 #include <unistd.h>
 
 #include "base.h"
-#include "log.h"
 #include "otlp.h"
 #include "server.h"
 

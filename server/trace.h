@@ -20,15 +20,7 @@
 #include "error.h"
 
 struct tiled_req;
-
-/* A request's trace context. */
-struct tiled_trace {
-    uint8_t trace_id[16];
-    uint8_t span_id[8];   /* the request's own span */
-    uint8_t parent_id[8]; /* the caller's span; all zero when none came */
-    bool sampled;
-    const char *trace_state; /* the tracestate header as received (borrowed), or NULL */
-};
+struct tiled_trace; /* server.h */
 
 /* Longest tracestate kept (W3C: 32 members, 512 characters is what every
  * vendor must propagate); a longer or non-printable one is dropped. */
