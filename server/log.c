@@ -125,14 +125,13 @@ void tiled_log_access(const struct tiled_req *req, int status)
     const struct tile_timings *t = &req->tm;
     char trace_id[33];
     tile_hex(trace_id, req->trace.trace_id, 16);
-    json_t *fields = json_pack("{s:o, s:s, s:o, s:o, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "request_id",
-                               tiled_json_text(req->request_id), "transport", tiled_transport_name(req->transport),
+    json_t *fields = json_pack("{s:o, s:s, s:s, s:o, s:o, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "request_id",
+                               tiled_json_text(req->request_id), "trace_id", trace_id, "transport", tiled_transport_name(req->transport),
                                "method", tiled_json_text(req->method), "path",
                                tiled_json_text(req->path), "status", status, "bytes_in", (json_int_t)req->body_len,
                                "bytes_out", (json_int_t)req->bytes_out, "queue_us", (json_int_t)t->queue_us,
                                "decode_us", (json_int_t)t->decode_us, "tile_us", (json_int_t)t->tile_us,
                                "encode_us", (json_int_t)t->encode_us, "total_us",
                                (json_int_t)(tiled_now_us() - req->t_start), "remote", tiled_json_text(req->remote));
-    json_object_set_new(fields, "trace_id", json_string(trace_id));
     log_fields(TILED_LOG_INFO, "access", fields);
 }
