@@ -14,8 +14,9 @@ dir=${1:-build/venv}
 # protobuf messages, which one process's default pool cannot hold twice.
 has() { "$dir/bin/python" -c "import $1" 2>/dev/null; }
 if [ ! -x "$dir/bin/python" ] || ! has 'tritonclient.http, kserve, numpy, schemathesis, openapi_spec_validator' ||
-   ! has 'tritonclient.grpc, grpc, grpc_tools, grpc_reflection, hpack, selenium, httptools, h11, prometheus_client.openmetrics.parser'; then
+   ! has 'tritonclient.grpc, grpc, grpc_tools, grpc_reflection, hpack, selenium, httptools, h11, prometheus_client.openmetrics.parser' ||
+   ! has 'opentelemetry.proto.collector.trace.v1.trace_service_pb2, opentelemetry.trace.propagation.tracecontext'; then
   python3 -m venv "$dir" || { echo "venv: python3 -m venv $dir failed (Debian: python3-venv)" >&2; exit 1; }
-  "$dir/bin/pip" install -q --disable-pip-version-check 'tritonclient[grpc,http]' grpcio grpcio-tools grpcio-reflection hpack selenium httptools h11 prometheus-client 'kserve==0.21.0' numpy openapi-spec-validator schemathesis || {
+  "$dir/bin/pip" install -q --disable-pip-version-check 'tritonclient[grpc,http]' grpcio grpcio-tools grpcio-reflection hpack selenium httptools h11 prometheus-client opentelemetry-proto opentelemetry-api 'kserve==0.21.0' numpy openapi-spec-validator schemathesis || {
     echo "venv: pip could not install the test clients into $dir (is PyPI reachable?)" >&2; exit 1; }
 fi

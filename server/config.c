@@ -134,6 +134,11 @@ static const struct tiled_option tiled_options[] = {
      .def = "none", .enums = shm_kinds,
      .help = "none or system: let clients on this host register POSIX shared-memory regions that infer requests "
              "read inputs from and write outputs into (Triton's system_shared_memory extension)"},
+    {.flag = "otlp-endpoint", .env = "TILED_OTLP_ENDPOINT", .type = OPT_STRING, .offset = OFF(otlp_endpoint),
+     .def = "",
+     .help = "OpenTelemetry collector to export spans to, OTLP/HTTP protobuf: http://host:port (POSTs to "
+             "/v1/traces) or http://host:port/path; empty = off. One span per request (the caller's "
+             "traceparent its parent, unless that says not sampled) with a child per phase"},
     {.flag = "shm-max-regions", .env = "TILED_SHM_MAX_REGIONS", .type = OPT_INT, .offset = OFF(shm_max_regions),
      .def = "64", .min = 1, .max = 1024, .help = "shared-memory regions registered at once"},
     {.flag = "shm-max-bytes", .env = "TILED_SHM_MAX_BYTES", .type = OPT_SIZE, .offset = OFF(shm_max_bytes),

@@ -51,6 +51,7 @@ struct tiled_config {
     int64_t shm_max_bytes;    /* bytes mapped at once */
     char shm_key_prefix[256]; /* "" = any valid key */
     char cors_origins[256];   /* "" = no CORS; "*" or comma-separated origins */
+    char otlp_endpoint[256];  /* "" = no span export (trace.h) */
 };
 
 /* Fills defaults, then TILED_* variables from `environ`, then argv flags

@@ -19,6 +19,7 @@
 
 #include "base.h"
 #include "jsontext.h"
+#include "otlp.h"
 #include "server.h"
 
 static enum tiled_log_level log_level = TILED_LOG_INFO;
@@ -122,8 +123,10 @@ void tiled_log_access(const struct tiled_req *req, int status)
     if (!tiled_log_enabled(TILED_LOG_INFO))
         return;
     const struct tile_timings *t = &req->tm;
-    json_t *fields = json_pack("{s:o, s:s, s:o, s:o, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "request_id",
-                               tiled_json_text(req->request_id), "transport", tiled_transport_name(req->transport),
+    char trace_id[33];
+    tile_hex(trace_id, req->trace.trace_id, 16);
+    json_t *fields = json_pack("{s:o, s:s, s:s, s:o, s:o, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "request_id",
+                               tiled_json_text(req->request_id), "trace_id", trace_id, "transport", tiled_transport_name(req->transport),
                                "method", tiled_json_text(req->method), "path",
                                tiled_json_text(req->path), "status", status, "bytes_in", (json_int_t)req->body_len,
                                "bytes_out", (json_int_t)req->bytes_out, "queue_us", (json_int_t)t->queue_us,

@@ -35,6 +35,7 @@
 #include "recvrate.h"
 #include "server.h"
 #include "shm.h"
+#include "trace.h"
 
 #ifndef TILED_GIT_COMMIT
 #define TILED_GIT_COMMIT "unknown"
@@ -389,6 +390,22 @@ static void render_process(struct out *o, const struct tiled_server *srv)
     put(o, "process_cpu_seconds_total %.6f\n", cpu);
 }
 
+static void render_tracing(struct out *o)
+{
+    uint64_t exported, failed, dropped;
+    if (!tiled_trace_exporting())
+        return;
+    tiled_trace_counts(&exported, &failed, &dropped);
+    header(o, "tiled_otlp_spans_exported_total", "counter", "Spans the OTLP collector accepted.");
+    put(o, "tiled_otlp_spans_exported_total %llu\n", (unsigned long long)exported);
+    header(o, "tiled_otlp_spans_failed_total", "counter",
+           "Spans sent to the OTLP collector that it refused or that could not reach it.");
+    put(o, "tiled_otlp_spans_failed_total %llu\n", (unsigned long long)failed);
+    header(o, "tiled_otlp_spans_dropped_total", "counter",
+           "Spans dropped before export because the queue of finished spans was full.");
+    put(o, "tiled_otlp_spans_dropped_total %llu\n", (unsigned long long)dropped);
+}
+
 char *tiled_metrics_render(struct tiled_server *srv, bool openmetrics, size_t *len)
 {
     struct out o = {malloc(16384), 0, 16384, 0, openmetrics};
@@ -398,6 +415,7 @@ char *tiled_metrics_render(struct tiled_server *srv, bool openmetrics, size_t *l
     render_histograms(&o);
     render_gauges(&o, srv);
     render_process(&o, srv);
+    render_tracing(&o);
     if (openmetrics)
         put(&o, "# EOF\n");
     if (o.failed) {

@@ -27,6 +27,7 @@
 #include "shm.h"
 #include "stream.h"
 #include "tls/tls.h"
+#include "trace.h"
 
 static void limits_from_config(struct tiled_server *srv)
 {
@@ -123,8 +124,10 @@ static int serve(struct tiled_server *srv)
         srv->bodies = tiled_bodycache_new((uint64_t)srv->cfg.body_cache);
         if (!srv->bodies)
             tile_error_set(&e, TILE_ENOMEM, "cannot allocate the body cache");
-        rc = srv->pool && srv->bodies && shm_start(srv, &e) == 0 && tls_start(srv, &e) == 0 ? tiled_http_start(srv, &e)
-                                                                                             : -1;
+        rc = srv->pool && srv->bodies && shm_start(srv, &e) == 0 && tls_start(srv, &e) == 0 &&
+                     tiled_trace_init(&srv->cfg, &e) == 0
+                 ? tiled_http_start(srv, &e)
+                 : -1;
         if (rc == 0 && (rc = tiled_grpc_start(srv, &e)) < 0)
             tiled_http_stop(srv);
     }
@@ -135,6 +138,7 @@ static int serve(struct tiled_server *srv)
         tiled_bodycache_free(srv->bodies);
         tiled_shm_free(srv->shm);
         tiled_tls_free(srv->tls);
+        tiled_trace_stop();
         tiled_auth_free();
         return 1;
     }
@@ -172,6 +176,7 @@ static int serve(struct tiled_server *srv)
     tiled_bodycache_free(srv->bodies); /* after MHD: it has given back every body */
     tiled_shm_free(srv->shm); /* no request holds a region any more */
     srv->shm = NULL;
+    tiled_trace_stop(); /* both transports are stopped: no request adds spans */
     tiled_tls_free(srv->tls); /* both transports are stopped: no session holds it */
     srv->tls = NULL;
     tiled_auth_free();

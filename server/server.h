@@ -39,6 +39,15 @@ struct tiled_conn_ops {
     void (*resume)(void *conn);
 };
 
+/* A request's W3C trace context (trace.h reads and exports it). */
+struct tiled_trace {
+    uint8_t trace_id[16];
+    uint8_t span_id[8];   /* the request's own span */
+    uint8_t parent_id[8]; /* the caller's span; all zero when none came */
+    bool sampled;
+    const char *trace_state; /* the tracestate header as received (borrowed), or NULL */
+};
+
 /* Triton-style cumulative statistics of one model version. */
 struct tiled_v2_stats {
     atomic_uint_fast64_t success_count, success_ns, fail_count, fail_ns;
@@ -99,6 +108,8 @@ struct tiled_req {
      * from t_start (its head read) to tiled_service_end() (its last byte
      * handed to the socket, or the client gone). */
     uint64_t duration_us;
+    uint64_t t_sent;          /* sending began (tiled_service_sending) */
+    struct tiled_trace trace; /* trace context (trace.h) */
     struct tile_timings tm;
     bool timings_final;       /* tm.total_us already set (it is in the body) */
     /* Work handed to the pool. */

@@ -22,6 +22,7 @@
 #include "metrics.h"
 #include "route.h"
 #include "stream.h"
+#include "trace.h"
 #include "v2_shm.h"
 #include "work.h"
 
@@ -93,6 +94,7 @@ struct tiled_req *tiled_req_new(struct tiled_server *srv, const struct tiled_hea
         const char *te = h->header(conn, "TE");
         req->want_trailers = te && strcasestr(te, "trailers");
     }
+    tiled_trace_begin(&req->trace, h->header(conn, "traceparent"), h->header(conn, "tracestate"));
     atomic_fetch_add(&srv->inflight, 1);
     return req;
 }
@@ -302,8 +304,9 @@ void tiled_service_sending(struct tiled_req *req, char *timing, size_t cap)
         req->bytes_out = tiled_stream_size(r->stream) == UINT64_MAX ? 0 : tiled_stream_size(r->stream);
     else
         req->bytes_out = r->body_len;
+    req->t_sent = tiled_now_us();
     if (!req->timings_final)
-        req->tm.total_us = tiled_now_us() - req->t_start;
+        req->tm.total_us = req->t_sent - req->t_start;
     tiled_server_timing(&req->tm, timing, cap);
 }
 
@@ -312,6 +315,7 @@ void tiled_service_end(struct tiled_req *req, int status)
     req->duration_us = tiled_now_us() - req->t_start; /* one value for the log and the histogram */
     tiled_log_access(req, status);
     tiled_metrics_record(req, status);
+    tiled_trace_end(req, status);
     if (req->v2_version)
         tiled_v2_record(req->srv, req, status == TILED_OK);
     req_free(req);

@@ -1,0 +1,44 @@
+/* trace.h - W3C Trace Context for every request, and OTLP/HTTP span export
+ * when --otlp-endpoint is set.
+ *
+ * Every request gets a trace id (the access log shows it): the incoming
+ * traceparent's when valid, else a new random one. With an endpoint, each
+ * sampled request becomes one SERVER span (its parent: the incoming
+ * parent-id) with a child span per phase (queue, decode, tile, encode,
+ * send), exported in batches by one background thread. The request path
+ * only copies a finished record into a bounded ring: when the ring is full
+ * the record is dropped and counted, so a slow or absent collector never
+ * slows or fails a request.
+ */
+#ifndef TILED_TRACE_H
+#define TILED_TRACE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "error.h"
+
+struct tiled_req;
+struct tiled_trace; /* server.h */
+
+/* Longest tracestate kept (W3C: 32 members, 512 characters is what every
+ * vendor must propagate); a longer or non-printable one is dropped. */
+#define TILED_TRACESTATE_MAX 512
+
+/* Starts the exporter when cfg->otlp_endpoint is set. -1 with `e` for an
+ * endpoint it cannot use (not http://host[:port][/path]). */
+int tiled_trace_init(const struct tiled_config *cfg, struct tile_error *e);
+/* Flushes what the ring holds (bounded by the exporter's timeouts) and
+ * stops the exporter. */
+void tiled_trace_stop(void);
+/* Reads traceparent/tracestate (either may be NULL) into `t`. */
+void tiled_trace_begin(struct tiled_trace *t, const char *traceparent, const char *tracestate);
+/* The request is over: queues its spans when exporting and sampled. */
+void tiled_trace_end(const struct tiled_req *req, int status);
+/* Spans exported, failed (the collector refused or could not be reached)
+ * and dropped (the ring was full). */
+void tiled_trace_counts(uint64_t *exported, uint64_t *failed, uint64_t *dropped);
+bool tiled_trace_exporting(void);
+
+#endif
