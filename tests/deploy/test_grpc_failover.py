@@ -1,10 +1,11 @@
 """gRPC drain and failover with clients and a proxy we did not write.
 
 - NginxGrpc: three replicas behind Debian's nginx with deploy/nginx/tiled-grpc.conf
-  (only its replica and listen addresses rewritten), load from four grpcio clients
-  (each its own connection). SIGTERM of one replica fails no call; SIGKILL of another
+  (only its replica and listen addresses rewritten). Load from eight grpcio clients
+  (each its own connection): SIGTERM of one replica fails no call; SIGKILL of another
   fails at most the calls in flight at that instant (one per client); the last
-  replica serves the rest.
+  replica serves the rest. Load from h2load (64 calls in flight): SIGTERM of a replica
+  leaves every call answered grpc-status 0 in nginx's log.
 - DirectRetry: a grpcio channel over two replicas (round robin) with gRPC's
   standard retry policy (retryPolicy on UNAVAILABLE): SIGTERM of a replica it is
   connected to fails no call.
@@ -152,7 +153,7 @@ pid {t}/nginx.pid;
 error_log {t}/error.log warn;
 events {{ worker_connections 1024; }}
 http {{
-    log_format failover '$status $upstream_addr $upstream_status $request_time';
+    log_format failover '$status|$upstream_addr|$upstream_status|$upstream_http_grpc_status|$upstream_trailer_grpc_status';
     access_log {t}/access.log failover;
     client_body_temp_path {t}/client_body;
     proxy_temp_path {t}/proxy;
@@ -200,9 +201,49 @@ http {{
               f"failed after SIGTERM: {len(failed_term)}, after SIGKILL: {len(load.failed)}")
         self.assertLessEqual(len(load.failed), len(load.threads),
                              f"SIGKILL fails at most the calls in flight (one per client): {load.failed}")
+        print(f"  nginx retried {sum(1 for line in self.log() if ',' in line[1])} calls on another replica")
+        self.assertEqual(c.stop(), 0, "the last replica exits 0")
+
+    def log(self):
+        """nginx's record of every call: status, upstreams tried, their statuses, grpc-status
+        (Trailers-Only header), grpc-status (trailer)."""
         with open(os.path.join(self.tmp, "access.log")) as f:
-            retried = sum(1 for line in f if "," in line.split()[1])
-        print(f"  nginx retried {retried} calls on another replica")
+            return [line.rstrip("\n").split("|") for line in f]
+
+    def test_sigterm_under_h2load_fails_no_call(self):
+        """Many calls in flight at once (h2load: 8 connections of 8 streams to nginx): the drain's
+        races are likely here. Every call is answered with grpc-status 0, as nginx's log shows."""
+        h2load = shutil.which("h2load")
+        self.assertTrue(h2load, "h2load not found (apt-get install nghttp2-client)")
+        with open(os.path.join(self.tmp, "req"), "wb") as f:
+            f.write(bytes([0]) + len(REQUEST).to_bytes(4, "big") + REQUEST)
+        total = 40000
+        h = subprocess.Popen([h2load, "-n", str(total), "-c", "8", "-m", "8", "-d", os.path.join(self.tmp, "req"),
+                              "-H", "content-type: application/grpc", "-H", "te: trailers",
+                              f"http://127.0.0.1:{self.port}{INFER}"], stdout=subprocess.PIPE, text=True)
+        try:
+            a = self.replicas[0]
+            self.assertTrue(wait_for(lambda: grpc_calls(a) > 1000 or h.poll() is not None), "replica takes calls")
+            self.assertIsNone(h.poll(), "the load still runs at the SIGTERM")
+            a.proc.send_signal(signal.SIGTERM)
+            self.assertEqual(a.proc.wait(HANG), 0, "the SIGTERMed replica drains and exits 0")
+            out, _ = h.communicate(timeout=HANG)
+        finally:
+            if h.poll() is None:
+                h.kill()
+                h.wait()
+        summary = re.search(r"requests: (\d+) total.*?(\d+) succeeded, (\d+) failed, (\d+) errored", out)
+        self.assertTrue(summary, out)
+        log = self.log()
+        bad = [line for line in log if line[0] != "200" or "0" not in (line[3], line[4])]
+        print(f"\n  h2load through nginx across SIGTERM: {summary.group(0)}; nginx logged {len(log)} calls, "
+              f"{sum(1 for line in log if ',' in line[1])} retried, {len(bad)} without grpc-status 0")
+        self.assertEqual(int(summary.group(1)), total)
+        self.assertEqual((summary.group(3), summary.group(4)), ("0", "0"), out)
+        self.assertEqual(len(log), total)
+        self.assertEqual(bad, [], "every call answered with grpc-status 0")
+        for d in self.replicas[1:]:
+            self.assertEqual(d.stop(), 0)
 
 
 class DirectRetry(unittest.TestCase):
