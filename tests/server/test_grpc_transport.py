@@ -1301,6 +1301,53 @@ class Lifecycle(unittest.TestCase):
             d.stop()
 
 
+class ConnectionAge(unittest.TestCase):
+    """--grpc-max-connection-age: past its age (1 s here, within +-10%) a connection is sent the
+    drain's two-phase GOAWAY while the daemon goes on serving; the client reconnects. With
+    --grpc-max-connection-age-grace, a call still open when the grace ends is cut."""
+
+    def test_old_connection_goes_away_gracefully(self):
+        d = Daemon(*daemon_args("--grpc-max-connection-age", "1", "--log-level", "info"))
+        c = H2Client(d.grpc_port)
+        c.ack_pings = False
+        try:
+            self.assertEqual(c.call().status(), (0, None))
+            self.assertTrue(c.pump(lambda: c.goaways and c.pings), "GOAWAY and PING at the age")
+            self.assertEqual(c.goaways, [(2**31 - 1, 0)], "the notice first")
+            late = c.start(metadata=[("x-request-id", "grpc-age-late")])
+            c.send(late, message(b""), end=True)
+            self.assertEqual(c.wait(late).status(), (0, None), "a stream opened after the notice is served")
+            c.frame(PING, ACK, 0, c.pings[0])
+            self.assertTrue(c.pump(lambda: len(c.goaways) == 2))
+            self.assertEqual(c.goaways[1], (late, 0), "the final GOAWAY names it")
+            c.pump(lambda: c.closed)
+            self.assertTrue(c.closed, "closed once its streams are answered")
+            other = H2Client(d.grpc_port)
+            self.assertEqual(other.call().status(), (0, None), "the daemon serves new connections")
+            other.close()
+            self.assertIsNone(d.proc.poll())
+        finally:
+            c.close()
+            self.assertEqual(d.stop(), 0)
+
+    def test_grace_ends_a_call_still_open(self):
+        d = Daemon(*daemon_args("--grpc-max-connection-age", "1", "--grpc-max-connection-age-grace", "1",
+                                "--log-level", "info"))
+        c = H2Client(d.grpc_port)
+        try:
+            stuck = c.start(metadata=[("x-request-id", "grpc-age-stuck")])
+            c.send(stuck, message(unknown_field(1000))[:100])  # never finished
+            c.pump(lambda: c.closed)
+            self.assertTrue(c.closed, "the connection is closed after the grace")
+            self.assertEqual(c.goaways[0], (2**31 - 1, 0))
+            self.assertEqual(c.goaways[-1], (stuck, 0), "the final GOAWAY covers the open call")
+            self.assertTrue(wait_for(lambda: access_lines(d, "grpc-age-stuck")))
+            self.assertEqual(access_lines(d, "grpc-age-stuck")[0]["status"], 499)
+        finally:
+            c.close()
+            self.assertEqual(d.stop(), 0)
+
+
 class DecodeOffTheLoop(GrpcCase):
     """A compressed message is inflated on a worker, never on the loop
     thread that serves the other calls (one loop here): a ServerLive on
