@@ -6,7 +6,7 @@
 #   make image-test   runs the built image: health, a tile request, the
 #                     HEALTHCHECK, read-only root, SIGTERM and exit status 0
 #   make deploy-test  Kubernetes and KServe manifests, nginx failover over three
-#                     replicas under load, systemd unit; fast, no image or
+#                     replicas under load (HTTP and gRPC), systemd unit; fast, no image or
 #                     cluster needed (needs kubectl, nginx, wrk, systemd)
 
 .PHONY: image image-test deploy-test clean-image
@@ -24,6 +24,7 @@ deploy-test: $(BUILD)/tiled
 	  TILED_BIN=$(BUILD)/tiled sh tests/deploy/test_$$t.sh || status=1; \
 	done; \
 	TILED_BIN=$(BUILD)/tiled build/venv/bin/python -m unittest -v tests/deploy/test_kserve.py || status=1; \
+	TILED_BIN=$(BUILD)/tiled build/venv/bin/python -m unittest -v tests/deploy/test_grpc_failover.py || status=1; \
 	exit $$status
 
 # The debootstrapped base image tarball (images stay in the engine's store).

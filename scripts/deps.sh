@@ -24,7 +24,7 @@ for group in "$@"; do
                  libnghttp2-dev libgnutls28-dev" ;;
     test)  want="$want curl openssl procps python3 python3-numpy python3-venv python3-yaml valgrind prometheus
                  man=man-db kubectl=kubernetes-client systemd strace nginx-light wrk sslscan testssl.sh
-                 gnutls-bin
+                 gnutls-bin h2load=nghttp2-client
                  chromium chromium-driver" ;;
     bench) want="$want wrk nginx-light curl python3-numpy h2load=nghttp2-client" ;;
     fuzz)  want="$want clang libclang-rt-14-dev protobuf-c-compiler libprotobuf-c-dev" ;;

@@ -69,6 +69,15 @@ static const struct tiled_option tiled_options[] = {
      .help = "bytes of request messages (declared sizes) and of in-memory replies not yet sent that the calls of "
              "one gRPC connection may hold; a call or reply above it is refused with RESOURCE_EXHAUSTED (one call "
              "alone is always let in up to --max-body)"},
+    {.flag = "grpc-max-connection-age", .env = "TILED_GRPC_MAX_CONNECTION_AGE", .type = OPT_INT,
+     .offset = OFF(grpc_max_conn_age), .def = "0", .min = 0, .max = 30 * 86400,
+     .help = "seconds (each connection's own, within +-10%) after which a gRPC connection is told to go away "
+             "(GOAWAY, twice: RFC 9113 section 6.8), so long-lived clients spread again over replicas behind an L4 "
+             "balancer; 0 = never"},
+    {.flag = "grpc-max-connection-age-grace", .env = "TILED_GRPC_MAX_CONNECTION_AGE_GRACE", .type = OPT_INT,
+     .offset = OFF(grpc_max_conn_age_grace), .def = "0", .min = 0, .max = 30 * 86400,
+     .help = "seconds the calls of a connection past --grpc-max-connection-age have to finish before it is "
+             "closed (calls still open end as cut short); 0 = as long as they take"},
     {.flag = "queue", .env = "TILED_QUEUE", .type = OPT_INT, .offset = OFF(queue),
      .def = "256", .min = 1, .max = 1 << 20, .help = "requests waiting for a worker before new ones get 503"},
     {.flag = "max-body", .env = "TILED_MAX_BODY", .type = OPT_SIZE, .offset = OFF(max_body),

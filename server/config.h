@@ -25,6 +25,8 @@ struct tiled_config {
     int64_t grpc_port;        /* -1 = no gRPC listener, 0 = a free port */
     int64_t max_grpc_message; /* bytes of one gRPC message, either way */
     int64_t max_grpc_conn_memory; /* request-message and unsent reply bytes one gRPC connection's calls hold */
+    int64_t grpc_max_conn_age;       /* seconds (jittered) before a gRPC connection is sent GOAWAY; 0 = never */
+    int64_t grpc_max_conn_age_grace; /* seconds its calls then have before it is closed; 0 = no bound */
     int64_t queue;            /* queued requests before 503 */
     int64_t max_body;         /* bytes */
     int64_t max_output;       /* bytes materialised in memory */

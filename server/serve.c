@@ -4,7 +4,9 @@
  * the pool and MHD threads created after it is set) and taken
  * synchronously by the main thread with sigwait, so shutdown logic runs in
  * ordinary code, not in a handler. Drain: stop accepting (quiesce), report
- * not-ready, wait for in-flight requests up to --drain-timeout, then stop.
+ * not-ready, wait for in-flight requests and for the gRPC connections to
+ * finish going away (every stream their final GOAWAY covers is served) up
+ * to --drain-timeout, then stop.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -49,7 +51,9 @@ static void drain(struct tiled_server *srv)
     tiled_log_event(TILED_LOG_INFO, "drain", "{s:i, s:I}", "inflight", atomic_load(&srv->inflight), "timeout_s",
                     (json_int_t)srv->cfg.drain_timeout);
     uint64_t deadline = tiled_now_us() + (uint64_t)srv->cfg.drain_timeout * 1000000u;
-    while (atomic_load(&srv->inflight) > 0 && tiled_now_us() < deadline) {
+    /* gRPC connections are waited for too: a stream the final GOAWAY
+     * covers may still arrive after the last call in flight ended. */
+    while ((atomic_load(&srv->inflight) > 0 || !tiled_grpc_drained(srv)) && tiled_now_us() < deadline) {
         struct timespec ts = {0, 5 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }

@@ -15,9 +15,9 @@
  * grpc-encoding other than identity, gzip or deflate (UNIMPLEMENTED; a
  * compressed message is named to the service as the request's
  * content_encoding, and v2_grpc.c inflates it), a message above
- * --max-grpc-message (RESOURCE_EXHAUSTED, before it is allocated), a second
- * message in a unary call, and, once the draining has begun, every new call
- * (UNAVAILABLE, with Triton's words).
+ * --max-grpc-message (RESOURCE_EXHAUSTED, before it is allocated) and a
+ * second message in a unary call. A call is not refused for the drain:
+ * every stream the final GOAWAY covers is served (loop.c, conn.c).
  *
  * Lifetime: the request ends (logs, metrics, free) once its stream is
  * closed, whichever way, and no worker holds it: a call a worker holds
@@ -38,8 +38,6 @@
 #include "server.h"
 #include "service.h"
 #include "stream.h"
-
-static const char SHUTTING_DOWN[] = "GRPC server is shutting down and has stopped accepting new requests.";
 
 /* Parking is known from tiled_service_dispatch's answer and a stream's
  * "not ready" from its read of 0 bytes, both on this thread: nothing to do
@@ -422,8 +420,6 @@ static bool head_refused(struct grpc_call *call, const char *method)
         set_error(call, TILED_TOO_LARGE, -1, "the request metadata has more than %d fields", GRPC_HEAD_FIELDS);
     } else if (call->head_overflow) {
         set_error(call, TILED_TOO_LARGE, -1, "the request metadata is larger than %d bytes", GRPC_HEAD_BYTES);
-    } else if (atomic_load(&call->loop->t->srv->draining)) {
-        set_error(call, TILED_UNAVAILABLE, -1, "%s", SHUTTING_DOWN);
     } else if (strcmp(method, "POST") != 0) {
         call->http_only = true;
         set_error(call, TILED_METHOD_NOT_ALLOWED, -1, "gRPC calls are POST requests, not %s", method);

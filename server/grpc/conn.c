@@ -67,8 +67,19 @@
  * it (bench/bench_grpc.py; README, "gRPC against HTTP"). */
 #define OUT_BATCH (2u << 20)
 #define DATA_FRAME (256 * 1024) /* largest DATA payload sent */
+/* The PING that follows the shutdown notice: its ack ends the round trip. */
+static const uint8_t GOAWAY_PING[8] = {'t', 'i', 'l', 'e', 'd', 'b', 'y', 'e'};
+/* A client answers a PING within a round trip; one that has not after
+ * this long is sent the final GOAWAY anyway (a gRPC client retries the
+ * streams it opened after it, which are not served). */
+#define GOAWAY_PING_WAIT_US (5u * 1000000u)
+/* After the final GOAWAY is answered: how long the client has to close
+ * its side before the socket is closed (see linger()). */
+#define LINGER_US (2u * 1000000u)
 
 /* ---- nghttp2 callbacks ------------------------------------------------------ */
+
+static void goaway_last(struct grpc_conn *c);
 
 static struct grpc_call *call_of(nghttp2_session *s, int32_t id)
 {
@@ -105,7 +116,10 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *
 
 static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *user)
 {
-    (void)user;
+    struct grpc_conn *c = user;
+    if (f->hd.type == NGHTTP2_PING && (f->hd.flags & NGHTTP2_FLAG_ACK) && c->goaway == GOAWAY_NOTICE &&
+        memcmp(f->ping.opaque_data, GOAWAY_PING, sizeof(GOAWAY_PING)) == 0)
+        goaway_last(c); /* every stream the client opened before it saw the notice is in */
     struct grpc_call *call = f->hd.stream_id ? call_of(s, f->hd.stream_id) : NULL;
     if (!call)
         return 0;
@@ -129,7 +143,15 @@ static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id, const ui
 
 static int on_frame_send(nghttp2_session *s, const nghttp2_frame *f, void *user)
 {
-    (void)user;
+    struct grpc_conn *c = user;
+    /* The round trip starts once the notice is out: nghttp2 sends a PING
+     * ahead of a GOAWAY queued before it, and a client that read the PING
+     * first could open streams after its ack and before it saw the notice. */
+    if (f->hd.type == NGHTTP2_GOAWAY && c->goaway == GOAWAY_NOTICE && !c->goaway_pinged) {
+        c->goaway_pinged = true;
+        if (nghttp2_submit_ping(s, NGHTTP2_FLAG_NONE, GOAWAY_PING) != 0)
+            goaway_last(c);
+    }
     if ((f->hd.type == NGHTTP2_HEADERS || f->hd.type == NGHTTP2_DATA) && (f->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
         struct grpc_call *call = call_of(s, f->hd.stream_id);
         if (call)
@@ -474,9 +496,38 @@ static void produce(struct grpc_conn *c)
         write_pending(c);
 }
 
+/* The session is over: the client's side is read (and dropped) until it
+ * closes it, for LINGER_US at most. A socket closed with bytes unread
+ * sends RST, and a client's kernel that gets RST drops what it had not
+ * read yet: the last replies and the final GOAWAY would be lost. */
+static void linger(struct grpc_conn *c)
+{
+    grpc_tls_bye(c->tls);
+    if (shutdown(c->fd, SHUT_WR) < 0) {
+        c->dead = true;
+        return;
+    }
+    c->lingering = true;
+    c->linger_until_us = tiled_now_us() + LINGER_US;
+    watch(c, EPOLLIN);
+}
+
+static void linger_read(struct grpc_conn *c)
+{
+    for (;;) {
+        ssize_t n = recv(c->fd, c->loop->rbuf, sizeof(c->loop->rbuf), 0);
+        if (n > 0)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+            return;
+        c->dead = true; /* the client closed its side (or failed) */
+        return;
+    }
+}
+
 void grpc_conn_flush(struct grpc_conn *c)
 {
-    if (c->handshaking || c->dead)
+    if (c->handshaking || c->dead || c->lingering)
         return;
     produce(c);
     if (c->replies_waiting > 0 && !c->dead) {
@@ -494,7 +545,10 @@ void grpc_conn_flush(struct grpc_conn *c)
         return;
     bool pending = c->pending > 0;
     if (!pending && !nghttp2_session_want_read(c->h2) && !nghttp2_session_want_write(c->h2)) {
-        c->dead = true; /* GOAWAY exchanged, or a fatal protocol error answered */
+        if (c->goaway == GOAWAY_FINAL)
+            linger(c); /* every stream it covers is answered */
+        else
+            c->dead = true; /* a fatal protocol error answered */
         return;
     }
     watch(c, (pending ? EPOLLOUT : 0) | EPOLLIN); /* see "Reading never pauses" above */
@@ -527,6 +581,12 @@ void grpc_conn_io(struct grpc_conn *c, uint32_t events)
 {
     if (c->dead)
         return;
+    if (c->lingering) {
+        linger_read(c);
+        if (c->dead)
+            grpc_loop_mark_dirty(c);
+        return;
+    }
     if (c->handshaking) {
         bool want_write = false;
         int rc = grpc_tls_handshake(c->tls, &want_write);
@@ -597,15 +657,49 @@ struct grpc_conn *grpc_conn_new(struct grpc_loop *l, int fd)
     return c;
 }
 
-void grpc_conn_goaway_notice(struct grpc_conn *c)
+void grpc_conn_goaway_begin(struct grpc_conn *c, uint64_t now)
 {
-    if (!c->dead && !c->handshaking && nghttp2_submit_shutdown_notice(c->h2) == 0)
+    if (c->dead || c->goaway != GOAWAY_NONE)
+        return;
+    if (c->handshaking) { /* no stream yet, and none is owed */
+        c->dead = true;
         grpc_loop_mark_dirty(c);
+        return;
+    }
+    c->goaway = GOAWAY_NOTICE;
+    c->goaway_at_us = now;
+    if (nghttp2_submit_shutdown_notice(c->h2) != 0) /* its PING follows it (on_frame_send) */
+        goaway_last(c);
+    grpc_loop_mark_dirty(c);
+}
+
+/* The final GOAWAY: streams up to the last one nghttp2 took are served,
+ * later ones are ignored (the client learns from the GOAWAY that they were
+ * not processed, and may send them elsewhere). */
+static void goaway_last(struct grpc_conn *c)
+{
+    c->goaway = GOAWAY_FINAL;
+    if (nghttp2_submit_goaway(c->h2, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(c->h2),
+                              NGHTTP2_NO_ERROR, NULL, 0) != 0)
+        c->dead = true;
+    grpc_loop_mark_dirty(c);
+}
+
+void grpc_conn_goaway_tick(struct grpc_conn *c, uint64_t now)
+{
+    if (c->dead)
+        return;
+    if (c->goaway == GOAWAY_NOTICE && now - c->goaway_at_us >= GOAWAY_PING_WAIT_US)
+        goaway_last(c);
+    if (c->lingering && now >= c->linger_until_us) {
+        c->dead = true;
+        grpc_loop_mark_dirty(c);
+    }
 }
 
 void grpc_conn_goaway_final(struct grpc_conn *c)
 {
-    if (!c->dead && !c->handshaking) {
+    if (!c->dead && !c->handshaking && !c->lingering) {
         nghttp2_submit_goaway(c->h2, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(c->h2),
                               NGHTTP2_NO_ERROR, NULL, 0);
         grpc_conn_flush(c); /* best effort: the socket is closed next */

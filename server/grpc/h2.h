@@ -124,6 +124,19 @@ struct grpc_conn {
     bool frame_waits;     /* a DATA frame was refused for want of room */
     uint32_t events;      /* what epoll watches now */
     uint64_t last_active_us;
+    /* Going away gracefully (RFC 9113 section 6.8): the notice (GOAWAY
+     * 2^31-1) and a PING; the PING's ack, which the client sends after
+     * every stream it opened before it saw the notice, brings the final
+     * GOAWAY with the last stream id, and each stream up to it is served.
+     * The session ends once they are answered; the socket then lingers
+     * (written side shut) until the client closes or linger_until. */
+    enum { GOAWAY_NONE, GOAWAY_NOTICE, GOAWAY_FINAL } goaway;
+    uint64_t goaway_at_us;     /* when the notice was submitted */
+    bool goaway_pinged;        /* the notice went, and its PING after it */
+    uint64_t age_us;           /* --grpc-max-connection-age reached then (jittered); 0: never */
+    uint64_t grace_until_us;   /* past the age: closed then, calls or not; 0: no bound */
+    bool lingering;
+    uint64_t linger_until_us;
     char remote[64];
 };
 
@@ -149,6 +162,7 @@ struct grpc_loop {
     int nfree_calls;
     int parked;                   /* calls a worker still holds */
     bool quiesced;
+    uint64_t rng;                 /* connection-age jitter (xorshift64) */
     uint64_t next_tick_us, next_deadline_us;
     pthread_mutex_t ready_lock;
     struct grpc_call *ready, *ready_tail;
@@ -197,9 +211,15 @@ void grpc_conn_lend(struct grpc_conn *c, const uint8_t *p, size_t n, struct grpc
 void grpc_conn_keep_lent(struct grpc_conn *c, const struct grpc_call *call);
 /* Ends every call (as cut short) and frees the connection. */
 void grpc_conn_close(struct grpc_conn *c);
-/* Drain: GOAWAY announcing shutdown (new streams still get an answer). */
-void grpc_conn_goaway_notice(struct grpc_conn *c);
-/* Stop: the final GOAWAY, written if the socket takes it. */
+/* Drain or the connection's age: the graceful GOAWAY begins (the notice
+ * and its PING; see struct grpc_conn). Every stream the client opens until
+ * the final GOAWAY is served. */
+void grpc_conn_goaway_begin(struct grpc_conn *c, uint64_t now);
+/* Once a second while going away: the final GOAWAY when the client has
+ * not answered the PING in time, the end of a linger. */
+void grpc_conn_goaway_tick(struct grpc_conn *c, uint64_t now);
+/* Stop, idle, or the end of an age's grace: the final GOAWAY, written if
+ * the socket takes it, and the connection is closed (calls cut short). */
 void grpc_conn_goaway_final(struct grpc_conn *c);
 
 /* ---- call.c ------------------------------------------------------------ */

@@ -12,7 +12,12 @@
  * one turn leave in one write, whatever the number of streams.
  *
  * Time: each turn waits at most until the nearest grpc-timeout deadline
- * or the next one-second tick (idle connections, drain and stop).
+ * or the next one-second tick (idle connections, connection age, drain
+ * and stop).
+ *
+ * Going away (drain, --grpc-max-connection-age): a connection is sent
+ * the two GOAWAYs of RFC 9113 section 6.8 (conn.c), and every stream the
+ * final one covers is served; the connection closes once they are.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -175,6 +180,21 @@ void grpc_loop_deadline(struct grpc_loop *l, uint64_t deadline_us)
 
 /* ---- accepting ---------------------------------------------------------- */
 
+/* When a connection accepted at `now` reaches --grpc-max-connection-age:
+ * the age within +-10% (gRFC A9, as grpc-go), so connections accepted
+ * together, as after a rollout, do not all go away at once. */
+static uint64_t conn_age(struct grpc_loop *l, uint64_t now)
+{
+    uint64_t age_us = (uint64_t)l->t->srv->cfg.grpc_max_conn_age * 1000000u;
+    if (!age_us)
+        return 0;
+    l->rng ^= l->rng << 13; /* xorshift64: spread, not secrecy */
+    l->rng ^= l->rng >> 7;
+    l->rng ^= l->rng << 17;
+    uint64_t span = age_us / 5; /* 20%: -10% .. +10% */
+    return now + age_us - age_us / 10 + (span ? l->rng % (span + 1) : 0);
+}
+
 static void accept_all(struct grpc_loop *l)
 {
     struct grpc_transport *t = l->t;
@@ -208,6 +228,7 @@ static void accept_all(struct grpc_loop *l)
         if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
             c->dead = true;
         grpc_loop_mark_dirty(c); /* the server's SETTINGS */
+        c->age_us = conn_age(l, c->last_active_us);
     }
 }
 
@@ -241,13 +262,24 @@ static void tick(struct grpc_loop *l, uint64_t now)
     struct grpc_transport *t = l->t;
     uint64_t idle_us = (uint64_t)t->srv->cfg.idle_timeout * 1000000u;
     bool stopping = atomic_load(&t->stopping);
+    uint64_t grace_us = (uint64_t)t->srv->cfg.grpc_max_conn_age_grace * 1000000u;
     if (atomic_load(&t->quiescing) && !l->quiesced) {
         l->quiesced = true;
         epoll_ctl(l->epfd, EPOLL_CTL_DEL, t->lfd, NULL);
         for (struct grpc_conn *c = l->conns; c; c = c->next)
-            grpc_conn_goaway_notice(c);
+            grpc_conn_goaway_begin(c, now);
     }
     for (struct grpc_conn *c = l->conns; c; c = c->next) {
+        /* --grpc-max-connection-age: the client goes away gracefully and
+         * reconnects (through the balancer, maybe to another replica);
+         * its calls have the grace, if one is set, to finish. */
+        if (c->age_us && now >= c->age_us && c->goaway == GOAWAY_NONE) {
+            grpc_conn_goaway_begin(c, now);
+            c->grace_until_us = grace_us ? now + grace_us : 0;
+        }
+        if (c->grace_until_us && now >= c->grace_until_us)
+            grpc_conn_goaway_final(c);
+        grpc_conn_goaway_tick(c, now);
         /* No byte either way for --idle-timeout, and nothing owed by the
          * server: closed like an idle HTTP/1.1 keep-alive (clients reconnect
          * on their next call), and so is a client that stalls in the middle
@@ -327,6 +359,7 @@ static int loop_init(struct grpc_loop *l, struct grpc_transport *t, struct tile_
     l->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     pthread_mutex_init(&l->ready_lock, NULL);
     l->next_tick_us = tiled_now_us() + 1000000u;
+    l->rng = l->next_tick_us ^ ((uint64_t)(uintptr_t)l << 16) ^ 0x9e3779b97f4a7c15u;
     struct epoll_event lev = {.events = EPOLLIN | EPOLLEXCLUSIVE, .data.ptr = &listener_tag};
     struct epoll_event wev = {.events = EPOLLIN, .data.ptr = &wake_tag};
     if (l->epfd < 0 || l->evfd < 0 || epoll_ctl(l->epfd, EPOLL_CTL_ADD, t->lfd, &lev) < 0 ||
@@ -431,6 +464,12 @@ void tiled_grpc_quiesce(struct tiled_server *srv)
     atomic_store(&t->quiescing, true);
     shutdown(t->lfd, SHUT_RDWR);
     wake_all(t);
+}
+
+bool tiled_grpc_drained(struct tiled_server *srv)
+{
+    struct grpc_transport *t = srv->grpc;
+    return !t || atomic_load(&t->nconns) == 0;
 }
 
 void tiled_grpc_stop(struct tiled_server *srv)

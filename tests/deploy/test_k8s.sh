@@ -126,6 +126,13 @@ check("container port http = TILED_PORT (%d)" % port, ports.get("http") == port,
 gport = int(env.get("TILED_GRPC_PORT", -1))
 check("gRPC on at 8081, beside HTTP (TILED_GRPC_PORT)", gport == 8081, gport)
 check("container port grpc = TILED_GRPC_PORT (%d)" % gport, ports.get("grpc") == gport, ports)
+# Behind the Service (an L4 balancer) a long-lived gRPC connection never
+# moves: a maximum connection age makes clients reconnect and spread over
+# replicas the autoscaler adds, within minutes, with a grace for open calls.
+age = int(env.get("TILED_GRPC_MAX_CONNECTION_AGE", 0))
+grace = int(env.get("TILED_GRPC_MAX_CONNECTION_AGE_GRACE", 0))
+check("gRPC connections have a maximum age (TILED_GRPC_MAX_CONNECTION_AGE) of minutes", 60 <= age <= 3600, age)
+check("and a bounded grace for their calls (TILED_GRPC_MAX_CONNECTION_AGE_GRACE)", 0 < grace <= age, grace)
 
 def probe_port(p):
     v = g(c, p, "httpGet", "port")
@@ -219,6 +226,9 @@ if os.access(binary, os.X_OK):
     check("effective host 0.0.0.0, port %d, drain-timeout %d" % (port, drain),
           cfg.get("host") == "0.0.0.0" and cfg.get("port") == str(port) and cfg.get("drain-timeout") == str(drain), cfg)
     check("effective grpc-port %d" % gport, cfg.get("grpc-port") == str(gport), cfg.get("grpc-port"))
+    check("effective grpc-max-connection-age %d, grace %d" % (age, grace),
+          cfg.get("grpc-max-connection-age") == str(age) and cfg.get("grpc-max-connection-age-grace") == str(grace),
+          (cfg.get("grpc-max-connection-age"), cfg.get("grpc-max-connection-age-grace")))
 else:
     print("k8s: %s not built; configuration not checked against the daemon" % binary)
 

@@ -161,7 +161,11 @@ class KServeManifests(unittest.TestCase):
         self.assertIsNone(model.storage_uri)
         # Knative routes one port, HTTP/2 end to end when it is named h2c.
         self.assertEqual([(p.name, p.container_port, p.protocol) for p in model.ports], [("h2c", 8081, "TCP")])
-        self.assertEqual(int(self.effective_config()["grpc-port"]), 8081)
+        config = self.effective_config()
+        self.assertEqual(int(config["grpc-port"]), 8081)
+        # Long-lived gRPC connections spread over the replicas the autoscaler adds.
+        self.assertTrue(60 <= int(config["grpc-max-connection-age"]) <= 3600, config["grpc-max-connection-age"])
+        self.assertTrue(0 < int(config["grpc-max-connection-age-grace"]) <= int(config["grpc-max-connection-age"]))
         rest = dict(self.isvc_doc["spec"]["predictor"])
         grpc = dict(self.grpc_doc["spec"]["predictor"])
         del rest["model"], grpc["model"]

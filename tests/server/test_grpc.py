@@ -1102,7 +1102,9 @@ class SharedMemoryGrpc(GrpcCase):
 
 class Drain(unittest.TestCase):
     """SIGTERM: calls in flight finish with their whole answer, new calls get
-    UNAVAILABLE, health says NOT_SERVING, and the daemon exits 0."""
+    UNAVAILABLE (the client, told by the GOAWAY, opens no stream on the draining
+    connection, and a new connection is refused), health says NOT_SERVING, and
+    the daemon exits 0."""
 
     def test_sigterm_with_calls_in_flight(self):
         P = protos()

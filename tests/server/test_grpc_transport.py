@@ -38,7 +38,6 @@ LIVE_REPLY = b"\x08\x01"  # ServerLiveResponse{live: true}
 # shadows each byte touched with four more; ASan (redzones, shadow, its
 # quarantine of freed memory) and valgrind add less. Their runs set these.
 RSS_PER_BYTE = 5 if "TSAN_OPTIONS" in os.environ else 2 if "ASAN_OPTIONS" in os.environ or WRAP else 1
-SHUTTING_DOWN = "GRPC server is shutting down and has stopped accepting new requests."
 
 
 def message(payload, flag=0):
@@ -153,6 +152,8 @@ class H2Client:
         self.enc, self.dec = hpack.Encoder(), hpack.Decoder()
         self.buf, self.streams, self.goaways, self.next_id = b"", {}, [], 1
         self.closed, self.corked, self.server_settings = False, None, False
+        self.pings, self.ack_pings = [], True  # the server's PINGs; answered at once unless told not to
+        self.conn_frames = []  # kinds of the connection's own frames (stream 0) received, in order
         self.sock.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
         if window:  # SETTINGS_INITIAL_WINDOW_SIZE for each stream, and as much for the connection
             self.frame(SETTINGS, 0, 0, struct.pack(">HI", 4, window))
@@ -251,11 +252,15 @@ class H2Client:
         s = self.streams.get(sid)
         if s:
             s.frames.append(kind)
+        if sid == 0:
+            self.conn_frames.append(kind)
         if kind == SETTINGS and not flags & ACK:
             self.server_settings = True
             self.frame(SETTINGS, ACK, 0, b"")
         elif kind == PING and not flags & ACK:
-            self.frame(PING, ACK, 0, payload)
+            self.pings.append(payload)
+            if self.ack_pings:
+                self.frame(PING, ACK, 0, payload)
         elif kind == GOAWAY:
             self.goaways.append((int.from_bytes(payload[:4], "big") & 0x7FFFFFFF, int.from_bytes(payload[4:8], "big")))
         elif kind == HEADERS and s:
@@ -1233,28 +1238,47 @@ class Lifecycle(unittest.TestCase):
             self.assertEqual(d.stop(), 0)
 
     def test_drain(self):
+        """Drain is the two-phase GOAWAY of RFC 9113 section 6.8: the notice (GOAWAY 2^31-1, NO_ERROR) and a
+        PING; a stream the client opens before it answers the PING is served (a proxy may have sent it
+        before the notice reached it); the PING's ack brings the final GOAWAY naming the last stream, and a
+        stream opened after it is not processed (the client may send it elsewhere). The connection closes
+        once the streams it covers are answered. (Before, a stream opened after the notice was answered
+        UNAVAILABLE "shutting down" inside HTTP 200: a call nginx had already sent, which it cannot retry.)"""
         d = Daemon(*daemon_args("--drain-timeout", "20"))
         c = H2Client(d.grpc_port)
+        c.ack_pings = False
         try:
             inflight = c.start(metadata=[("x-request-id", "grpc-drain-inflight")])
             body = message(unknown_field(1000))
             c.send(inflight, body[:100])
             self.assertEqual(c.call().status(), (0, None))
             d.proc.send_signal(signal.SIGTERM)
-            self.assertTrue(c.pump(lambda: c.goaways), "GOAWAY on drain")
-            self.assertEqual(c.goaways[0], (2**31 - 1, 0), "the shutdown notice: streams still accepted")
-            code, msg = c.call().status()
-            self.assertEqual((code, msg), (14, SHUTTING_DOWN))
+            self.assertTrue(c.pump(lambda: c.goaways and c.pings), "GOAWAY and PING on drain")
+            self.assertEqual(c.goaways, [(2**31 - 1, 0)], "the shutdown notice comes first")
+            self.assertLess(c.conn_frames.index(GOAWAY), c.conn_frames.index(PING), "then the PING")
+            late = c.start(metadata=[("x-request-id", "grpc-drain-late")])
+            c.send(late, message(b""), end=True)
+            self.assertEqual(c.wait(late).status(), (0, None), "a stream opened after the notice is served")
             try:  # no new connections: refused, or closed unanswered
-                late = H2Client(d.grpc_port)
-                self.assertIsNone(late.call().status()[0])
-                late.close()
+                other = H2Client(d.grpc_port)
+                self.assertIsNone(other.call().status()[0])
+                other.close()
             except OSError:
                 pass
+            c.frame(PING, ACK, 0, c.pings[0])
+            self.assertTrue(c.pump(lambda: len(c.goaways) == 2), "the final GOAWAY after the PING's ack")
+            self.assertEqual(c.goaways[1], (late, 0), "it names the last stream opened before the ack")
+            beyond = c.start(metadata=[("x-request-id", "grpc-drain-beyond")])
+            c.send(beyond, message(b""), end=True)
             c.send(inflight, body[100:], end=True)
             self.assertEqual(c.wait(inflight).status(), (0, None), "the call in flight finishes")
+            c.pump(lambda: c.closed)
+            self.assertTrue(c.closed, "the connection closes once the covered streams are answered")
+            self.assertEqual(c.streams[beyond].frames, [], "a stream beyond the final GOAWAY is not processed")
             self.assertEqual(d.proc.wait(20), 0)
             self.assertEqual(access_lines(d, "grpc-drain-inflight")[0]["status"], 200)
+            self.assertEqual(access_lines(d, "grpc-drain-late")[0]["status"], 200)
+            self.assertEqual(access_lines(d, "grpc-drain-beyond"), [])
         finally:
             c.close()
             d.stop()
@@ -1275,6 +1299,53 @@ class Lifecycle(unittest.TestCase):
         finally:
             c.close()
             d.stop()
+
+
+class ConnectionAge(unittest.TestCase):
+    """--grpc-max-connection-age: past its age (1 s here, within +-10%) a connection is sent the
+    drain's two-phase GOAWAY while the daemon goes on serving; the client reconnects. With
+    --grpc-max-connection-age-grace, a call still open when the grace ends is cut."""
+
+    def test_old_connection_goes_away_gracefully(self):
+        d = Daemon(*daemon_args("--grpc-max-connection-age", "1", "--log-level", "info"))
+        c = H2Client(d.grpc_port)
+        c.ack_pings = False
+        try:
+            self.assertEqual(c.call().status(), (0, None))
+            self.assertTrue(c.pump(lambda: c.goaways and c.pings), "GOAWAY and PING at the age")
+            self.assertEqual(c.goaways, [(2**31 - 1, 0)], "the notice first")
+            late = c.start(metadata=[("x-request-id", "grpc-age-late")])
+            c.send(late, message(b""), end=True)
+            self.assertEqual(c.wait(late).status(), (0, None), "a stream opened after the notice is served")
+            c.frame(PING, ACK, 0, c.pings[0])
+            self.assertTrue(c.pump(lambda: len(c.goaways) == 2))
+            self.assertEqual(c.goaways[1], (late, 0), "the final GOAWAY names it")
+            c.pump(lambda: c.closed)
+            self.assertTrue(c.closed, "closed once its streams are answered")
+            other = H2Client(d.grpc_port)
+            self.assertEqual(other.call().status(), (0, None), "the daemon serves new connections")
+            other.close()
+            self.assertIsNone(d.proc.poll())
+        finally:
+            c.close()
+            self.assertEqual(d.stop(), 0)
+
+    def test_grace_ends_a_call_still_open(self):
+        d = Daemon(*daemon_args("--grpc-max-connection-age", "1", "--grpc-max-connection-age-grace", "1",
+                                "--log-level", "info"))
+        c = H2Client(d.grpc_port)
+        try:
+            stuck = c.start(metadata=[("x-request-id", "grpc-age-stuck")])
+            c.send(stuck, message(unknown_field(1000))[:100])  # never finished
+            c.pump(lambda: c.closed)
+            self.assertTrue(c.closed, "the connection is closed after the grace")
+            self.assertEqual(c.goaways[0], (2**31 - 1, 0))
+            self.assertEqual(c.goaways[-1], (stuck, 0), "the final GOAWAY covers the open call")
+            self.assertTrue(wait_for(lambda: access_lines(d, "grpc-age-stuck")))
+            self.assertEqual(access_lines(d, "grpc-age-stuck")[0]["status"], 499)
+        finally:
+            c.close()
+            self.assertEqual(d.stop(), 0)
 
 
 class DecodeOffTheLoop(GrpcCase):
