@@ -6,7 +6,10 @@ sends the small JSON POST /v1/tile 200 times (warm-up), callgrind's counters
 are dumped and zeroed, 2,000 more are sent and dumped again:
 (Ir at 2,200 requests - Ir at 200) / 2000 is the second dump's total / 2000.
 
-  python3 bench/callgrind_request.py build/tiled
+  python3 bench/callgrind_request.py build/tiled [--profile]
+
+--profile also prints the second dump's functions by their own (self) cost
+per request, and the share of each library (callgrind_annotate).
 """
 import glob
 import http.client
@@ -37,6 +40,26 @@ def dump(pid, tmp, before):
     return f, total
 
 
+def profile(f, total):
+    """Self cost per request of the top functions, and per object file."""
+    out = subprocess.run(["callgrind_annotate", "--inclusive=no", "--threshold=100", f], capture_output=True,
+                         text=True, check=True).stdout
+    rows = []
+    for line in out.splitlines():
+        m = re.match(r"^\s*([\d,]+)\s+\([\s\d.]+%\)\s+(\S.*?):(\S+)(?: \[(.*)\])?$", line)
+        if m and int(m.group(1).replace(",", "")) < total * 0.99:  # not the thread entry points' totals
+            rows.append((int(m.group(1).replace(",", "")), m.group(3), os.path.basename(m.group(4) or m.group(2))))
+    by_obj = {}
+    for ir, fn, obj in rows:
+        by_obj[obj] = by_obj.get(obj, 0) + ir
+    print("\nby object (instructions per request, share):")
+    for obj, ir in sorted(by_obj.items(), key=lambda kv: -kv[1])[:8]:
+        print("  %-28s %7d  %4.1f%%" % (obj, ir // 2000, 100.0 * ir / total))
+    print("\ntop functions (self):")
+    for ir, fn, obj in sorted(rows, key=lambda r: -r[0])[:25]:
+        print("  %-40s %-24s %6d  %4.1f%%" % (fn[:40], obj[:24], ir // 2000, 100.0 * ir / total))
+
+
 def main():
     binary = sys.argv[1]
     tmp = tempfile.mkdtemp(prefix="tiled-cg-")
@@ -49,8 +72,10 @@ def main():
         send(conn, 200)
         f1, _ = dump(p.pid, tmp, set())
         send(conn, 2000)
-        _, total = dump(p.pid, tmp, {f1})
+        f2, total = dump(p.pid, tmp, {f1})
         print("%s: %d instructions per request" % (binary, total // 2000))
+        if "--profile" in sys.argv:
+            profile(f2, total)
     finally:
         p.terminate()
         p.wait(300)
