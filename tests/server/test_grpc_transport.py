@@ -958,7 +958,9 @@ class ReplyMemory(GrpcCase):
         time.sleep(1)  # the last call may still be on its way to a refusal
         refused = refused_ids()
         admitted = [k for k in range(self.calls) if k not in refused]
-        self.assertIn(0, admitted, "the first call was alone")
+        # Which calls get in depends on when each reply is ready against what the others hold
+        # (on a slow, sanitized daemon the first reply may meet all 39 requests queued): some do.
+        self.assertTrue(admitted, "no reply was admitted")
         self.assertLessEqual(len(admitted), self.most, "the admitted replies fit the budget")
         grown_mib = (self.d.rss_kib() - rss_before) / 1024
         # Bound: the budget plus 24 MiB (a reply being made, allocator slack); without
