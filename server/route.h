@@ -42,6 +42,10 @@ struct tiled_route {
      * in, without waiting for the client to half-close, which such clients
      * do only when told the answer; one asking more opens another call. */
     bool first_message_answers;
+    /* A gRPC method whose client streams requests and gets a reply to each
+     * (ModelStreamInfer): every request message is a request of its own
+     * (server/grpc/call.c, "streaming calls"). */
+    bool streams;
     /* What the request head alone already refuses: sets an error reply, so
      * it is sent before the body is read (and before 100 Continue). */
     tiled_handler_fn check_head;

@@ -221,6 +221,7 @@ static const struct {
     {INFERENCE "ModelConfig", model_config},
     {INFERENCE "ModelStatistics", model_statistics},
     {INFERENCE "ModelInfer", tiled_grpc_model_infer},
+    {INFERENCE "ModelStreamInfer", tiled_grpc_model_infer}, /* each message of the stream (route.h, streams) */
     {INFERENCE "SystemSharedMemoryStatus", tiled_grpc_shm_status},
     {INFERENCE "SystemSharedMemoryRegister", tiled_grpc_shm_register},
     {INFERENCE "SystemSharedMemoryUnregister", tiled_grpc_shm_unregister},
@@ -242,7 +243,7 @@ static int rpc_index(const char *path)
 }
 
 /* Unknown methods are refused from the head, streaming ones included
- * (ModelStreamInfer, Health/Watch: UNIMPLEMENTED tells clients not to
+ * (Health/Watch: UNIMPLEMENTED tells clients not to
  * retry): a streaming client keeps its side open while it waits for
  * answers, so a refusal held until its END_STREAM would come only at its
  * deadline. */
