@@ -151,7 +151,7 @@ class Reflection(ReflectionCase):
     def test_what_is_not_there_is_an_error_response(self):
         for question, code, words in (
                 ({"file_containing_symbol": "inference.Nope"}, NOT_FOUND, "symbol 'inference.Nope' not found"),
-                ({"file_containing_symbol": "inference.GRPCInferenceService.ModelStreamInfer"}, NOT_FOUND,
+                ({"file_containing_symbol": "inference.GRPCInferenceService.ModelLoad"}, NOT_FOUND,
                  "not found"),
                 ({"file_by_filename": "nope.proto"}, NOT_FOUND, "file 'nope.proto' not found"),
                 ({"file_containing_extension": rpb.ExtensionRequest(containing_type="inference.ModelInferRequest",

@@ -339,9 +339,10 @@ class Unary(GrpcCase):
         self.assertIn("server-timing", dict(cm.exception.trailing_metadata()))
 
     def test_streaming_methods_are_refused_from_the_head(self):
-        """ModelStreamInfer and Health/Watch: a streaming client keeps its side open while it
-        waits, so the refusal must not wait for its END_STREAM (it would come at the deadline)."""
-        for path in ("/inference.GRPCInferenceService/ModelStreamInfer", "/grpc.health.v1.Health/Watch"):
+        """Health/Watch (ModelStreamInfer is served: test_grpc.StreamInfer): a streaming client
+        keeps its side open while it waits, so the refusal must not wait for its END_STREAM (it
+        would come at the deadline)."""
+        for path in ("/grpc.health.v1.Health/Watch", "/inference.GRPCInferenceService/ModelLoad"):
             opened = threading.Event()
 
             def requests():
