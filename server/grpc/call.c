@@ -54,6 +54,7 @@ static const struct tiled_conn_ops grpc_conn_ops = {.suspend = conn_suspend, .re
 
 static void stream_trailers(struct grpc_call *call);
 static void stream_message_done(struct grpc_call *call);
+static uint64_t reply_hold(const struct grpc_call *call);
 
 /* ---- metadata ------------------------------------------------------------------ */
 
@@ -252,6 +253,10 @@ void grpc_call_given_back(struct grpc_call *call, uint64_t at, size_t n)
      * come back in order, so that is when all of it was written. */
     if (r->stream && !call->errbuf) {
         tiled_stream_consume(r->stream, at - call->prefix_len, n);
+        if (at + n == call->prefix_len + call->msg_len) { /* the last byte: the stream holds nothing more */
+            call->conn->unsent -= call->unsent;
+            call->unsent = 0;
+        }
     } else {
         call->unsent -= n;
         call->conn->unsent -= n;
@@ -333,10 +338,8 @@ static void send_message(struct grpc_call *call)
     call->prefix_len = TILE_GRPC_PREFIX;
     tile_grpc_put_prefix(call->prefix, (uint32_t)call->msg_len);
     call->sent = 0;
-    if (!r->stream) { /* counted until the socket takes it (grpc_call_given_back) or the stream closes */
-        call->unsent = call->msg_len;
-        call->conn->unsent += call->msg_len;
-    }
+    call->unsent = reply_hold(call); /* counted until the socket takes it (grpc_call_given_back) or the stream closes */
+    call->conn->unsent += call->unsent;
     add(&h, ":status", "200");
     add(&h, "content-type", "application/grpc");
     add(&h, "x-request-id", call->req->request_id);
@@ -364,6 +367,18 @@ static void set_error(struct grpc_call *call, int status, int code, const char *
 }
 
 static bool admit_reply(struct grpc_call *call);
+
+/* What the reply holds until the socket took it: an in-memory body, all
+ * of it; a stream, at most two of its chunks (the one being sent, the
+ * next being made: stream.c hands a chunk back to its producer only once
+ * its last byte was taken), so a streamed reply counts too, else 256
+ * unread ones on a connection would hold 512 chunks unbounded. */
+static uint64_t reply_hold(const struct grpc_call *call)
+{
+    const struct tiled_reply *r = &call->req->reply;
+    uint64_t two = 2 * (uint64_t)call->loop->t->srv->cfg.stream_chunk;
+    return r->stream && two < call->msg_len ? two : call->msg_len;
+}
 
 /* The reply's message length, refused when it cannot be framed or is
  * above --max-grpc-message (the handlers check first; this is the last
@@ -524,9 +539,8 @@ void grpc_call_head_done(struct grpc_call *call, bool end_stream)
  * took its bytes (given back, conn.c) or its stream closes: a client that
  * sends calls and does not read (its window closed, or its socket) would
  * otherwise make the daemon keep every finished reply, MAX_STREAMS of them
- * per connection. A streamed reply is not counted: it holds two chunks
- * whatever its size, and a chunk goes back to its producer only once the
- * socket took it. HTTP holds one body per connection; an HTTP/2
+ * per connection. A streamed reply counts the two chunks it holds at most
+ * (reply_hold) until its last byte was taken. HTTP holds one body per connection; an HTTP/2
  * connection carries up to MAX_STREAMS calls (conn.c), so without a budget
  * one client could make the daemon hold MAX_STREAMS times --max-body plus
  * as many replies.
@@ -594,7 +608,8 @@ static bool admit_reply(struct grpc_call *call)
     const struct tiled_reply *r = &call->req->reply;
     struct grpc_conn *c = call->conn;
     uint64_t budget = (uint64_t)call->loop->t->srv->cfg.max_grpc_conn_memory;
-    if (r->stream || tiled_reply_grpc_status(r) != 0 || c->unsent == 0 || c->unsent + call->msg_len <= budget)
+    uint64_t hold = reply_hold(call);
+    if (tiled_reply_grpc_status(r) != 0 || c->unsent == 0 || c->unsent + hold <= budget)
         return true;
     if (!call->reply_waited) {
         call->reply_waits = true;
@@ -605,7 +620,7 @@ static bool admit_reply(struct grpc_call *call)
     set_error(call, TILED_TOO_LARGE, TILED_GRPC_RESOURCE_EXHAUSTED,
               "response message of %llu bytes exceeds the max-grpc-conn-memory limit of %llu bytes: other calls on "
               "this connection hold %llu bytes of request messages and %llu bytes of replies not yet sent",
-              (unsigned long long)call->msg_len, (unsigned long long)budget,
+              (unsigned long long)hold, (unsigned long long)budget,
               (unsigned long long)(c->held - call->held), (unsigned long long)c->unsent);
     return true;
 }
@@ -831,7 +846,7 @@ static void stream_answer(struct grpc_call *call)
     call->sent = 0;
     call->run = NULL;
     if (code != 0) {
-        stream_error_message(call, r->message[0] ? r->message : "request failed");
+        stream_error_message(call, r->message && r->message[0] ? r->message : "request failed");
         call->msg_len = call->errbuf_len;
         call->prefix_len = TILE_GRPC_PREFIX;
         tile_grpc_put_prefix(call->prefix, (uint32_t)call->msg_len);
@@ -841,10 +856,8 @@ static void stream_answer(struct grpc_call *call)
         tile_grpc_put_prefix(call->prefix, (uint32_t)(head + call->msg_len));
         tile_pb_put_len_head(call->prefix + TILE_GRPC_PREFIX, 2, call->msg_len);
     }
-    if (call->errbuf || !r->stream) { /* counted like a unary reply's (admit_message) */
-        call->unsent = call->msg_len;
-        call->conn->unsent += call->msg_len;
-    }
+    call->unsent = call->errbuf ? call->msg_len : reply_hold(call); /* counted like a unary reply's */
+    call->conn->unsent += call->unsent;
     call->framing = true;
     call->state = CALL_BODY;
     stream_open(call);

@@ -1034,6 +1034,14 @@ class ReplyMemory(GrpcCase):
             self.assertEqual(raw_output(reply), np.tile(a + k, 4).tobytes())
 
 
+class StreamedReplyMemory(ReplyMemory):
+    """The same with every reply streamed (--stream-threshold 64K): a streamed reply counts
+    the two chunks it holds at most (--stream-chunk 2M: 4 MiB, the whole of each reply here)
+    until its last byte was taken; uncounted, 40 unread ones would hold 160 MiB."""
+    daemon_args = daemon_args("--max-grpc-conn-memory", "16M", "--stream-threshold", "64K", "--stream-chunk", "2M",
+                              "--workers", "1", "--body-cache", "0", "--log-level", "info")
+
+
 class ReceiveTimeout(GrpcCase):
     """--header-timeout over gRPC: a call has that long, plus a second per
     500 bytes it sends, to send its whole request."""
