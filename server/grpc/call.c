@@ -961,6 +961,13 @@ static void stream_pump(struct grpc_call *call)
 {
     while (call->conn && !call->closed && !call->ending && call->state == CALL_BODY && !call->framing) {
         size_t len = call->backlog_len - call->backlog_off;
+        /* Draining: the stream ends between messages, as a unary call
+         * would not be begun (what was answered is the client's). */
+        if (atomic_load(&call->loop->t->srv->draining) && tile_grpc_deframer_idle(&call->deframer) &&
+            !(call->client_done && len == 0)) {
+            stream_end(call, TILED_GRPC_UNAVAILABLE, SHUTTING_DOWN);
+            return;
+        }
         if (len == 0) {
             if (!call->client_done)
                 return;
@@ -983,10 +990,6 @@ static void stream_pump(struct grpc_call *call)
         grpc_loop_mark_dirty(call->conn); /* the WINDOW_UPDATE */
         receive_progress(call, (size_t)used);
         if (pc.start) {
-            if (atomic_load(&call->loop->t->srv->draining)) {
-                stream_end(call, TILED_GRPC_UNAVAILABLE, SHUTTING_DOWN);
-                return;
-            }
             stream_message_start(call, &pc);
             if (call->ending)
                 return;
@@ -998,6 +1001,12 @@ static void stream_pump(struct grpc_call *call)
     }
     if (call->backlog_off == call->backlog_len)
         call->backlog_off = call->backlog_len = 0;
+}
+
+void grpc_call_quiesce(struct grpc_call *call)
+{
+    if (call->streaming && call->conn)
+        stream_pump(call);
 }
 
 /* Request bytes of a streaming call: kept unconsumed in the backlog until

@@ -238,6 +238,8 @@ void grpc_call_given_back(struct grpc_call *call, uint64_t at, size_t n);
 void grpc_call_decide_waiting(struct grpc_conn *c);
 /* Taken from the ready list: a worker finished, or stream bytes are ready. */
 void grpc_call_resumed(struct grpc_call *call);
+/* The drain began: a streaming call between messages ends (UNAVAILABLE). */
+void grpc_call_quiesce(struct grpc_call *call);
 /* Checks the call's deadline at `now`. */
 void grpc_call_check_deadline(struct grpc_call *call, uint64_t now);
 

@@ -1278,6 +1278,38 @@ class Drain(unittest.TestCase):
     """SIGTERM: calls in flight finish with their whole answer, new calls get
     UNAVAILABLE, health says NOT_SERVING, and the daemon exits 0."""
 
+    def test_sigterm_with_streams_open(self):
+        """A stream answering a request finishes that answer; then, as an idle stream at
+        once, it ends with UNAVAILABLE, so the daemon exits without waiting for the client."""
+        d = Daemon("--grpc-port", "0", "--workers", "1", "--log-level", "warn")
+        idle, busy = (grpcclient.InferenceServerClient(f"127.0.0.1:{d.grpc_port}") for _ in range(2))
+        try:
+            answers = {}
+            for name, client in (("idle", idle), ("busy", busy)):
+                answers[name] = queue.Queue()
+                client.start_stream(callback=lambda result, error, q=answers[name]: q.put((result, error)))
+            a = np.arange(4, dtype=np.float32)
+            idle.async_stream_infer("tile", triton_inputs(grpcclient, a, [2]))
+            result, error = answers["idle"].get(timeout=60)
+            self.assertIsNone(error)
+            big = np.arange(1024, dtype=np.float32)
+            busy.async_stream_infer("tile", triton_inputs(grpcclient, big, [16384]))  # 64 MiB
+            self.assertTrue(wait_until(lambda: inflight(d) > 0 or not answers["busy"].empty()))
+            d.proc.send_signal(signal.SIGTERM)
+            result, error = answers["idle"].get(timeout=60)
+            self.assertIsNone(result)
+            self.assertIn("shutting down", str(error))
+            result, error = answers["busy"].get(timeout=120)
+            self.assertIsNone(error)
+            self.assertTrue(np.array_equal(result.as_numpy("output"), np.tile(big, 16384)))
+            result, error = answers["busy"].get(timeout=60)
+            self.assertIn("shutting down", str(error))
+            self.assertEqual(d.proc.wait(60), 0)
+        finally:
+            idle.close()
+            busy.close()
+            d.stop()
+
     def test_sigterm_with_calls_in_flight(self):
         P = protos()
         d = Daemon("--grpc-port", "0", "--workers", "1", "--log-level", "warn")
