@@ -484,7 +484,8 @@ class TritonClientGrpc(GrpcCase):
 
     def test_readme_snippet(self):
         """The README's tritonclient.grpc example runs and prints what it shows."""
-        self.assertEqual(*readme_python_output("tritonclient.grpc", self.d.port, grpc_port=self.d.grpc_port))
+        marker = 'grpcclient.InferenceServerClient("127.0.0.1:8081")\ndata ='
+        self.assertEqual(*readme_python_output(marker, self.d.port, grpc_port=self.d.grpc_port))
 
 
 class AsyncClients(GrpcCase):
@@ -1043,6 +1044,10 @@ class StreamInfer(GrpcCase):
                 self.assert_tiled(result, a, repeats)
         self.assertIsNone(got[-1][0])
         self.assertIn("repeats has 2 values but input has rank 1", got[-1][1].message())
+
+    def test_readme_snippet(self):
+        """The README's streaming example runs and prints what it shows."""
+        self.assertEqual(*readme_python_output("start_stream", self.d.port, grpc_port=self.d.grpc_port))
 
     def wait_for_499(self, before):
         self.assertTrue(wait_until(lambda: any(e["status"] == 499 for e in
