@@ -173,8 +173,8 @@ def seeds():
         c.add(c.head(stream, SERVICE + "ModelInfer"), frame(DATA, 0, stream, message(b"\x0a\x04tile", length=30000)))
     s["conn_budget"] = c.add(frame(RST_STREAM, 0, 1, struct.pack(">I", 8)),
                              c.head(5, SERVICE + "ModelInfer"), frame(DATA, 0, 5, message(b"", length=20000))).out
-    # Reflection answers its first message without the client's half-close;
-    # later messages on the call are not read. ServerReflectionRequest:
+    # Reflection answers each message as it comes, without the client's half-close;
+    # each is answered on the same call. ServerReflectionRequest:
     # file_containing_symbol = 4, list_services = 7.
     s["reflection_list"] = Client().call(1, REFLECTION, pb_len(7, "")).out
     c = Client(False, (4, 1 << 20))

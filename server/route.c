@@ -37,10 +37,10 @@ static const struct tiled_route tiled_routes[] = {
      .label = TILED_RL_GRPC, .needs_body = true, .prefix = true, .grpc = true, .check_head = tiled_check_grpc_head},
     {.method = "POST", .path = "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
      .handler = tiled_handle_grpc, .label = TILED_RL_GRPC, .needs_body = true, .grpc = true,
-     .first_message_answers = true},
+     .streams = true, .stream_raw = true},
     {.method = "POST", .path = "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
      .handler = tiled_handle_grpc, .label = TILED_RL_GRPC, .needs_body = true, .grpc = true,
-     .first_message_answers = true},
+     .streams = true, .stream_raw = true},
 };
 
 #define NROUTES (sizeof(tiled_routes) / sizeof(tiled_routes[0]))

@@ -193,8 +193,8 @@ static void unimplemented(struct tiled_req *req, struct tile_grpc_buf *b)
     tiled_reply_error(&req->reply, TILED_NOT_IMPLEMENTED, "unknown method %s", req->path);
 }
 
-/* grpc.reflection's ServerReflectionInfo: one request message, one answer
- * (the route ends the call after the first message). */
+/* grpc.reflection's ServerReflectionInfo: one answer per request message
+ * (a streaming route: each message is a request of its own). */
 static void reflection_info(struct tiled_req *req, struct tile_grpc_buf *b)
 {
     struct tile_error e = {0};

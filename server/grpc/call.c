@@ -745,10 +745,6 @@ bool grpc_call_data(struct grpc_call *call, const uint8_t *data, size_t len)
             tiled_service_body(call->req, (const char *)pc.bytes, pc.n);
         data += used;
         len -= (size_t)used;
-        if (call->req->route->first_message_answers && tile_grpc_deframer_idle(&call->deframer)) {
-            grpc_call_request_end(call); /* what the client sends next is not read */
-            return false;
-        }
     }
     return false;
 }
@@ -781,7 +777,8 @@ void grpc_call_request_end(struct grpc_call *call)
 
 /* ---- streaming calls ------------------------------------------------------------ */
 
-/* DESIGN. A streaming call (route->streams: ModelStreamInfer) carries
+/* DESIGN. A streaming call (route->streams: ModelStreamInfer, and server
+ * reflection, whose replies are its own messages: route->stream_raw) carries
  * many request messages, each served as a request of its own (routed, API
  * key checked, admitted, logged and counted like a unary call's), and
  * answers each with a ModelStreamInferResponse message: the service's
@@ -845,9 +842,17 @@ static void stream_answer(struct grpc_call *call)
     tiled_service_sending(call->req, timing, sizeof(timing));
     call->sent = 0;
     call->run = NULL;
+    call->state = CALL_BODY;
+    if (code != 0 && call->req->route->stream_raw) { /* the request ends with the stream (finish) */
+        stream_end(call, code, r->message ? r->message : "");
+        return;
+    }
     if (code != 0) {
         stream_error_message(call, r->message && r->message[0] ? r->message : "request failed");
         call->msg_len = call->errbuf_len;
+        call->prefix_len = TILE_GRPC_PREFIX;
+        tile_grpc_put_prefix(call->prefix, (uint32_t)call->msg_len);
+    } else if (call->req->route->stream_raw) {
         call->prefix_len = TILE_GRPC_PREFIX;
         tile_grpc_put_prefix(call->prefix, (uint32_t)call->msg_len);
     } else {
@@ -859,7 +864,6 @@ static void stream_answer(struct grpc_call *call)
     call->unsent = call->errbuf ? call->msg_len : reply_hold(call); /* counted like a unary reply's */
     call->conn->unsent += call->unsent;
     call->framing = true;
-    call->state = CALL_BODY;
     stream_open(call);
     nghttp2_session_resume_data(call->conn->h2, call->id);
     grpc_loop_mark_dirty(call->conn);
