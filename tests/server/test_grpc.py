@@ -1193,6 +1193,34 @@ class Overload(GrpcCase):
         self.assertTrue(np.array_equal(output_array(self.stub.ModelInfer(self.raw_request(small, [2]))),
                                        np.tile(small, 2)))
 
+    def test_a_refused_stream_request_is_an_error_message_and_the_stream_goes_on(self):
+        a = np.arange(1024, dtype=np.float32)
+        clients = [grpcclient.InferenceServerClient(self.target) for _ in range(16)]
+        try:
+            answers = []
+            for client in clients:
+                answers.append(queue.Queue())
+                client.start_stream(callback=lambda result, error, q=answers[-1]: q.put((result, error)))
+            for client in clients:  # 16 MiB each, on the worker: more than one worker and a queue of 2
+                client.async_stream_infer("tile", triton_inputs(grpcclient, a, [4096]))
+            first = [q.get(timeout=120) for q in answers]
+            busy = [e.message() for r, e in first if e is not None]
+            self.assertTrue(busy, "16 streams never filled a queue of 2")
+            self.assertEqual(set(busy), {"server overloaded: 2 requests are already queued; retry later"})
+            for r, e in first:
+                if e is None:
+                    self.assertTrue(np.array_equal(r.as_numpy("output"), np.tile(a, 4096)))
+            small = np.arange(3, dtype=np.int8)
+            for client in clients:  # every stream still serves
+                client.async_stream_infer("tile", triton_inputs(grpcclient, small, [2]))
+            for q in answers:
+                r, e = q.get(timeout=120)
+                self.assertIsNone(e)
+                self.assertTrue(np.array_equal(r.as_numpy("output"), np.tile(small, 2)))
+        finally:
+            for client in clients:
+                client.close()
+
 
 class Tls(unittest.TestCase):
     """--tls-cert/--tls-key serve gRPC over TLS too (grpcs://): tritonclient
