@@ -224,6 +224,15 @@ def seeds():
     c.add(c.head(1, stream, flags=END_HEADERS | PAUSE),
           *[frame(DATA, PAUSE, 1, message(BIG_INFER)) for _ in range(8)], frame(DATA, END_STREAM, 1))
     s["stream_unread"] = c.add(frame(PING, 0, 0, b"readnow!")).out
+    # A stream's answers beside unary replies the client does not read: each
+    # answer is admitted to the connection's budget as a unary reply is.
+    c = Client(False, (4, 1 << 23)).add(frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", 1 << 30)))
+    for sid in (1, 3):
+        c.add(c.head(sid, SERVICE + "ModelInfer", flags=END_HEADERS | PAUSE),
+              frame(DATA, END_STREAM | PAUSE, sid, message(BIG_INFER)))
+    c.add(c.head(5, stream, flags=END_HEADERS | PAUSE),
+          frame(DATA, END_STREAM | PAUSE, 5, message(BIG_INFER) + message(BIG_INFER)))
+    s["stream_budget"] = c.add(frame(PING, 0, 0, b"readnow!")).out
     # Drain begins before the second call: it gets UNAVAILABLE.
     c = Client()
     c.call(1, SERVICE + "ServerLive").add(frame(PING, DRAIN, 0, b"drainnow"))

@@ -54,6 +54,7 @@ static const struct tiled_conn_ops grpc_conn_ops = {.suspend = conn_suspend, .re
 
 static void stream_trailers(struct grpc_call *call);
 static void stream_message_done(struct grpc_call *call);
+static void stream_answer(struct grpc_call *call);
 static uint64_t reply_hold(const struct grpc_call *call);
 
 /* ---- metadata ------------------------------------------------------------------ */
@@ -640,7 +641,10 @@ void grpc_call_decide_waiting(struct grpc_conn *c)
         if (call->reply_waits) {
             stop_waiting(call);
             call->reply_waited = true;
-            send_reply(call); /* nothing if a deadline answered it meanwhile */
+            if (call->streaming)
+                stream_answer(call);
+            else
+                send_reply(call); /* nothing if a deadline answered it meanwhile */
         }
     }
 }
@@ -834,9 +838,13 @@ static void stream_answer(struct grpc_call *call)
 {
     struct tiled_reply *r = &call->req->reply;
     char timing[256];
+    if (call->closed || call->ending || call->state != CALL_WORK)
+        return; /* ended meanwhile (deadline, drain): the request ends with the stream */
     int code = tiled_reply_grpc_status(r);
     if (code == 0) {
         check_message_size(call);
+        if (!admit_reply(call)) /* as a unary reply: the connection's budget (admit_message) */
+            return;             /* decided after the connection's next write */
         code = tiled_reply_grpc_status(r);
     }
     tiled_service_sending(call->req, timing, sizeof(timing));
@@ -914,6 +922,7 @@ static void stream_message_done(struct grpc_call *call)
     call->held = 0;
     free(call->errbuf);
     call->errbuf = NULL;
+    call->reply_waited = false;
     call->framing = false;
     call->run = NULL;
     tiled_service_end(call->req, call->req->reply.status);
