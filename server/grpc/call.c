@@ -688,8 +688,7 @@ static void receive_timed_out(struct grpc_call *call, uint64_t now)
                  "header-timeout of %lld s, plus a second per %d bytes, from its first byte",
                  (unsigned long long)call->received, (double)(now - call->recv_start_us) / 1e6,
                  (long long)call->loop->t->srv->cfg.header_timeout, TILED_RECV_MIN_RATE);
-        call->abandoned = true;
-        stream_end(call, TILED_GRPC_DEADLINE_EXCEEDED, msg);
+        stream_end(call, TILED_GRPC_DEADLINE_EXCEEDED, msg); /* the message's request: 408 */
         return;
     }
     set_error(call, TILED_REQUEST_TIMEOUT, TILED_GRPC_DEADLINE_EXCEEDED,
@@ -886,9 +885,21 @@ static void stream_end(struct grpc_call *call, int code, const char *msg)
     call->ending = true;
     call->end_code = code;
     tiled_copy_str(call->end_msg, sizeof(call->end_msg), msg ? msg : "");
-    if (!call->head_sent) {
-        if (call->req && !call->req->reply.status) /* the head's request, no message came */
+    /* A request not yet answered (a message cut short or too late, or the
+     * head's when no message came) is logged with what ended it; one a
+     * worker holds is not touched (it ends as 499, abandoned). */
+    if (call->req && !call->req->reply.status && !call->parked) {
+        if (code == TILED_GRPC_OK)
             call->req->reply.status = TILED_OK;
+        else
+            set_error(call,
+                      code == TILED_GRPC_RESOURCE_EXHAUSTED ? TILED_TOO_LARGE
+                      : code == TILED_GRPC_UNAVAILABLE      ? TILED_UNAVAILABLE
+                      : code == TILED_GRPC_DEADLINE_EXCEEDED ? TILED_REQUEST_TIMEOUT
+                                                             : TILED_BAD_REQUEST,
+                      code, "%s", call->end_msg);
+    }
+    if (!call->head_sent) {
         send_status(call, code, call->end_msg, NULL, NULL);
         return;
     }

@@ -1128,11 +1128,17 @@ class StreamFraming(GrpcCase):
 
     def test_half_close_inside_a_message(self):
         c = self.h2()
-        sid = c.start(path=STREAM_INFER)
-        c.send(sid, message(infer_request(np.arange(3, dtype=np.float32), [2]))[:-3], end=True)
-        code, msg = c.wait(sid).status()
+        sid = c.start(path=STREAM_INFER, metadata=[("x-request-id", "grpc-stream-cut")])
+        whole = message(infer_request(np.arange(3, dtype=np.float32), [2]))
+        c.send(sid, whole + whole[:-3], end=True)
+        s = c.wait(sid)
+        code, msg = s.status()
         self.assertEqual(code, 13, msg)
         self.assertIn("inside a gRPC message", msg)
+        self.assertEqual(len(grpc_messages(s.data)), 1, "the whole message before was answered")
+        # Each message's request in the access log: the answered one, and the cut one as a 400.
+        self.assertTrue(wait_for(lambda: len(access_lines(self.d, "grpc-stream-cut")) == 2, 60))
+        self.assertEqual([e["status"] for e in access_lines(self.d, "grpc-stream-cut")], [200, 400])
 
     def test_the_next_message_is_read_only_when_the_stream_has_room(self):
         """The first message's 4 MiB answer waits for the client's window; the second
