@@ -1045,6 +1045,27 @@ class StreamInfer(GrpcCase):
         self.assertIsNone(got[-1][0])
         self.assertIn("repeats has 2 values but input has rank 1", got[-1][1].message())
 
+    def test_metrics_count_requests_not_streams(self):
+        def grpc_total():
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.d.port}/metrics", timeout=30) as r:
+                text = r.read().decode()
+            return sum(int(v) for labels, v in re.findall(r"^tiled_requests_total\{([^}]*)\} (\d+)$", text, re.M)
+                       if 'transport="grpc"' in labels)
+
+        before = grpc_total()
+        client = grpcclient.InferenceServerClient(self.target)
+        try:
+            answers = self.open_stream(client)
+            a = np.arange(3, dtype=np.uint8)
+            for repeats in ([2], [3], [1, 1], [4]):  # the third is refused
+                client.async_stream_infer("tile", triton_inputs(grpcclient, a, repeats))
+            got = [answers.get(timeout=60) for _ in range(4)]
+            client.stop_stream()
+        finally:
+            client.close()
+        self.assertEqual([e is None for _, e in got], [True, True, False, True])
+        self.assertEqual(grpc_total() - before, 4)
+
     def test_readme_snippet(self):
         """The README's streaming example runs and prints what it shows."""
         self.assertEqual(*readme_python_output("start_stream", self.d.port, grpc_port=self.d.grpc_port))
