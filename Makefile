@@ -267,6 +267,7 @@ bench:
 bench-perf-analyzer: $(BUILD)/tiled
 	TILED_BIN=$(BUILD)/tiled sh bench/perf_analyzer.sh
 	TILED_BIN=$(BUILD)/tiled sh bench/perf_analyzer.sh 1000 grpc
+	TILED_BIN=$(BUILD)/tiled sh bench/perf_analyzer.sh 1000 grpc-streaming
 
 clean:
 	rm -rf build build-address build-thread build-clang

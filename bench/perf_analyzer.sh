@@ -1,7 +1,9 @@
 #!/bin/sh
-# perf_analyzer.sh [WINDOW_MS] [http|grpc] - Triton's perf_analyzer
-# (unmodified, through scripts/perf_analyzer.sh) against the daemon over HTTP
-# (binary tensor data in and out) or gRPC (raw contents), concurrency 1 to 8,
+# perf_analyzer.sh [WINDOW_MS] [http|grpc|grpc-streaming] - Triton's
+# perf_analyzer (unmodified, through scripts/perf_analyzer.sh) against the
+# daemon over HTTP (binary tensor data in and out) or gRPC (raw contents),
+# unary calls or, with grpc-streaming, perf_analyzer's --streaming (every
+# request of a worker over one ModelStreamInfer stream), concurrency 1 to 8,
 # WINDOW_MS windows per level (default 1000).
 #
 #   1. rank 1: input FP32 [1024], repeats [4]        (the metadata's own rank:
@@ -16,6 +18,11 @@
 set -eu
 WINDOW_MS=${1:-1000}
 PROTOCOL=${2:-http}
+STREAMING=
+if [ "$PROTOCOL" = grpc-streaming ]; then
+  PROTOCOL=grpc
+  STREAMING=--streaming
+fi
 TILED=${TILED_BIN:-build/tiled}
 PA="sh scripts/perf_analyzer.sh"
 WORK=$(mktemp -d /tmp/tiled-pa.XXXXXX)
@@ -64,7 +71,7 @@ run() { # name, extra perf_analyzer flags
     # One process per level: perf_analyzer keeps every response of a run in
     # memory. Windows of WINDOW_MS until three agree within 10x (-s 1000):
     # the machine is shared, stability is not what is tested here.
-    if ! $PA -m tile -x 13 -u "$URL" -i "$PROTOCOL" --input-data "$WORK/$name.json" "$@" --concurrency-range "$c" \
+    if ! $PA -m tile -x 13 -u "$URL" -i "$PROTOCOL" $STREAMING --input-data "$WORK/$name.json" "$@" --concurrency-range "$c" \
         --measurement-interval "$WINDOW_MS" -s 1000 -r 10 -f "$WORK/$name-$c.csv" > "$WORK/$name-$c.log" 2>&1 ||
         grep -qi "error" "$WORK/$name-$c.log"; then
       cat "$WORK/$name-$c.log" >&2
@@ -95,7 +102,7 @@ for c in range(1, 9):
 PY
 }
 
-echo "perf_analyzer 2.60.0 -> tiled at $PROTOCOL://$URL, binary in/out, $WINDOW_MS ms windows"
+echo "perf_analyzer 2.60.0 -> tiled at $PROTOCOL://$URL${STREAMING:+ ($STREAMING)}, binary in/out, $WINDOW_MS ms windows"
 run rank1
 run rank2 --shape input:32,32
-echo "reproduce: make bench-perf-analyzer  (sh bench/perf_analyzer.sh $WINDOW_MS $PROTOCOL)"
+echo "reproduce: make bench-perf-analyzer  (sh bench/perf_analyzer.sh $WINDOW_MS ${2:-http})"

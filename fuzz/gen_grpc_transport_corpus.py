@@ -173,8 +173,8 @@ def seeds():
         c.add(c.head(stream, SERVICE + "ModelInfer"), frame(DATA, 0, stream, message(b"\x0a\x04tile", length=30000)))
     s["conn_budget"] = c.add(frame(RST_STREAM, 0, 1, struct.pack(">I", 8)),
                              c.head(5, SERVICE + "ModelInfer"), frame(DATA, 0, 5, message(b"", length=20000))).out
-    # Reflection answers its first message without the client's half-close;
-    # later messages on the call are not read. ServerReflectionRequest:
+    # Reflection answers each message as it comes, without the client's half-close;
+    # each is answered on the same call. ServerReflectionRequest:
     # file_containing_symbol = 4, list_services = 7.
     s["reflection_list"] = Client().call(1, REFLECTION, pb_len(7, "")).out
     c = Client(False, (4, 1 << 20))
@@ -190,6 +190,49 @@ def seeds():
         c.add(c.head(stream, SERVICE + "ModelInfer", flags=END_HEADERS | PAUSE),
               frame(DATA, END_STREAM | PAUSE, stream, message(BIG_INFER)))
     s["unread_replies"] = c.add(frame(PING, 0, 0, b"readnow!")).out
+    # ModelStreamInfer: messages in one DATA frame and across frames (an
+    # error between), each answered in order; a streamed answer; a message
+    # above the limit and a half-close inside a message end the stream; a
+    # reset, the stream's deadline and a drain while a worker holds one of
+    # its messages; answers piling up while the client does not read.
+    stream = SERVICE + "ModelStreamInfer"
+    msgs = message(INFER) + message(b"\xff") + message(GRPC["tritonclient_raw"])
+    s["stream_infer"] = one_stream(stream, msgs)
+    c = Client()
+    c.add(c.head(1, stream), frame(DATA, 0, 1, msgs[:7]), frame(DATA, SPLIT, 1, msgs[7:60]),
+          frame(DATA, 0, 1, msgs[60:]), frame(DATA, END_STREAM, 1))
+    s["stream_split"] = c.out
+    c = Client(False, (4, 1 << 20)).add(frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", 1 << 20)))
+    s["stream_streamed_answer"] = c.add(c.head(1, stream),
+                                        frame(DATA, END_STREAM, 1, message(BIG_INFER) + message(INFER))).out
+    s["stream_too_big"] = one_stream(stream, message(INFER) + message(b"x", length=0xFFFFFFFF))
+    s["stream_cut"] = one_stream(stream, message(INFER) + message(INFER)[:9])
+    c = Client()
+    c.add(c.head(1, stream), frame(DATA, 0, 1 | NO_WAIT, message(BIG_INFER) + message(INFER)),
+          frame(RST_STREAM, 0, 1 | NO_WAIT, struct.pack(">I", 8)), c.head(3, stream),
+          frame(DATA, END_STREAM, 3, message(INFER)))
+    s["stream_reset"] = c.out
+    c = Client()
+    c.add(c.head(1, stream, [("grpc-timeout", "50u")]),
+          frame(DATA, 0, 1 | NO_WAIT, message(BIG_INFER) + message(BIG_INFER)), frame(PING, 0, 0, b"deadline"))
+    s["stream_deadline"] = c.out
+    c = Client()
+    c.add(c.head(1, stream), frame(DATA, 0, 1 | NO_WAIT, message(BIG_INFER)),
+          frame(DATA, DRAIN, 1, message(INFER)), frame(DATA, END_STREAM, 1))
+    s["stream_drain"] = c.out
+    c = Client(False, (4, 1 << 23)).add(frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", 1 << 30)))
+    c.add(c.head(1, stream, flags=END_HEADERS | PAUSE),
+          *[frame(DATA, PAUSE, 1, message(BIG_INFER)) for _ in range(8)], frame(DATA, END_STREAM, 1))
+    s["stream_unread"] = c.add(frame(PING, 0, 0, b"readnow!")).out
+    # A stream's answers beside unary replies the client does not read: each
+    # answer is admitted to the connection's budget as a unary reply is.
+    c = Client(False, (4, 1 << 23)).add(frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", 1 << 30)))
+    for sid in (1, 3):
+        c.add(c.head(sid, SERVICE + "ModelInfer", flags=END_HEADERS | PAUSE),
+              frame(DATA, END_STREAM | PAUSE, sid, message(BIG_INFER)))
+    c.add(c.head(5, stream, flags=END_HEADERS | PAUSE),
+          frame(DATA, END_STREAM | PAUSE, 5, message(BIG_INFER) + message(BIG_INFER)))
+    s["stream_budget"] = c.add(frame(PING, 0, 0, b"readnow!")).out
     # Drain begins before the second call: it gets UNAVAILABLE.
     c = Client()
     c.call(1, SERVICE + "ServerLive").add(frame(PING, DRAIN, 0, b"drainnow"))

@@ -170,14 +170,27 @@ static void data_read(int32_t id, uint8_t flags, const uint8_t *p, size_t n)
     FUZZ_CHECK(r->grpc, "stream %d: DATA in a response that is not gRPC", (int)id);
     FUZZ_CHECK(!(flags & (NGHTTP2_FLAG_PADDED | NGHTTP2_FLAG_END_STREAM)),
                "stream %d: DATA with padding or END_STREAM (a gRPC reply ends with its trailers)", (int)id);
-    for (size_t i = 0; i < n && r->data + i < GRPC_PREFIX; i++)
-        r->prefix[r->data + i] = p[i];
-    r->data += n;
-    if (r->data >= GRPC_PREFIX) {
-        FUZZ_CHECK(r->prefix[0] == 0, "stream %d: a reply message flagged compressed", (int)id);
-        r->msg_len = be32(r->prefix + 1);
-        FUZZ_CHECK(r->data <= GRPC_PREFIX + r->msg_len, "stream %d: %llu bytes of DATA for a message of %llu",
-                   (int)id, (unsigned long long)r->data, (unsigned long long)(GRPC_PREFIX + r->msg_len));
+    /* A message, or (a streaming call: ModelStreamInfer) messages one
+     * after another: bytes after a complete message begin the next. */
+    while (n > 0) {
+        if (r->data >= GRPC_PREFIX && r->data == GRPC_PREFIX + r->msg_len)
+            r->data = 0;
+        size_t take;
+        if (r->data < GRPC_PREFIX) {
+            take = GRPC_PREFIX - r->data < n ? GRPC_PREFIX - r->data : n;
+            memcpy(r->prefix + r->data, p, take);
+            r->data += take;
+            if (r->data == GRPC_PREFIX) {
+                FUZZ_CHECK(r->prefix[0] == 0, "stream %d: a reply message flagged compressed", (int)id);
+                r->msg_len = be32(r->prefix + 1);
+            }
+        } else {
+            uint64_t left = GRPC_PREFIX + r->msg_len - r->data;
+            take = left < n ? (size_t)left : n;
+            r->data += take;
+        }
+        p += take;
+        n -= take;
     }
 }
 

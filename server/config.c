@@ -66,9 +66,9 @@ static const struct tiled_option tiled_options[] = {
      .help = "largest gRPC message received or sent, in bytes (a bigger output is refused with RESOURCE_EXHAUSTED)"},
     {.flag = "max-grpc-conn-memory", .env = "TILED_MAX_GRPC_CONN_MEMORY", .type = OPT_SIZE,
      .offset = OFF(max_grpc_conn_memory), .def = "2G", .min = 1, .max = 1024 * GIB,
-     .help = "bytes of request messages (declared sizes) and of in-memory replies not yet sent that the calls of "
-             "one gRPC connection may hold; a call or reply above it is refused with RESOURCE_EXHAUSTED (one call "
-             "alone is always let in up to --max-body)"},
+     .help = "bytes of request messages (declared sizes) and of replies not yet sent (a streamed one: its two "
+             "chunks) that the calls of one gRPC connection may hold; a call or reply above it is refused with "
+             "RESOURCE_EXHAUSTED (one call alone is always let in up to --max-body)"},
     {.flag = "grpc-max-connection-age", .env = "TILED_GRPC_MAX_CONNECTION_AGE", .type = OPT_INT,
      .offset = OFF(grpc_max_conn_age), .def = "0", .min = 0, .max = 30 * 86400,
      .help = "seconds (each connection's own, within +-10%) after which a gRPC connection is told to go away "

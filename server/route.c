@@ -31,14 +31,16 @@ static const struct tiled_route tiled_routes[] = {
      .label = TILED_RL_GRPC, .needs_body = true, .open = true, .grpc = true},
     {.method = "POST", .path = "/grpc.health.v1.Health/", .handler = tiled_handle_grpc, .label = TILED_RL_GRPC,
      .needs_body = true, .prefix = true, .open = true, .grpc = true, .check_head = tiled_check_grpc_head},
+    {.method = "POST", .path = "/inference.GRPCInferenceService/ModelStreamInfer", .handler = tiled_handle_grpc,
+     .label = TILED_RL_GRPC, .needs_body = true, .grpc = true, .streams = true},
     {.method = "POST", .path = "/inference.GRPCInferenceService/", .handler = tiled_handle_grpc,
      .label = TILED_RL_GRPC, .needs_body = true, .prefix = true, .grpc = true, .check_head = tiled_check_grpc_head},
     {.method = "POST", .path = "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
      .handler = tiled_handle_grpc, .label = TILED_RL_GRPC, .needs_body = true, .grpc = true,
-     .first_message_answers = true},
+     .streams = true, .stream_raw = true},
     {.method = "POST", .path = "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
      .handler = tiled_handle_grpc, .label = TILED_RL_GRPC, .needs_body = true, .grpc = true,
-     .first_message_answers = true},
+     .streams = true, .stream_raw = true},
 };
 
 #define NROUTES (sizeof(tiled_routes) / sizeof(tiled_routes[0]))

@@ -37,11 +37,15 @@ struct tiled_route {
     bool prefix; /* path is a prefix; the handler routes the rest */
     bool open;   /* served without an API key (health checks) */
     bool grpc;   /* reached over gRPC only (and gRPC reaches nothing else) */
-    /* A gRPC method whose client streams requests (server reflection):
-     * the call is answered, and ends, once its first request message is
-     * in, without waiting for the client to half-close, which such clients
-     * do only when told the answer; one asking more opens another call. */
-    bool first_message_answers;
+    /* A gRPC method whose client streams requests and gets a reply to each
+     * (ModelStreamInfer, server reflection): every request message is a
+     * request of its own (server/grpc/call.c, "streaming calls"). */
+    bool streams;
+    /* With streams: each reply is the method's own response message, and
+     * an error ends the stream with its status (server reflection, as
+     * grpc's own reflection service does), rather than being wrapped in a
+     * ModelStreamInferResponse. */
+    bool stream_raw;
     /* What the request head alone already refuses: sets an error reply, so
      * it is sent before the body is read (and before 100 Continue). */
     tiled_handler_fn check_head;

@@ -193,8 +193,8 @@ static void unimplemented(struct tiled_req *req, struct tile_grpc_buf *b)
     tiled_reply_error(&req->reply, TILED_NOT_IMPLEMENTED, "unknown method %s", req->path);
 }
 
-/* grpc.reflection's ServerReflectionInfo: one request message, one answer
- * (the route ends the call after the first message). */
+/* grpc.reflection's ServerReflectionInfo: one answer per request message
+ * (a streaming route: each message is a request of its own). */
 static void reflection_info(struct tiled_req *req, struct tile_grpc_buf *b)
 {
     struct tile_error e = {0};
@@ -221,6 +221,7 @@ static const struct {
     {INFERENCE "ModelConfig", model_config},
     {INFERENCE "ModelStatistics", model_statistics},
     {INFERENCE "ModelInfer", tiled_grpc_model_infer},
+    {INFERENCE "ModelStreamInfer", tiled_grpc_model_infer}, /* each message of the stream (route.h, streams) */
     {INFERENCE "SystemSharedMemoryStatus", tiled_grpc_shm_status},
     {INFERENCE "SystemSharedMemoryRegister", tiled_grpc_shm_register},
     {INFERENCE "SystemSharedMemoryUnregister", tiled_grpc_shm_unregister},
@@ -242,7 +243,7 @@ static int rpc_index(const char *path)
 }
 
 /* Unknown methods are refused from the head, streaming ones included
- * (ModelStreamInfer, Health/Watch: UNIMPLEMENTED tells clients not to
+ * (Health/Watch: UNIMPLEMENTED tells clients not to
  * retry): a streaming client keeps its side open while it waits for
  * answers, so a refusal held until its END_STREAM would come only at its
  * deadline. */

@@ -34,6 +34,7 @@
 #include "h2.h"
 
 #include "base.h"
+#include "pbwire.h"
 #include "recvrate.h"
 #include "server.h"
 #include "service.h"
@@ -48,6 +49,11 @@ static void conn_suspend(void *call)
 }
 
 static const struct tiled_conn_ops grpc_conn_ops = {.suspend = conn_suspend, .resume = grpc_call_resume};
+
+static void stream_trailers(struct grpc_call *call);
+static void stream_message_done(struct grpc_call *call);
+static void stream_answer(struct grpc_call *call);
+static uint64_t reply_hold(const struct grpc_call *call);
 
 /* ---- metadata ------------------------------------------------------------------ */
 
@@ -160,8 +166,10 @@ static void send_status(struct grpc_call *call, int code, const char *message, c
         tile_grpc_message_encode(message, encoded, sizeof(encoded));
         add(&h, "grpc-message", encoded);
     }
-    add(&h, "server-timing", timing);
-    add(&h, "x-request-id", call->req->request_id);
+    if (timing)
+        add(&h, "server-timing", timing);
+    if (call->req)
+        add(&h, "x-request-id", call->req->request_id);
     if (r)
         add_reply_headers(&h, r);
     submit(call, &h, NULL);
@@ -199,17 +207,21 @@ static void send_trailers(struct grpc_call *call)
 static long message_piece(struct grpc_call *call, uint64_t at, size_t max, const uint8_t **p)
 {
     const struct tiled_reply *r = &call->req->reply;
-    if (at < TILE_GRPC_PREFIX) {
+    if (at < call->prefix_len) {
         *p = call->prefix + at;
-        return (long)(TILE_GRPC_PREFIX - at < max ? TILE_GRPC_PREFIX - at : max);
+        return (long)(call->prefix_len - at < max ? call->prefix_len - at : max);
+    }
+    if (call->errbuf) {
+        *p = call->errbuf + (at - call->prefix_len);
+        return (long)max;
     }
     if (!r->stream) {
-        *p = (const uint8_t *)r->body + (at - TILE_GRPC_PREFIX);
+        *p = (const uint8_t *)r->body + (at - call->prefix_len);
         return (long)max;
     }
     if (!call->run || at < call->run_at || at >= call->run_at + call->run_len) {
         const char *data;
-        long n = tiled_stream_peek(r->stream, at - TILE_GRPC_PREFIX, &data, SIZE_MAX);
+        long n = tiled_stream_peek(r->stream, at - call->prefix_len, &data, SIZE_MAX);
         if (n <= 0)
             return n;
         call->run = (const uint8_t *)data;
@@ -234,12 +246,16 @@ static void message_sent(struct grpc_call *call, size_t n)
 void grpc_call_given_back(struct grpc_call *call, uint64_t at, size_t n)
 {
     const struct tiled_reply *r = &call->req->reply;
-    if (at < TILE_GRPC_PREFIX) /* the prefix, the call's own 5 bytes (a piece never goes past it) */
+    if (at < call->prefix_len) /* the prefix, the call's own bytes (a piece never goes past it) */
         return;
     /* The stream frees a chunk when its last byte comes back; the pieces
      * come back in order, so that is when all of it was written. */
-    if (r->stream) {
-        tiled_stream_consume(r->stream, at - TILE_GRPC_PREFIX, n);
+    if (r->stream && !call->errbuf) {
+        tiled_stream_consume(r->stream, at - call->prefix_len, n);
+        if (at + n == call->prefix_len + call->msg_len) { /* the last byte: the stream holds nothing more */
+            call->conn->unsent -= call->unsent;
+            call->unsent = 0;
+        }
     } else {
         call->unsent -= n;
         call->conn->unsent -= n;
@@ -258,7 +274,14 @@ static ssize_t read_message(nghttp2_session *s, int32_t id, uint8_t *buf, size_t
     (void)buf;
     (void)user;
     struct grpc_call *call = src->ptr;
-    uint64_t total = TILE_GRPC_PREFIX + call->msg_len, at = call->sent;
+    if (call->streaming && !call->framing) { /* between messages */
+        if (!call->ending)
+            return NGHTTP2_ERR_DEFERRED; /* resumed with the next reply (stream_answer) */
+        *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
+        stream_trailers(call);
+        return 0;
+    }
+    uint64_t total = call->prefix_len + call->msg_len, at = call->sent;
     while (at - call->sent < cap && at < total) {
         uint64_t room = cap - (at - call->sent), left = total - at;
         const uint8_t *p;
@@ -272,7 +295,7 @@ static ssize_t read_message(nghttp2_session *s, int32_t id, uint8_t *buf, size_t
     call->deferred = at == call->sent && at < total;
     if (call->deferred)
         return NGHTTP2_ERR_DEFERRED;
-    if (at == total) {
+    if (at == total && !call->streaming) {
         *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
         send_trailers(call);
     }
@@ -302,6 +325,8 @@ int grpc_call_send_data(nghttp2_session *s, nghttp2_frame *f, const uint8_t *fra
         message_sent(call, (size_t)n);
         length -= (size_t)n;
     }
+    if (call->streaming && call->sent == call->prefix_len + call->msg_len)
+        stream_message_done(call);
     return c->dead ? NGHTTP2_ERR_CALLBACK_FAILURE : 0;
 }
 
@@ -309,12 +334,11 @@ static void send_message(struct grpc_call *call)
 {
     const struct tiled_reply *r = &call->req->reply;
     struct nvs h = {.n = 0};
+    call->prefix_len = TILE_GRPC_PREFIX;
     tile_grpc_put_prefix(call->prefix, (uint32_t)call->msg_len);
     call->sent = 0;
-    if (!r->stream) { /* counted until the socket takes it (grpc_call_given_back) or the stream closes */
-        call->unsent = call->msg_len;
-        call->conn->unsent += call->msg_len;
-    }
+    call->unsent = reply_hold(call); /* counted until the socket takes it (grpc_call_given_back) or the stream closes */
+    call->conn->unsent += call->unsent;
     add(&h, ":status", "200");
     add(&h, "content-type", "application/grpc");
     add(&h, "x-request-id", call->req->request_id);
@@ -342,6 +366,18 @@ static void set_error(struct grpc_call *call, int status, int code, const char *
 }
 
 static bool admit_reply(struct grpc_call *call);
+
+/* What the reply holds until the socket took it: an in-memory body, all
+ * of it; a stream, at most two of its chunks (the one being sent, the
+ * next being made: stream.c hands a chunk back to its producer only once
+ * its last byte was taken), so a streamed reply counts too, else 256
+ * unread ones on a connection would hold 512 chunks unbounded. */
+static uint64_t reply_hold(const struct grpc_call *call)
+{
+    const struct tiled_reply *r = &call->req->reply;
+    uint64_t two = 2 * (uint64_t)call->loop->t->srv->cfg.stream_chunk;
+    return r->stream && two < call->msg_len ? two : call->msg_len;
+}
 
 /* The reply's message length, refused when it cannot be framed or is
  * above --max-grpc-message (the handlers check first; this is the last
@@ -447,29 +483,45 @@ static bool head_refused(struct grpc_call *call, const char *method)
     return true;
 }
 
-void grpc_call_head_done(struct grpc_call *call, bool end_stream)
+/* A request with the call's metadata (a streaming call makes one per
+ * message); NULL when out of memory. */
+static struct tiled_req *new_req(struct grpc_call *call)
 {
-    struct tiled_server *srv = call->loop->t->srv;
     const char *method = field(call, ":method"), *path = field(call, ":path");
     struct tiled_head head = {.transport = TILED_TRANSPORT_GRPC,
                               .method = method ? method : "",
                               .path = path ? path : "",
                               .header = service_header};
+    struct tiled_req *req = tiled_req_new(call->loop->t->srv, &head, call, &grpc_conn_ops);
+    if (req)
+        tiled_copy_str(req->remote, sizeof(req->remote), call->conn->remote);
+    return req;
+}
+
+void grpc_call_head_done(struct grpc_call *call, bool end_stream)
+{
+    struct tiled_server *srv = call->loop->t->srv;
+    const char *method = field(call, ":method");
     call->state = CALL_BODY;
     tile_grpc_deframer_init(&call->deframer, (uint64_t)srv->cfg.max_grpc_message);
     const char *enc = field(call, "grpc-encoding");
     call->deframer.compressed_ok = enc && strcmp(enc, "identity") != 0;
-    call->req = tiled_req_new(srv, &head, call, &grpc_conn_ops);
+    call->req = new_req(call);
     if (!call->req) {
         call->state = CALL_REPLY;
         nghttp2_submit_rst_stream(call->conn->h2, NGHTTP2_FLAG_NONE, call->id, NGHTTP2_INTERNAL_ERROR);
         return;
     }
-    tiled_copy_str(call->req->remote, sizeof(call->req->remote), call->conn->remote);
-    if (head_refused(call, head.method) || tiled_service_route(call->req, field(call, "authorization")) ||
-        tiled_service_check_head(call->req))
+    if (head_refused(call, method ? method : "") || tiled_service_route(call->req, field(call, "authorization")) ||
+        tiled_service_check_head(call->req)) {
         send_reply(call);
-    else if (end_stream)
+        return;
+    }
+    if (call->req->route->streams) {
+        call->streaming = true;
+        call->recv_deadline_us = 0; /* a message's own clock starts with its prefix (stream_read) */
+    }
+    if (end_stream)
         grpc_call_request_end(call);
 }
 
@@ -484,9 +536,8 @@ void grpc_call_head_done(struct grpc_call *call, bool end_stream)
  * took its bytes (given back, conn.c) or its stream closes: a client that
  * sends calls and does not read (its window closed, or its socket) would
  * otherwise make the daemon keep every finished reply, MAX_STREAMS of them
- * per connection. A streamed reply is not counted: it holds two chunks
- * whatever its size, and a chunk goes back to its producer only once the
- * socket took it. HTTP holds one body per connection; an HTTP/2
+ * per connection. A streamed reply counts the two chunks it holds at most
+ * (reply_hold) until its last byte was taken. HTTP holds one body per connection; an HTTP/2
  * connection carries up to MAX_STREAMS calls (conn.c), so without a budget
  * one client could make the daemon hold MAX_STREAMS times --max-body plus
  * as many replies.
@@ -534,7 +585,8 @@ static bool admit_message(struct grpc_call *call, uint64_t len)
                   "sent",
                   (unsigned long long)len, (unsigned long long)budget, (unsigned long long)c->held,
                   (unsigned long long)c->unsent);
-        send_reply(call);
+        if (!call->streaming) /* a streaming call answers at the message's end */
+            send_reply(call);
         return false;
     }
     c->held += len;
@@ -553,7 +605,8 @@ static bool admit_reply(struct grpc_call *call)
     const struct tiled_reply *r = &call->req->reply;
     struct grpc_conn *c = call->conn;
     uint64_t budget = (uint64_t)call->loop->t->srv->cfg.max_grpc_conn_memory;
-    if (r->stream || tiled_reply_grpc_status(r) != 0 || c->unsent == 0 || c->unsent + call->msg_len <= budget)
+    uint64_t hold = reply_hold(call);
+    if (tiled_reply_grpc_status(r) != 0 || c->unsent == 0 || c->unsent + hold <= budget)
         return true;
     if (!call->reply_waited) {
         call->reply_waits = true;
@@ -564,7 +617,7 @@ static bool admit_reply(struct grpc_call *call)
     set_error(call, TILED_TOO_LARGE, TILED_GRPC_RESOURCE_EXHAUSTED,
               "response message of %llu bytes exceeds the max-grpc-conn-memory limit of %llu bytes: other calls on "
               "this connection hold %llu bytes of request messages and %llu bytes of replies not yet sent",
-              (unsigned long long)call->msg_len, (unsigned long long)budget,
+              (unsigned long long)hold, (unsigned long long)budget,
               (unsigned long long)(c->held - call->held), (unsigned long long)c->unsent);
     return true;
 }
@@ -584,7 +637,10 @@ void grpc_call_decide_waiting(struct grpc_conn *c)
         if (call->reply_waits) {
             stop_waiting(call);
             call->reply_waited = true;
-            send_reply(call); /* nothing if a deadline answered it meanwhile */
+            if (call->streaming)
+                stream_answer(call);
+            else
+                send_reply(call); /* nothing if a deadline answered it meanwhile */
         }
     }
 }
@@ -608,6 +664,8 @@ static void receive_progress(struct grpc_call *call, size_t n)
  * whoever set the bound, while CANCELLED says the caller gave up (grpcio
  * reports it as the client's own cancel). Logged as 408, HTTP's Request
  * Timeout: the server gave up waiting, not the client. */
+static void stream_end(struct grpc_call *call, int code, const char *msg);
+
 static void receive_timed_out(struct grpc_call *call, uint64_t now)
 {
     atomic_fetch_add(&call->loop->t->srv->body_timeouts[TILED_TRANSPORT_GRPC], 1);
@@ -617,6 +675,16 @@ static void receive_timed_out(struct grpc_call *call, uint64_t now)
          * connection goes (closed once this loop turn ends). */
         call->conn->dead = true;
         grpc_loop_mark_dirty(call->conn);
+        return;
+    }
+    if (call->streaming) {
+        char msg[200];
+        snprintf(msg, sizeof(msg),
+                 "request message not received in time: %llu bytes of it came in %.1f s; a message has the "
+                 "header-timeout of %lld s, plus a second per %d bytes, from its first byte",
+                 (unsigned long long)call->received, (double)(now - call->recv_start_us) / 1e6,
+                 (long long)call->loop->t->srv->cfg.header_timeout, TILED_RECV_MIN_RATE);
+        stream_end(call, TILED_GRPC_DEADLINE_EXCEEDED, msg); /* the message's request: 408 */
         return;
     }
     set_error(call, TILED_REQUEST_TIMEOUT, TILED_GRPC_DEADLINE_EXCEEDED,
@@ -639,8 +707,12 @@ static void refuse_message(struct grpc_call *call, const struct tile_error *e)
         refuse(call, TILED_UNAVAILABLE, -1, e->text);
 }
 
-void grpc_call_data(struct grpc_call *call, const uint8_t *data, size_t len)
+static bool stream_data(struct grpc_call *call, const uint8_t *data, size_t len);
+
+bool grpc_call_data(struct grpc_call *call, const uint8_t *data, size_t len)
 {
+    if (call->streaming)
+        return stream_data(call, data, len);
     if (call->state == CALL_BODY)
         receive_progress(call, len);
     while (len > 0 && call->state == CALL_BODY) {
@@ -649,12 +721,12 @@ void grpc_call_data(struct grpc_call *call, const uint8_t *data, size_t len)
         long long used = tile_grpc_deframe_step(&call->deframer, data, len, &pc, &e);
         if (used < 0) {
             refuse_message(call, &e);
-            return;
+            return false;
         }
         if (pc.start && call->messages++ > 0) {
             refuse(call, TILED_BAD_REQUEST, TILED_GRPC_INTERNAL,
                    "a unary call takes one request message; a second one began");
-            return;
+            return false;
         }
         if (pc.compressed) /* inflated by the service, which checks the encoding's name again */
             call->req->content_encoding = field(call, "grpc-encoding");
@@ -662,25 +734,29 @@ void grpc_call_data(struct grpc_call *call, const uint8_t *data, size_t len)
             char n[24];
             snprintf(n, sizeof(n), "%zu", pc.msg_len);
             if (!admit_message(call, pc.msg_len))
-                return;
+                return false;
             if (tiled_service_expect_body(call->req, n)) {
                 send_reply(call);
-                return;
+                return false;
             }
         }
         if (pc.n)
             tiled_service_body(call->req, (const char *)pc.bytes, pc.n);
         data += used;
         len -= (size_t)used;
-        if (call->req->route->first_message_answers && tile_grpc_deframer_idle(&call->deframer)) {
-            grpc_call_request_end(call); /* what the client sends next is not read */
-            return;
-        }
     }
+    return false;
 }
+
+static void stream_pump(struct grpc_call *call);
 
 void grpc_call_request_end(struct grpc_call *call)
 {
+    if (call->streaming) {
+        call->client_done = true;
+        stream_pump(call);
+        return;
+    }
     if (call->state != CALL_BODY)
         return;
     if (!tile_grpc_deframer_idle(&call->deframer)) {
@@ -698,6 +774,291 @@ void grpc_call_request_end(struct grpc_call *call)
     }
 }
 
+/* ---- streaming calls ------------------------------------------------------------ */
+
+/* DESIGN. A streaming call (route->streams: ModelStreamInfer, and server
+ * reflection, whose replies are its own messages: route->stream_raw) carries
+ * many request messages, each served as a request of its own (routed, API
+ * key checked, admitted, logged and counted like a unary call's), and
+ * answers each with a ModelStreamInferResponse message: the service's
+ * ModelInferResponse as its infer_response (field 2: a tag and a length
+ * put before the reply's bytes, which are sent in place as a unary
+ * reply's are), or its error as error_message (field 1), the stream
+ * going on. Messages are read one at a time: the next is read only once
+ * the reply to the one before has been framed, so a stream holds at most
+ * one request in the queue or with a worker, and answers in order. Bytes
+ * that arrive meanwhile wait in the call's backlog unconsumed: the
+ * stream's HTTP/2 window (STREAM_WINDOW, conn.c) bounds them and pushes
+ * back on the client. What ends the stream as a whole: the client's
+ * half-close once every message is answered (grpc-status 0), a message
+ * that breaks the transport's rules (above --max-grpc-message, a bad
+ * compressed flag, a half-close inside a message), the stream's
+ * grpc-timeout, a reset, and the drain (UNAVAILABLE before a new message). */
+
+/* ModelStreamInferResponse{error_message} for the request's error. */
+static void stream_error_message(struct grpc_call *call, const char *msg)
+{
+    size_t n = strlen(msg);
+    uint8_t *b = malloc(tile_pb_bytes_size(1, n));
+    if (!b) {
+        call->errbuf_len = 0;
+        return;
+    }
+    uint8_t *end = tile_pb_put_bytes(b, 1, msg, n);
+    /* A string field is UTF-8: bytes the message quotes from the request
+     * are not known to be. */
+    for (uint8_t *q = end - n; q < end; q++)
+        *q = *q >= 0x80 ? '?' : *q;
+    call->errbuf = b;
+    call->errbuf_len = (size_t)(end - b);
+}
+
+/* Submits the response HEADERS once, with the DATA source that frames
+ * every reply message, then the trailers. */
+static void stream_open(struct grpc_call *call)
+{
+    if (call->head_sent)
+        return;
+    call->head_sent = true;
+    struct nvs h = {.n = 0};
+    add(&h, ":status", "200");
+    add(&h, "content-type", "application/grpc");
+    nghttp2_data_provider body = {.source.ptr = call, .read_callback = read_message};
+    if (nghttp2_submit_response(call->conn->h2, call->id, h.nv, h.n, &body) != 0)
+        nghttp2_submit_rst_stream(call->conn->h2, NGHTTP2_FLAG_NONE, call->id, NGHTTP2_INTERNAL_ERROR);
+}
+
+/* The request's reply is decided: framed as the stream's next message. */
+static void stream_answer(struct grpc_call *call)
+{
+    struct tiled_reply *r = &call->req->reply;
+    char timing[256];
+    if (call->closed || call->ending || call->state != CALL_WORK)
+        return; /* ended meanwhile (deadline, drain): the request ends with the stream */
+    int code = tiled_reply_grpc_status(r);
+    if (code == 0) {
+        check_message_size(call);
+        if (!admit_reply(call)) /* as a unary reply: the connection's budget (admit_message) */
+            return;             /* decided after the connection's next write */
+        code = tiled_reply_grpc_status(r);
+    }
+    tiled_service_sending(call->req, timing, sizeof(timing));
+    call->sent = 0;
+    call->run = NULL;
+    call->state = CALL_BODY;
+    if (code != 0 && call->req->route->stream_raw) { /* the request ends with the stream (finish) */
+        stream_end(call, code, r->message ? r->message : "");
+        return;
+    }
+    if (code != 0) {
+        stream_error_message(call, r->message && r->message[0] ? r->message : "request failed");
+        call->msg_len = call->errbuf_len;
+        call->prefix_len = TILE_GRPC_PREFIX;
+        tile_grpc_put_prefix(call->prefix, (uint32_t)call->msg_len);
+    } else if (call->req->route->stream_raw) {
+        call->prefix_len = TILE_GRPC_PREFIX;
+        tile_grpc_put_prefix(call->prefix, (uint32_t)call->msg_len);
+    } else {
+        size_t head = tile_pb_len_head_size(2, call->msg_len);
+        call->prefix_len = TILE_GRPC_PREFIX + head;
+        tile_grpc_put_prefix(call->prefix, (uint32_t)(head + call->msg_len));
+        tile_pb_put_len_head(call->prefix + TILE_GRPC_PREFIX, 2, call->msg_len);
+    }
+    call->unsent = call->errbuf ? call->msg_len : reply_hold(call); /* counted like a unary reply's */
+    call->conn->unsent += call->unsent;
+    call->framing = true;
+    stream_open(call);
+    nghttp2_session_resume_data(call->conn->h2, call->id);
+    grpc_loop_mark_dirty(call->conn);
+}
+
+/* The stream ends with grpc-status `code` once the message being framed,
+ * if any, is out (Trailers-Only when nothing was sent). */
+static void stream_end(struct grpc_call *call, int code, const char *msg)
+{
+    if (call->ending || call->state == CALL_REPLY)
+        return;
+    call->ending = true;
+    call->end_code = code;
+    tiled_copy_str(call->end_msg, sizeof(call->end_msg), msg ? msg : "");
+    /* A request not yet answered (a message cut short or too late, or the
+     * head's when no message came) is logged with what ended it; one a
+     * worker holds is not touched (it ends as 499, abandoned). */
+    if (call->req && !call->req->reply.status && !call->parked) {
+        if (code == TILED_GRPC_OK)
+            call->req->reply.status = TILED_OK;
+        else
+            set_error(call,
+                      code == TILED_GRPC_RESOURCE_EXHAUSTED ? TILED_TOO_LARGE
+                      : code == TILED_GRPC_UNAVAILABLE      ? TILED_UNAVAILABLE
+                      : code == TILED_GRPC_DEADLINE_EXCEEDED ? TILED_REQUEST_TIMEOUT
+                                                             : TILED_BAD_REQUEST,
+                      code, "%s", call->end_msg);
+    }
+    if (!call->head_sent) {
+        send_status(call, code, call->end_msg, NULL, NULL);
+        return;
+    }
+    nghttp2_session_resume_data(call->conn->h2, call->id);
+    grpc_loop_mark_dirty(call->conn);
+}
+
+static void stream_trailers(struct grpc_call *call)
+{
+    char status[12], encoded[1024];
+    struct nvs h = {.n = 0};
+    snprintf(status, sizeof(status), "%d", call->end_code);
+    add(&h, "grpc-status", status);
+    if (call->end_msg[0]) {
+        tile_grpc_message_encode(call->end_msg, encoded, sizeof(encoded));
+        add(&h, "grpc-message", encoded);
+    }
+    call->state = CALL_REPLY;
+    nghttp2_submit_trailer(call->conn->h2, call->id, h.nv, h.n);
+}
+
+/* The reply message is framed: its request ends (the bytes still waiting
+ * for the socket are copied), and the next message may be read. */
+static void stream_message_done(struct grpc_call *call)
+{
+    struct grpc_conn *c = call->conn;
+    grpc_conn_keep_lent(c, call);
+    c->unsent -= call->unsent;
+    call->unsent = 0;
+    c->held -= call->held;
+    call->held = 0;
+    free(call->errbuf);
+    call->errbuf = NULL;
+    call->reply_waited = false;
+    call->framing = false;
+    call->run = NULL;
+    tiled_service_end(call->req, call->req->reply.status);
+    call->req = NULL;
+    grpc_call_resume(call); /* stream_pump, once nghttp2 is done with this frame */
+}
+
+/* Dispatches the message read into call->req. */
+static void stream_dispatch(struct grpc_call *call)
+{
+    call->recv_deadline_us = 0;
+    call->state = CALL_WORK;
+    if (call->msg_refused || tiled_service_dispatch(call->req)) {
+        stream_answer(call);
+    } else {
+        call->parked = true;
+        call->loop->parked++;
+    }
+}
+
+/* A message begins: its request, checked like a unary call's head. */
+static void stream_message_start(struct grpc_call *call, const struct tile_grpc_piece *pc)
+{
+    char n[24];
+    struct tiled_server *srv = call->loop->t->srv;
+    if (srv->cfg.header_timeout) {
+        call->recv_start_us = tiled_now_us();
+        call->received = 0;
+        call->recv_deadline_us = tiled_recv_deadline_us(call->recv_start_us, (uint64_t)srv->cfg.header_timeout, 0);
+        grpc_loop_deadline(call->loop, call->recv_deadline_us);
+    }
+    call->msg_refused = false;
+    if (!call->req && !(call->req = new_req(call))) {
+        stream_end(call, TILED_GRPC_UNAVAILABLE, "cannot allocate the request");
+        return;
+    }
+    if (pc->compressed)
+        call->req->content_encoding = field(call, "grpc-encoding");
+    snprintf(n, sizeof(n), "%zu", pc->msg_len);
+    call->msg_refused = tiled_service_route(call->req, field(call, "authorization")) ||
+                        tiled_service_check_head(call->req) || !admit_message(call, pc->msg_len) ||
+                        tiled_service_expect_body(call->req, n);
+}
+
+/* Reads the backlog while the stream may take a message: feeds it to the
+ * deframer, consumes what was read (the window reopens), dispatches each
+ * message complete, and ends the stream at the client's half-close. */
+static void stream_pump(struct grpc_call *call)
+{
+    while (call->conn && !call->closed && !call->ending && call->state == CALL_BODY && !call->framing) {
+        size_t len = call->backlog_len - call->backlog_off;
+        /* Draining: the stream ends between messages, as a unary call
+         * would not be begun (what was answered is the client's). */
+        if (atomic_load(&call->loop->t->srv->draining) && tile_grpc_deframer_idle(&call->deframer) &&
+            !(call->client_done && len == 0)) {
+            stream_end(call, TILED_GRPC_UNAVAILABLE, SHUTTING_DOWN);
+            return;
+        }
+        if (len == 0) {
+            if (!call->client_done)
+                return;
+            if (!tile_grpc_deframer_idle(&call->deframer))
+                stream_end(call, TILED_GRPC_INTERNAL, "the request ended inside a gRPC message");
+            else
+                stream_end(call, TILED_GRPC_OK, NULL);
+            return;
+        }
+        struct tile_grpc_piece pc;
+        struct tile_error e = {0};
+        long long used =
+            tile_grpc_deframe_step(&call->deframer, call->backlog + call->backlog_off, len, &pc, &e);
+        if (used < 0) {
+            stream_end(call, e.code == TILE_ETOOBIG ? TILED_GRPC_RESOURCE_EXHAUSTED : TILED_GRPC_INTERNAL, e.text);
+            return;
+        }
+        call->backlog_off += (size_t)used;
+        nghttp2_session_consume(call->conn->h2, call->id, (size_t)used);
+        grpc_loop_mark_dirty(call->conn); /* the WINDOW_UPDATE */
+        receive_progress(call, (size_t)used);
+        if (pc.start) {
+            stream_message_start(call, &pc);
+            if (call->ending)
+                return;
+        }
+        if (pc.n && !call->msg_refused)
+            tiled_service_body(call->req, (const char *)pc.bytes, pc.n);
+        if (pc.end)
+            stream_dispatch(call);
+    }
+    if (call->backlog_off == call->backlog_len)
+        call->backlog_off = call->backlog_len = 0;
+}
+
+void grpc_call_quiesce(struct grpc_call *call)
+{
+    if (call->streaming && call->conn)
+        stream_pump(call);
+}
+
+/* Request bytes of a streaming call: kept unconsumed in the backlog until
+ * read (false, dropped and consumed by the connection, once the stream's
+ * end is decided). */
+static bool stream_data(struct grpc_call *call, const uint8_t *data, size_t len)
+{
+    if (call->ending || call->state == CALL_REPLY || call->state == CALL_HEAD)
+        return false;
+    if (call->backlog_off > 0 && call->backlog_len + len > call->backlog_cap) { /* reuse the read part */
+        memmove(call->backlog, call->backlog + call->backlog_off, call->backlog_len - call->backlog_off);
+        call->backlog_len -= call->backlog_off;
+        call->backlog_off = 0;
+    }
+    if (call->backlog_len + len > call->backlog_cap) {
+        size_t cap = call->backlog_cap ? call->backlog_cap : 16384;
+        while (cap < call->backlog_len + len)
+            cap *= 2;
+        uint8_t *b = realloc(call->backlog, cap);
+        if (!b) {
+            stream_end(call, TILED_GRPC_UNAVAILABLE, "cannot allocate the request");
+            return false;
+        }
+        call->backlog = b;
+        call->backlog_cap = cap;
+    }
+    memcpy(call->backlog + call->backlog_len, data, len);
+    call->backlog_len += len;
+    stream_pump(call);
+    return true;
+}
+
 /* ---- the end -------------------------------------------------------------------- */
 
 static void finish(struct grpc_call *call)
@@ -710,6 +1071,8 @@ static void finish(struct grpc_call *call)
         call->req = NULL;
     }
     tile_grpc_deframer_free(&call->deframer);
+    free(call->backlog);
+    free(call->errbuf);
     grpc_call_release(call);
 }
 
@@ -729,6 +1092,9 @@ void grpc_call_stream_closed(struct grpc_call *call)
     call->held = 0;
     c->unsent -= call->unsent; /* its reply is freed now (or, lent bytes, copied by grpc_conn_keep_lent) */
     call->unsent = 0;
+    if (call->backlog_len > call->backlog_off) /* a streaming call's unread bytes: the connection's window reopens */
+        nghttp2_session_consume_connection(c->h2, call->backlog_len - call->backlog_off);
+    call->backlog_off = call->backlog_len = 0;
     call->conn = NULL;
     call->closed = true;
     call->abandoned |= !call->sent_all; /* cancelled (RST_STREAM), or the connection died */
@@ -748,7 +1114,9 @@ void grpc_call_resumed(struct grpc_call *call)
         /* A reply that comes after the deadline is not sent: the loop may
          * take the worker's resume before it saw the deadline pass. */
         grpc_call_check_deadline(call, tiled_now_us());
-        if (call->state == CALL_WORK)
+        if (call->streaming && !call->ending && call->state == CALL_WORK)
+            stream_answer(call);
+        else if (!call->streaming && call->state == CALL_WORK)
             send_reply(call);
         /* else the deadline was answered: the stream's close ends it */
         return;
@@ -757,6 +1125,8 @@ void grpc_call_resumed(struct grpc_call *call)
         call->deferred = false;
         nghttp2_session_resume_data(call->conn->h2, call->id);
         grpc_loop_mark_dirty(call->conn);
+        if (call->streaming) /* or a streaming call may read its next message */
+            stream_pump(call);
     }
 }
 
@@ -783,7 +1153,11 @@ void grpc_call_check_deadline(struct grpc_call *call, uint64_t now)
     char msg[128], timing[48];
     snprintf(msg, sizeof(msg), "deadline exceeded: the grpc-timeout of %s passed before the reply was ready",
              call->timeout);
-    snprintf(timing, sizeof(timing), "total;dur=%.3f", (double)(now - call->req->t_start) / 1e3);
     call->abandoned = true;
+    if (call->streaming) { /* the message being framed, if any, goes out first */
+        stream_end(call, TILED_GRPC_DEADLINE_EXCEEDED, msg);
+        return;
+    }
+    snprintf(timing, sizeof(timing), "total;dur=%.3f", (double)(now - call->req->t_start) / 1e3);
     send_status(call, TILED_GRPC_DEADLINE_EXCEEDED, msg, NULL, timing);
 }

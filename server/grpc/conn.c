@@ -35,7 +35,8 @@
  *
  * Windows: the client may send up to STREAM_WINDOW per stream and
  * CONN_WINDOW in all before a WINDOW_UPDATE (nghttp2 sends them as bytes
- * are consumed, and the body is copied out at once), so a multi-MB tensor
+ * are consumed: at once for a unary call, whose body is copied out as it
+ * comes; as it reads them for a streaming call, call.c), so a multi-MB tensor
  * does not wait a round trip per 64 KiB as with the protocol's default.
  */
 #include <errno.h>
@@ -136,8 +137,8 @@ static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id, const ui
     (void)flags;
     (void)user;
     struct grpc_call *call = call_of(s, id);
-    if (call)
-        grpc_call_data(call, data, len);
+    if (!call || !grpc_call_data(call, data, len))
+        nghttp2_session_consume(s, id, len); /* read (copied out) or dropped: the window reopens */
     return 0;
 }
 
@@ -643,7 +644,17 @@ struct grpc_conn *grpc_conn_new(struct grpc_loop *l, int fd)
     c->last_active_us = tiled_now_us();
     if (tiled_log_enabled(TILED_LOG_INFO)) /* for the access log only */
         remote_address(fd, c->remote, sizeof(c->remote));
-    if (nghttp2_session_server_new(&c->h2, l->t->callbacks, c) != 0) {
+    /* WINDOW_UPDATE only for bytes a call read (on_data_chunk): a
+     * streaming call leaves the messages it is not ready for unconsumed. */
+    nghttp2_option *opt;
+    if (nghttp2_option_new(&opt) != 0) {
+        free(c);
+        return NULL;
+    }
+    nghttp2_option_set_no_auto_window_update(opt, 1);
+    int rc = nghttp2_session_server_new2(&c->h2, l->t->callbacks, c, opt);
+    nghttp2_option_del(opt);
+    if (rc != 0) {
         free(c);
         return NULL;
     }

@@ -80,12 +80,29 @@ struct grpc_call {
     bool http_only;          /* refused as HTTP, not gRPC (415, 405): no grpc-status */
     bool reply_waits;        /* its reply found no room: decided after the connection's next write */
     bool reply_waited;       /* ... and that write was done: now it is sent or refused */
-    /* The reply message being sent: 5-byte prefix, then the body or stream. */
-    uint8_t prefix[TILE_GRPC_PREFIX];
+    /* The reply message being sent: its head (the 5-byte prefix, and for a
+     * streaming call ModelStreamInferResponse's tag and length), then the
+     * body, the stream or errbuf. */
+    uint8_t prefix[TILE_GRPC_PREFIX + 11];
+    size_t prefix_len;
     uint64_t msg_len, sent;
     const uint8_t *run;      /* a stream's ready bytes at run_at, lent until all are sent */
     uint64_t run_at;
     size_t run_len;
+    /* A streaming call (route->streams, call.c "streaming calls"): its
+     * request messages are read one at a time, each a request of its own. */
+    bool streaming;
+    bool head_sent;          /* the response HEADERS are submitted */
+    bool framing;            /* a reply message is being framed (prefix..sent) */
+    bool client_done;        /* the client half-closed */
+    bool msg_refused;        /* the message arriving is already answered (its bytes are skipped) */
+    bool ending;             /* the trailers are decided: end_code, end_msg */
+    int end_code;
+    char end_msg[200];
+    uint8_t *backlog;        /* received, not yet read: not consumed, so HTTP/2 flow control pushes back */
+    size_t backlog_off, backlog_len, backlog_cap;
+    uint8_t *errbuf;         /* an error_message reply's message bytes */
+    size_t errbuf_len;
     /* Resumed calls (loop->ready), under loop->ready_lock. */
     struct grpc_call *ready_next;
     bool in_ready, dead;
@@ -225,7 +242,10 @@ void grpc_conn_goaway_final(struct grpc_conn *c);
 /* ---- call.c ------------------------------------------------------------ */
 void grpc_call_header(struct grpc_call *call, const uint8_t *name, size_t nlen, const uint8_t *value, size_t vlen);
 void grpc_call_head_done(struct grpc_call *call, bool end_stream);
-void grpc_call_data(struct grpc_call *call, const uint8_t *data, size_t len);
+/* Request DATA; false when the bytes are done with (the connection
+ * consumes them for flow control), true when the call keeps them and
+ * consumes them itself as it reads them (a streaming call). */
+bool grpc_call_data(struct grpc_call *call, const uint8_t *data, size_t len);
 void grpc_call_request_end(struct grpc_call *call);
 void grpc_call_stream_closed(struct grpc_call *call);
 /* nghttp2's send_data_callback: a DATA frame of the reply message. */
@@ -238,6 +258,8 @@ void grpc_call_given_back(struct grpc_call *call, uint64_t at, size_t n);
 void grpc_call_decide_waiting(struct grpc_conn *c);
 /* Taken from the ready list: a worker finished, or stream bytes are ready. */
 void grpc_call_resumed(struct grpc_call *call);
+/* The drain began: a streaming call between messages ends (UNAVAILABLE). */
+void grpc_call_quiesce(struct grpc_call *call);
 /* Checks the call's deadline at `now`. */
 void grpc_call_check_deadline(struct grpc_call *call, uint64_t now);
 

@@ -266,8 +266,13 @@ static void tick(struct grpc_loop *l, uint64_t now)
     if (atomic_load(&t->quiescing) && !l->quiesced) {
         l->quiesced = true;
         epoll_ctl(l->epfd, EPOLL_CTL_DEL, t->lfd, NULL);
-        for (struct grpc_conn *c = l->conns; c; c = c->next)
+        for (struct grpc_conn *c = l->conns; c; c = c->next) {
             grpc_conn_goaway_begin(c, now);
+            for (struct grpc_call *call = c->calls, *next; call; call = next) {
+                next = call->next; /* a stream may end now */
+                grpc_call_quiesce(call);
+            }
+        }
     }
     for (struct grpc_conn *c = l->conns; c; c = c->next) {
         /* --grpc-max-connection-age: the client goes away gracefully and

@@ -484,7 +484,8 @@ class TritonClientGrpc(GrpcCase):
 
     def test_readme_snippet(self):
         """The README's tritonclient.grpc example runs and prints what it shows."""
-        self.assertEqual(*readme_python_output("tritonclient.grpc", self.d.port, grpc_port=self.d.grpc_port))
+        marker = 'grpcclient.InferenceServerClient("127.0.0.1:8081")\ndata ='
+        self.assertEqual(*readme_python_output(marker, self.d.port, grpc_port=self.d.grpc_port))
 
 
 class AsyncClients(GrpcCase):
@@ -948,6 +949,183 @@ class DeadlineAndCancel(GrpcCase):
         self.assert_still_serving()
 
 
+class StreamInfer(GrpcCase):
+    """ModelStreamInfer from tritonclient, unmodified: start_stream/async_stream_infer and the
+    asyncio client's stream_infer. Each request of a stream is answered with its id, in order;
+    a failed one with an error while the stream goes on; each is a request of its own in the
+    access log; the stream's deadline and a cancel end it (499), and the daemon goes on."""
+
+    BIG = DeadlineAndCancel.BIG
+
+    def cases(self):
+        for dt in CLIENT_DTYPES:
+            for rank in range(5):
+                shape, repeats = SHAPES[rank]
+                yield np.dtype(dt).name, rank, sample(dt, shape, self.rng), repeats
+
+    def assert_tiled(self, result, a, repeats):
+        AsyncClients.assert_tiled(self, result, a, repeats)
+
+    def open_stream(self, client=None, **kw):
+        answers = queue.Queue()
+        (client or self.client).start_stream(callback=lambda result, error: answers.put((result, error)), **kw)
+        return answers
+
+    def test_every_datatype_rank_0_to_4_over_one_stream(self):
+        cases = list(self.cases())
+        before = len(access_entries(self.d, "/ModelStreamInfer"))
+        client = grpcclient.InferenceServerClient(self.target)
+        try:
+            answers = self.open_stream(client)
+            for i, (_, _, a, repeats) in enumerate(cases):  # all sent before any is read
+                client.async_stream_infer("tile", triton_inputs(grpcclient, a, repeats), request_id=str(i))
+            got = [answers.get(timeout=60) for _ in cases]
+            client.stop_stream()
+        finally:
+            client.close()
+        self.assertEqual([e for _, e in got], [None] * len(cases))
+        self.assertEqual([r.get_response().id for r, _ in got], [str(i) for i in range(len(cases))])
+        for (name, rank, a, repeats), (result, _) in zip(cases, got):
+            with self.subTest(dtype=name, rank=rank):
+                self.assert_tiled(result, a, repeats)
+        # One access-log entry, with status 200, per request, not per stream.
+        self.assertTrue(wait_until(lambda: len(access_entries(self.d, "/ModelStreamInfer")) - before == len(cases)))
+        entries = access_entries(self.d, "/ModelStreamInfer")[before:]
+        self.assertEqual({e["status"] for e in entries}, {200})
+
+    def test_errors_mid_stream_keep_the_stream(self):
+        client = grpcclient.InferenceServerClient(self.target)
+        try:
+            answers = self.open_stream(client)
+            a = np.arange(4, dtype=np.float32)
+            sent = [("ok1", "tile", a, [2]), ("rank", "tile", a, [1, 2]), ("model", "nope", a, [2]),
+                    ("ok2", "tile", a, [3])]
+            for rid, model, data, repeats in sent:
+                client.async_stream_infer(model, triton_inputs(grpcclient, data, repeats), request_id=rid)
+            got = [answers.get(timeout=60) for _ in sent]
+            client.stop_stream()
+        finally:
+            client.close()
+        self.assertIsNone(got[0][1])
+        self.assert_tiled(got[0][0], a, [2])
+        self.assertIsNone(got[1][0])
+        self.assertIn("repeats has 2 values but input has rank 1", got[1][1].message())
+        self.assertIsNone(got[2][0])
+        self.assertIn("nope", got[2][1].message())
+        self.assertIsNone(got[3][1])
+        self.assertEqual(got[3][0].get_response().id, "ok2")
+        self.assert_tiled(got[3][0], a, [3])
+
+    def test_asyncio_stream_infer(self):
+        import tritonclient.grpc.aio as grpc_aio
+
+        cases = list(self.cases())
+
+        async def run():
+            client = grpc_aio.InferenceServerClient(self.target)
+            try:
+                async def requests():
+                    for i, (_, _, a, repeats) in enumerate(cases):
+                        yield {"model_name": "tile", "inputs": triton_inputs(grpc_aio, a, repeats),
+                               "request_id": str(i)}
+                    yield {"model_name": "tile", "inputs": triton_inputs(grpc_aio, np.arange(3, dtype=np.int8),
+                                                                         [1, 1]), "request_id": "bad"}
+
+                return [answer async for answer in client.stream_infer(requests())]
+            finally:
+                await client.close()
+
+        got = asyncio.run(run())
+        self.assertEqual(len(got), len(cases) + 1)
+        for i, ((name, rank, a, repeats), (result, error)) in enumerate(zip(cases, got)):
+            with self.subTest(dtype=name, rank=rank):
+                self.assertIsNone(error)
+                self.assertEqual(result.get_response().id, str(i))
+                self.assert_tiled(result, a, repeats)
+        self.assertIsNone(got[-1][0])
+        self.assertIn("repeats has 2 values but input has rank 1", got[-1][1].message())
+
+    def test_metrics_count_requests_not_streams(self):
+        def grpc_total():
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.d.port}/metrics", timeout=30) as r:
+                text = r.read().decode()
+            return sum(int(v) for labels, v in re.findall(r"^tiled_requests_total\{([^}]*)\} (\d+)$", text, re.M)
+                       if 'transport="grpc"' in labels)
+
+        before = grpc_total()
+        client = grpcclient.InferenceServerClient(self.target)
+        try:
+            answers = self.open_stream(client)
+            a = np.arange(3, dtype=np.uint8)
+            for repeats in ([2], [3], [1, 1], [4]):  # the third is refused
+                client.async_stream_infer("tile", triton_inputs(grpcclient, a, repeats))
+            got = [answers.get(timeout=60) for _ in range(4)]
+            client.stop_stream()
+        finally:
+            client.close()
+        self.assertEqual([e is None for _, e in got], [True, True, False, True])
+        self.assertEqual(grpc_total() - before, 4)
+
+    def test_readme_snippet(self):
+        """The README's streaming example runs and prints what it shows."""
+        self.assertEqual(*readme_python_output("start_stream", self.d.port, grpc_port=self.d.grpc_port))
+
+    def wait_for_499(self, before):
+        self.assertTrue(wait_until(lambda: any(e["status"] == 499 for e in
+                                               access_entries(self.d, "/ModelStreamInfer")[before:])),
+                        access_entries(self.d, "/ModelStreamInfer")[before:])
+
+    def assert_still_streaming(self):
+        client = grpcclient.InferenceServerClient(self.target)
+        try:
+            answers = self.open_stream(client)
+            a = np.arange(5, dtype=np.int32)
+            client.async_stream_infer("tile", triton_inputs(grpcclient, a, [3]), request_id="after")
+            result, error = answers.get(timeout=60)
+            client.stop_stream()
+        finally:
+            client.close()
+        self.assertIsNone(error)
+        self.assert_tiled(result, a, [3])
+
+    def test_stream_deadline(self):
+        before = len(access_entries(self.d, "/ModelStreamInfer"))
+        client = grpcclient.InferenceServerClient(self.target)
+        try:
+            answers = self.open_stream(client, stream_timeout=0.05)
+            client.async_stream_infer("tile", triton_inputs(grpcclient, *self.BIG))
+            result, error = answers.get(timeout=60)
+        finally:
+            client.close()
+        self.assertIsNone(result)
+        self.assertIn("Deadline", str(error))
+        self.wait_for_499(before)
+        self.assert_still_streaming()
+
+    def test_cancel_mid_stream(self):
+        before = len(access_entries(self.d, "/ModelStreamInfer"))
+        client = grpcclient.InferenceServerClient(self.target)
+        try:
+            self.open_stream(client)
+            client.async_stream_infer("tile", triton_inputs(grpcclient, *self.BIG))
+            self.assertTrue(wait_until(lambda: inflight(self.d) > 0))
+            client.stop_stream(cancel_requests=True)
+        finally:
+            client.close()
+        self.wait_for_499(before)
+        self.assert_still_streaming()
+
+
+def wait_until(cond, timeout=60):
+    """True once cond() is; False after `timeout` s (which only a hang reaches)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.02)
+    return False
+
+
 class ApiKeys(GrpcCase):
     """With --api-key-file, every RPC but ServerLive, ServerReady and the
     health service needs `authorization: Bearer KEY` metadata."""
@@ -981,6 +1159,28 @@ class ApiKeys(GrpcCase):
         a = np.arange(3, dtype=np.int8)
         self.assertTrue(np.array_equal(self.grpc_infer(a, [2], headers=good).as_numpy("output"), np.tile(a, 2)))
 
+    def test_stream_needs_the_key_in_its_metadata(self):
+        a = np.arange(3, dtype=np.int8)
+        for headers, code in ((None, "UNAUTHENTICATED"), ({"authorization": "Bearer grpc-key-123"}, None)):
+            client = grpcclient.InferenceServerClient(self.target)
+            answers = queue.Queue()
+            try:
+                client.start_stream(callback=lambda result, error: answers.put((result, error)), headers=headers)
+                try:
+                    client.async_stream_infer("tile", triton_inputs(grpcclient, a, [2]))
+                except InferenceServerException:  # refused from the head already: the callback has it
+                    self.assertTrue(code)
+                result, error = answers.get(timeout=60)
+            finally:
+                client.close()
+            with self.subTest(headers=headers):
+                if code:
+                    self.assertIsNone(result)
+                    self.assertIn(code, str(error))
+                else:
+                    self.assertIsNone(error)
+                    self.assertTrue(np.array_equal(result.as_numpy("output"), np.tile(a, 2)))
+
     def test_health_is_open(self):
         self.assertTrue(self.client.is_server_live())
         self.assertTrue(self.client.is_server_ready())
@@ -1013,6 +1213,34 @@ class Overload(GrpcCase):
         small = np.arange(3, dtype=np.int8)
         self.assertTrue(np.array_equal(output_array(self.stub.ModelInfer(self.raw_request(small, [2]))),
                                        np.tile(small, 2)))
+
+    def test_a_refused_stream_request_is_an_error_message_and_the_stream_goes_on(self):
+        a = np.arange(1024, dtype=np.float32)
+        clients = [grpcclient.InferenceServerClient(self.target) for _ in range(16)]
+        try:
+            answers = []
+            for client in clients:
+                answers.append(queue.Queue())
+                client.start_stream(callback=lambda result, error, q=answers[-1]: q.put((result, error)))
+            for client in clients:  # 16 MiB each, on the worker: more than one worker and a queue of 2
+                client.async_stream_infer("tile", triton_inputs(grpcclient, a, [4096]))
+            first = [q.get(timeout=120) for q in answers]
+            busy = [e.message() for r, e in first if e is not None]
+            self.assertTrue(busy, "16 streams never filled a queue of 2")
+            self.assertEqual(set(busy), {"server overloaded: 2 requests are already queued; retry later"})
+            for r, e in first:
+                if e is None:
+                    self.assertTrue(np.array_equal(r.as_numpy("output"), np.tile(a, 4096)))
+            small = np.arange(3, dtype=np.int8)
+            for client in clients:  # every stream still serves
+                client.async_stream_infer("tile", triton_inputs(grpcclient, small, [2]))
+            for q in answers:
+                r, e = q.get(timeout=120)
+                self.assertIsNone(e)
+                self.assertTrue(np.array_equal(r.as_numpy("output"), np.tile(small, 2)))
+        finally:
+            for client in clients:
+                client.close()
 
 
 class Tls(unittest.TestCase):
@@ -1105,6 +1333,38 @@ class Drain(unittest.TestCase):
     UNAVAILABLE (the client, told by the GOAWAY, opens no stream on the draining
     connection, and a new connection is refused), health says NOT_SERVING, and
     the daemon exits 0."""
+
+    def test_sigterm_with_streams_open(self):
+        """A stream answering a request finishes that answer; then, as an idle stream at
+        once, it ends with UNAVAILABLE, so the daemon exits without waiting for the client."""
+        d = Daemon("--grpc-port", "0", "--workers", "1", "--log-level", "warn")
+        idle, busy = (grpcclient.InferenceServerClient(f"127.0.0.1:{d.grpc_port}") for _ in range(2))
+        try:
+            answers = {}
+            for name, client in (("idle", idle), ("busy", busy)):
+                answers[name] = queue.Queue()
+                client.start_stream(callback=lambda result, error, q=answers[name]: q.put((result, error)))
+            a = np.arange(4, dtype=np.float32)
+            idle.async_stream_infer("tile", triton_inputs(grpcclient, a, [2]))
+            result, error = answers["idle"].get(timeout=60)
+            self.assertIsNone(error)
+            big = np.arange(1024, dtype=np.float32)
+            busy.async_stream_infer("tile", triton_inputs(grpcclient, big, [16384]))  # 64 MiB
+            self.assertTrue(wait_until(lambda: inflight(d) > 0 or not answers["busy"].empty()))
+            d.proc.send_signal(signal.SIGTERM)
+            result, error = answers["idle"].get(timeout=60)
+            self.assertIsNone(result)
+            self.assertIn("shutting down", str(error))
+            result, error = answers["busy"].get(timeout=120)
+            self.assertIsNone(error)
+            self.assertTrue(np.array_equal(result.as_numpy("output"), np.tile(big, 16384)))
+            result, error = answers["busy"].get(timeout=60)
+            self.assertIn("shutting down", str(error))
+            self.assertEqual(d.proc.wait(60), 0)
+        finally:
+            idle.close()
+            busy.close()
+            d.stop()
 
     def test_sigterm_with_calls_in_flight(self):
         P = protos()

@@ -151,7 +151,7 @@ class Reflection(ReflectionCase):
     def test_what_is_not_there_is_an_error_response(self):
         for question, code, words in (
                 ({"file_containing_symbol": "inference.Nope"}, NOT_FOUND, "symbol 'inference.Nope' not found"),
-                ({"file_containing_symbol": "inference.GRPCInferenceService.ModelStreamInfer"}, NOT_FOUND,
+                ({"file_containing_symbol": "inference.GRPCInferenceService.ModelLoad"}, NOT_FOUND,
                  "not found"),
                 ({"file_by_filename": "nope.proto"}, NOT_FOUND, "file 'nope.proto' not found"),
                 ({"file_containing_extension": rpb.ExtensionRequest(containing_type="inference.ModelInferRequest",
@@ -172,10 +172,10 @@ class Reflection(ReflectionCase):
     def test_host_is_echoed(self):
         self.assertEqual(self.ask(host="example:8081", list_services="").valid_host, "example:8081")
 
-    def test_a_client_that_keeps_its_side_open_gets_its_answer(self):
+    def test_a_client_that_keeps_its_side_open_gets_its_answers(self):
         """grpcurl's reflection client sends a request and waits for the answer before it sends
-        the next or closes its side: the answer comes at once and the call ends OK; the next
-        question goes on a new call."""
+        the next or closes its side: each answer comes at once, on the same call, which ends OK
+        when the client closes its side."""
         for version in PATHS:
             with self.subTest(version=version):
                 sent = queue.Queue()
@@ -189,7 +189,12 @@ class Reflection(ReflectionCase):
                     first = next(responses)
                     self.assertEqual(list(self.files_of(first))[0], "grpc_service.proto")
                     sent.put(rpb.ServerReflectionRequest(list_services=""))
-                    self.assertEqual(list(responses), [])  # ended: nothing for the second question
+                    second = next(responses)
+                    self.assertEqual(sorted(s.name for s in second.list_services_response.service), SERVICES)
+                    sent.put(rpb.ServerReflectionRequest(file_by_filename="health.proto"))
+                    self.assertEqual(list(self.files_of(next(responses))), ["health.proto"])
+                    sent.put(None)
+                    self.assertEqual(list(responses), [])
                     self.assertEqual(responses.code(), grpc.StatusCode.OK)
                 finally:
                     sent.put(None)

@@ -127,6 +127,7 @@ CANCEL = 8
 class Stream:
     def __init__(self):
         self.headers, self.trailers, self.data = None, None, b""
+        self.window = 0  # the server's WINDOW_UPDATE increments for this stream
         self.frames = []  # the kinds of frame received, in order
         self.ended, self.reset = False, None
 
@@ -154,6 +155,7 @@ class H2Client:
         self.closed, self.corked, self.server_settings = False, None, False
         self.pings, self.ack_pings = [], True  # the server's PINGs; answered at once unless told not to
         self.conn_frames = []  # kinds of the connection's own frames (stream 0) received, in order
+        self.reads_data, self.ping_acks = True, 0  # reads_data False: no WINDOW_UPDATE for DATA received
         self.sock.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
         if window:  # SETTINGS_INITIAL_WINDOW_SIZE for each stream, and as much for the connection
             self.frame(SETTINGS, 0, 0, struct.pack(">HI", 4, window))
@@ -261,6 +263,10 @@ class H2Client:
             self.pings.append(payload)
             if self.ack_pings:
                 self.frame(PING, ACK, 0, payload)
+        elif kind == PING:
+            self.ping_acks += 1
+        elif kind == WINDOW_UPDATE and s:
+            s.window += int.from_bytes(payload, "big") & 0x7FFFFFFF
         elif kind == GOAWAY:
             self.goaways.append((int.from_bytes(payload[:4], "big") & 0x7FFFFFFF, int.from_bytes(payload[4:8], "big")))
         elif kind == HEADERS and s:
@@ -271,7 +277,7 @@ class H2Client:
                 s.trailers = block
         elif kind == DATA and s:
             s.data += payload
-            if payload:  # keep the windows open
+            if payload and self.reads_data:  # keep the windows open
                 try:
                     self.frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", len(payload)))
                     self.frame(WINDOW_UPDATE, 0, sid, struct.pack(">I", len(payload)))
@@ -281,6 +287,12 @@ class H2Client:
             s.reset = int.from_bytes(payload, "big")
         if s and flags & END_STREAM and kind in (DATA, HEADERS):
             s.ended = True
+
+    def ping_round_trip(self):
+        """A PING answered: the server has handled every frame sent before it."""
+        want = self.ping_acks + 1
+        self.frame(PING, 0, 0, b"12345678")
+        return self.pump(lambda: self.ping_acks >= want)
 
     def close(self):
         self.sock.close()
@@ -344,9 +356,10 @@ class Unary(GrpcCase):
         self.assertIn("server-timing", dict(cm.exception.trailing_metadata()))
 
     def test_streaming_methods_are_refused_from_the_head(self):
-        """ModelStreamInfer and Health/Watch: a streaming client keeps its side open while it
-        waits, so the refusal must not wait for its END_STREAM (it would come at the deadline)."""
-        for path in ("/inference.GRPCInferenceService/ModelStreamInfer", "/grpc.health.v1.Health/Watch"):
+        """Health/Watch (ModelStreamInfer is served: test_grpc.StreamInfer): a streaming client
+        keeps its side open while it waits, so the refusal must not wait for its END_STREAM (it
+        would come at the deadline)."""
+        for path in ("/grpc.health.v1.Health/Watch", "/inference.GRPCInferenceService/ModelLoad"):
             opened = threading.Event()
 
             def requests():
@@ -1038,6 +1051,138 @@ class ReplyMemory(GrpcCase):
             replies = [f.result() for f in futures]
         for k, reply in enumerate(replies):
             self.assertEqual(raw_output(reply), np.tile(a + k, 4).tobytes())
+
+
+class StreamedReplyMemory(ReplyMemory):
+    """The same with every reply streamed (--stream-threshold 64K): a streamed reply counts
+    the two chunks it holds at most (--stream-chunk 2M: 4 MiB, the whole of each reply here)
+    until its last byte was taken; uncounted, 40 unread ones would hold 160 MiB."""
+    daemon_args = daemon_args("--max-grpc-conn-memory", "16M", "--stream-threshold", "64K", "--stream-chunk", "2M",
+                              "--workers", "1", "--body-cache", "0", "--log-level", "info")
+
+
+STREAM_INFER = SERVICE + "ModelStreamInfer"
+
+
+def grpc_messages(data):
+    """The payloads of the Length-Prefixed-Messages in `data` (all uncompressed)."""
+    out, i = [], 0
+    while i < len(data):
+        assert data[i] == 0, "compressed flag"
+        n = struct.unpack(">I", data[i + 1:i + 5])[0]
+        out.append(data[i + 5:i + 5 + n])
+        i += 5 + n
+    assert i == len(data), "a message cut short"
+    return out
+
+
+def stream_answer(payload):
+    """ModelStreamInferResponse: ("error", text) or ("infer", ModelInferResponse bytes)."""
+    fields, i = {}, 0
+    while i < len(payload):
+        key, i = read_varint(payload, i)
+        n, i = read_varint(payload, i)
+        fields[key >> 3] = payload[i:i + n]
+        i += n
+    if fields.get(1):
+        return "error", fields[1].decode()
+    return "infer", fields.get(2, b"")
+
+
+class StreamFraming(GrpcCase):
+    """ModelStreamInfer at the frame level: many messages in any DATA framing, each answered in
+    order (errors as error_message, the stream going on), the transport's rules ending the
+    stream with a status after the answers before, and flow control holding back what the
+    stream is not ready to read."""
+    daemon_args = daemon_args("--max-grpc-message", "8M", "--log-level", "info")
+
+    def test_many_messages_in_odd_pieces_answered_in_order(self):
+        c = self.h2()
+        arrays = [np.arange(5, dtype=np.float32) + k for k in range(6)]
+        body = b""
+        for k, a in enumerate(arrays):
+            body += message(infer_request(a, [k + 1]))
+            if k == 2:
+                body += message(b"\xff")  # no protobuf: an error, the stream goes on
+        sid = c.start(path=STREAM_INFER)
+        c.send(sid, body, end=True, piece=7)
+        s = c.wait(sid)
+        self.assertEqual(s.status(), (0, None))
+        answers = [stream_answer(m) for m in grpc_messages(s.data)]
+        self.assertEqual(len(answers), len(arrays) + 1)
+        self.assertEqual(answers[3][0], "error")
+        self.assertTrue(answers[3][1], "the error names what is wrong")
+        infer = [a for a in answers if a[0] == "infer"]
+        for k, (a, (_, reply)) in enumerate(zip(arrays, infer)):
+            self.assertEqual(raw_output(reply), np.tile(a, k + 1).tobytes())
+
+    def test_no_message_then_half_close_is_ok(self):
+        c = self.h2()
+        sid = c.start(path=STREAM_INFER, end=True)
+        self.assertEqual(c.wait(sid).status(), (0, None))
+
+    def test_a_message_above_the_limit_ends_the_stream_after_the_answers_before(self):
+        c = self.h2()
+        a = np.arange(3, dtype=np.float32)
+        sid = c.start(path=STREAM_INFER)
+        c.send(sid, message(infer_request(a, [2])) + b"\0" + struct.pack(">I", 9 << 20) + b"x" * 100)
+        s = c.wait(sid)
+        code, msg = s.status()
+        self.assertEqual(code, 8, msg)
+        self.assertIn("8388608", msg)
+        (kind, reply), = [stream_answer(m) for m in grpc_messages(s.data)]
+        self.assertEqual(raw_output(reply), np.tile(a, 2).tobytes())
+
+    def test_half_close_inside_a_message(self):
+        c = self.h2()
+        sid = c.start(path=STREAM_INFER, metadata=[("x-request-id", "grpc-stream-cut")])
+        whole = message(infer_request(np.arange(3, dtype=np.float32), [2]))
+        c.send(sid, whole + whole[:-3], end=True)
+        s = c.wait(sid)
+        code, msg = s.status()
+        self.assertEqual(code, 13, msg)
+        self.assertIn("inside a gRPC message", msg)
+        self.assertEqual(len(grpc_messages(s.data)), 1, "the whole message before was answered")
+        # Each message's request in the access log: the answered one, and the cut one as a 400.
+        self.assertTrue(wait_for(lambda: len(access_lines(self.d, "grpc-stream-cut")) == 2, 60))
+        self.assertEqual([e["status"] for e in access_lines(self.d, "grpc-stream-cut")], [200, 400])
+
+    def test_the_next_message_is_read_only_when_the_stream_has_room(self):
+        """The first message's 4 MiB answer waits for the client's window; the second
+        message (5 MiB) is not read meanwhile, so its bytes are not given back to the
+        client's window (nghttp2 sends a WINDOW_UPDATE once half the 8 MiB stream window
+        is consumed). Once the client reads, both are answered."""
+        c = self.h2()
+        c.reads_data = False
+        first = message(infer_request(np.arange(4, dtype=np.float32), [1 << 18]))  # 4 MiB out
+        second = np.arange(5 << 18, dtype=np.float32)  # 5 MiB in
+        sid = c.start(path=STREAM_INFER)
+        c.send(sid, first + message(infer_request(second, [1])), end=True)
+        self.assertTrue(c.pump(lambda: DATA in c.streams[sid].frames), "the first answer began")
+        self.assertTrue(c.ping_round_trip())
+        self.assertTrue(c.ping_round_trip())
+        self.assertEqual(c.streams[sid].window, 0, "the second message was read before the stream had room")
+        c.reads_data = True
+        c.frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", 64 << 20))
+        c.frame(WINDOW_UPDATE, 0, sid, struct.pack(">I", 64 << 20))
+        s = c.wait(sid)
+        self.assertEqual(s.status(), (0, None))
+        answers = [stream_answer(m) for m in grpc_messages(s.data)]
+        self.assertEqual([k for k, _ in answers], ["infer", "infer"])
+        self.assertEqual(raw_output(answers[1][1]), second.tobytes())
+        self.assertGreater(s.window, 0, "the second message's bytes were given back once read")
+
+    def test_reset_ends_the_stream_and_the_request_it_holds(self):
+        c = self.h2()
+        c.reads_data = False  # the answer waits for the window: it is in the middle when reset
+        sid = c.start(path=STREAM_INFER, metadata=[("x-request-id", "grpc-stream-reset")])
+        c.send(sid, message(infer_request(np.arange(1024, dtype=np.float32), [1536])))  # 6 MiB out
+        self.assertTrue(c.pump(lambda: DATA in c.streams[sid].frames or c.streams[sid].ended))
+        c.cancel(sid)
+        self.assertTrue(wait_for(lambda: access_lines(self.d, "grpc-stream-reset"), 60))
+        self.assertEqual(access_lines(self.d, "grpc-stream-reset")[0]["status"], 499)
+        c.reads_data = True
+        self.assertEqual(c.call().status(), (0, None), "the connection goes on")
 
 
 class ReceiveTimeout(GrpcCase):

@@ -23,10 +23,10 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 
 
 class PerfAnalyzer(unittest.TestCase):
-    def concurrency_1_to_8_without_errors(self, protocol):
+    def concurrency_1_to_8_without_errors(self, protocol, mode=None):
         tiled = os.path.abspath(os.environ.get("TILED_BIN", os.path.join(ROOT, "build", "tiled")))
         env = dict(os.environ, TILED_BIN=tiled)
-        r = subprocess.run(["sh", "bench/perf_analyzer.sh", "200", protocol], cwd=ROOT, env=env,
+        r = subprocess.run(["sh", "bench/perf_analyzer.sh", "200", mode or protocol], cwd=ROOT, env=env,
                            capture_output=True, text=True, timeout=600)
         self.assertEqual(r.returncode, 0, r.stdout[-3000:] + r.stderr[-3000:])
         self.assertIn(f"-> tiled at {protocol}://", r.stdout)
@@ -43,6 +43,19 @@ class PerfAnalyzer(unittest.TestCase):
 
     def test_grpc_concurrency_1_to_8_without_errors(self):
         self.concurrency_1_to_8_without_errors("grpc")
+
+    def test_grpc_streaming_concurrency_1_to_8_without_errors(self):
+        """--streaming: each perf_analyzer worker sends its requests over one ModelStreamInfer stream."""
+        self.concurrency_1_to_8_without_errors("grpc", "grpc-streaming")
+
+    def test_grpc_streaming_shared_memory_system_without_errors(self):
+        d = Daemon("--grpc-port", "0", "--shared-memory", "system")
+        try:
+            perf_analyzer_shared_memory(self, "grpc", d.grpc_port, "--streaming")
+            streamed = [line for line in d.log_lines() if "/ModelStreamInfer" in line]
+            self.assertGreater(len(streamed), 0, "the requests went over streams")
+        finally:
+            self.assertEqual(d.stop(), 0)
 
     def test_grpc_shared_memory_system_without_errors(self):
         """-i grpc --shared-memory system: it unregisters everything (system

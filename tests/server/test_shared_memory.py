@@ -404,7 +404,7 @@ class SharedMemoryAuth(SharedMemoryBase):
         self.assertEqual((resp.status, json.loads(data)), (200, []))
 
 
-def perf_analyzer_shared_memory(test, protocol, port):
+def perf_analyzer_shared_memory(test, protocol, port, *extra):
     """Runs perf_analyzer -i `protocol` --shared-memory system at concurrency 1
     and 2 against 127.0.0.1:`port`: no error, and the daemon's statistics
     count what it sent."""
@@ -415,7 +415,7 @@ def perf_analyzer_shared_memory(test, protocol, port):
                              "repeats": {"content": [4], "shape": [1]}}]}, f)
     try:
         r = subprocess.run(["sh", "scripts/perf_analyzer.sh", "-m", "tile", "-x", "13", "-u", f"127.0.0.1:{port}",
-                            "-i", protocol, "--input-data", data, "--shared-memory", "system",
+                            "-i", protocol, *extra, "--input-data", data, "--shared-memory", "system",
                             "--output-shared-memory-size", "16384", "--concurrency-range", "1:2",
                             "--measurement-interval", "300", "-s", "1000", "-r", "10"],
                            cwd=root, capture_output=True, text=True, timeout=600)
