@@ -40,6 +40,10 @@
 #include "service.h"
 #include "stream.h"
 
+/* What a stream that is between messages when the drain begins ends with
+ * (UNAVAILABLE: the client sends its next request elsewhere); Triton's text. */
+static const char SHUTTING_DOWN[] = "GRPC server is shutting down and has stopped accepting new requests.";
+
 /* Parking is known from tiled_service_dispatch's answer and a stream's
  * "not ready" from its read of 0 bytes, both on this thread: nothing to do
  * when the service says it suspends. */
