@@ -34,7 +34,7 @@ CASES = {
 }
 DT = {"float32": "FP32", "int64": "INT64"}
 SERVERS = ("tiled", "triton", "kserve", "mlserver")
-SERVER_LABEL = {"tiled": "tiled", "triton": "Triton 2.x Python backend", "kserve": "KServe ModelServer",
+SERVER_LABEL = {"tiled": "tiled", "triton": "Triton (Python backend)", "kserve": "KServe ModelServer",
                 "mlserver": "MLServer"}
 # (client, protocol) -> which check.py protocol must pass first
 CLIENTS = (("perf_analyzer", "http-binary", "http-binary"), ("perf_analyzer", "grpc", "grpc"),
@@ -66,10 +66,17 @@ def h2load_point(h, a, work, gport, case, conc, tag):
     if not os.path.exists(body):
         h.run("race", [venv_py(a, "triton"), os.path.join(RACE, "check.py"), "--grpc-body",
                        json.dumps(CASES[case]), body], timeout=60, record=False)
+    url = "http://127.0.0.1:%d/inference.GRPCInferenceService/ModelInfer" % gport
+    # The exact bytes h2load sends, once through curl: h2load counts HTTP status only.
+    p = h.run("race", ["curl", "-s", "--http2-prior-knowledge", "-H", "content-type: application/grpc",
+                       "-H", "te: trailers", "--data-binary", "@" + body, "-D", "-", "-o", "/dev/null", url],
+              timeout=120, check=False, record=False)
+    if not re.search(r"^grpc-status: 0\r?$", p.stdout, re.M):
+        return {"error": "the h2load request got no grpc-status 0: " + " ".join(p.stdout.split())[:200]}
     logf = os.path.join(work, "h2load-%s.log" % tag)
     cmd = ["taskset", "-c", "1", "h2load", "-t1", "-c%d" % conc, "-m1", "-D%d" % a.dur, "--warm-up-time=200ms",
            "-H", "content-type: application/grpc", "-H", "te: trailers", "-d", body, "--log-file", logf,
-           "http://127.0.0.1:%d/inference.GRPCInferenceService/ModelInfer" % gport]
+           url]
     p = h.run("race", cmd, timeout=a.dur + 60, check=False, record=a.dur > 1)
     m = re.search(r"finished in ([\d.]+)(m?s), ([\d.]+) req/s", p.stdout)
     n = re.search(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, "
@@ -126,7 +133,8 @@ def server_plan(a, h, tmp):
     p, g = h.free_port(), h.free_port()
     env = dict(h.peer_env(), PYTHONPATH=sp)
     plan["triton"] = (["taskset", "-c", "0", tritonserver, "--model-repository", os.path.join(RACE, "triton"),
-                       "--backend-directory", backends, "--http-port", str(p), "--grpc-port", str(g),
+                       "--backend-directory", backends, "--http-address", "127.0.0.1", "--http-port", str(p),
+                       "--grpc-address", "127.0.0.1", "--grpc-port", str(g),
                        "--allow-metrics", "false", "--log-verbose", "0", "--log-info", "false"],
                       env, "PYTHONPATH=<venv-race-triton site-packages>", p, g)
     p, g = h.free_port(), h.free_port()
@@ -192,16 +200,22 @@ def pa_point(h, a, work, url, proto, case, conc, tag):
         json.dump({"data": [{"input": {"content": x.reshape(-1).tolist(), "shape": c["shape"]},
                              "repeats": {"content": c["repeats"], "shape": [len(c["repeats"])]}}]}, f)
     csv_path = os.path.join(work, "pa-%s.csv" % tag)
-    window = max(300, a.dur * 1000 // 3)
-    cmd = ["taskset", "-c", "1", "sh", os.path.join(h.ROOT, "scripts", "perf_analyzer.sh"), "-m", "tile",
+    # perf_analyzer keeps the responses of a run in memory: at 4 MiB each, time windows at
+    # concurrency 8 grew it past 20 GiB until the kernel's OOM killer stopped it. Large outputs
+    # are measured in windows of a fixed request count instead, and an address-space cap
+    # (prlimit) turns any runaway into this point's error rather than a machine-wide OOM.
+    if c["label"].endswith("MiB out)"):
+        windows = ["--measurement-mode", "count_windows", "--measurement-request-count", "30", "-r", "4"]
+    else:
+        windows = ["--measurement-interval", str(max(300, a.dur * 1000 // 3)), "-r", "6"]
+    cmd = ["prlimit", "--as=%d" % (6 << 30), "taskset", "-c", "1", "sh", os.path.join(h.ROOT, "scripts", "perf_analyzer.sh"), "-m", "tile",
            "-u", url, "-i", "http" if proto == "http-binary" else "grpc", "--input-data", data,
            "--shape", "input:" + ",".join(map(str, c["shape"])), "--shape", "repeats:%d" % len(c["repeats"]),
-           "--concurrency-range", str(conc), "--measurement-interval", str(window), "-s", "1000", "-r", "6",
-           "-f", csv_path]
+           "--concurrency-range", str(conc)] + windows + ["-s", "1000", "-f", csv_path]
     env = dict(os.environ, PA_DIR=os.path.join(h.ROOT, "build", "perf_analyzer"))
     p = h.run("race", cmd, timeout=a.dur * 6 + 120, env=env, check=False, record=a.dur > 1)
     if p.returncode != 0 or not os.path.exists(csv_path):
-        return {"error": " ".join((p.stdout + p.stderr).split())[-300:]}
+        return {"error": "exit %d: %s" % (p.returncode, " ".join((p.stdout + p.stderr).split())[-200:])}
     import csv
     rows = list(csv.DictReader(open(csv_path)))
     if not rows:
@@ -219,6 +233,7 @@ def race_bench(a, h):
     os.chmod(tmp, 0o755)
     res = {"points": [], "cells": [], "dur": a.dur, "cases": CASES, "versions": {}}
     t0 = h.cpu_times()
+    res["loadavg_start"] = " ".join("%.2f" % v for v in os.getloadavg())
     try:
         plan = server_plan(a, h, tmp)
         for name in SERVERS:
@@ -283,6 +298,7 @@ def race_bench(a, h):
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     res["steal_pct"], res["busy_pct"] = h.steal_pct(t0, h.cpu_times())
+    res["loadavg_end"] = " ".join("%.2f" % v for v in os.getloadavg())
     return res
 
 
@@ -316,7 +332,8 @@ def fmt_point(p):
         return "failed: " + p["error"][:80]
     if not p["rps"]:
         return "no answer within the point"
-    s = "%.0f/s (%s / %s ms)" % (p["rps"], ms(p["p50_us"]), ms(p["p99_us"]))
+    s = "%s/s (%s / %s ms)" % (("%.0f" if p["rps"] >= 10 else "%.1f") % p["rps"], ms(p["p50_us"]),
+                                ms(p["p99_us"]))
     if p.get("errors"):
         s += ", %d errors" % p["errors"]
     return s
@@ -331,6 +348,13 @@ def table(race):
     pts = {(p["server"], p["client"], p["protocol"], p["case"], p["conc"]): p for p in race["points"]}
     cells = {(c["server"], c["client"], c["protocol"], c["case"]): c for c in race["cells"]}
     servers = [s for s in SERVERS if any(c["server"] == s for c in race["cells"])]
+    notes = {}
+
+    def note(status):
+        kind, _, why = status.partition(": ")
+        if why not in notes:
+            notes[why] = chr(ord("a") + len(notes))
+        return "%s (%s)" % (kind, notes[why])
     L = ["| client | protocol | case | conc | " + " | ".join(SERVER_LABEL[s] for s in servers) +
          " | tiled / best peer |", "|---|---|---|---:|" + "---|" * len(servers) + "---:|"]
     for client, proto, _ in CLIENTS:
@@ -342,7 +366,7 @@ def table(race):
                     if c is None:
                         row.append("not run")
                     elif c["status"] != "ok":
-                        row.append(c["status"])
+                        row.append(note(c["status"]))
                     else:
                         p = pts.get((s, client, proto, case, conc))
                         row.append(fmt_point(p))
@@ -351,6 +375,8 @@ def table(race):
                 t = pts.get(("tiled", client, proto, case, conc))
                 ratio = "%.1fx" % (t["rps"] / best) if t and "rps" in t and best else "n/a"
                 L.append("| %s | %s | %s | %d | %s | %s |" % (client, proto, case, conc, " | ".join(row), ratio))
+    L.append("")
+    L.extend("(%s) %s  " % (k, why) for why, k in notes.items())
     return L
 
 
@@ -390,13 +416,16 @@ def section(race, plotted):
     L = ["## Race against inference servers", "",
          "Each server serves the tile model pinned to core 0 (`taskset -c 0`), one server at a time; the "
          "client runs on core 1. perf_analyzer (Triton's, unmodified) over HTTP with binary tensors and over "
-         "gRPC, wrk over HTTP with a v2 JSON body and with a binary-extension body, %d s per point, concurrency "
+         "gRPC, h2load over gRPC, wrk over HTTP with a v2 JSON body and with a binary-extension body, %d s per "
+         "point (perf_analyzer: three stable windows; for 4 MiB outputs windows of 30 requests), concurrency "
          "1 and 8. Before its load every server answered every case over each protocol through tritonclient "
          "and each answer was compared with numpy.tile (bench/peers/race/check.py); a refused case is a "
          "\"cannot serve\" cell and was not loaded. Cells: requests/s (p50 / p99 latency in ms). Servers: %s. "
-         "CPU use by other tenants during the phase: %.0f%% busy, %.1f%% stolen."
+         "The machine is shared: over the phase its CPUs were %.0f%% busy (this run and others; %.1f%% "
+         "stolen), load average %s at its start and %s at its end, so compare ratios within a row."
          % (race["dur"], "; ".join("%s (%s)" % (SERVER_LABEL[s], v) for s, v in race["versions"].items()),
-            race.get("busy_pct", 0), race.get("steal_pct", 0)), ""]
+            race.get("busy_pct", 0), race.get("steal_pct", 0), race.get("loadavg_start", "?"),
+            race.get("loadavg_end", "?")), ""]
     L.append("Cases: " + "; ".join("%s = %s" % (k, v["label"]) for k, v in race["cases"].items()) + ".")
     L.append("")
     L.extend(table(race))
@@ -405,8 +434,19 @@ def section(race, plotted):
         L.append("![race requests/s](race-rps.png)")
         L.append("")
     L.append("Not raced: Triton with a C++ custom backend. Building one needs Triton's backend headers "
-             "(tritonbackend.h, tritonserver.h from the triton-inference-server core/backend repositories); "
-             "neither the nvidia-pytriton wheel nor any Debian package carries them, and this bench downloads "
-             "from PyPI and Debian only.")
+             "(tritonbackend.h, tritonserver.h of the triton-inference-server core and backend repositories); "
+             "neither the nvidia-pytriton wheel nor any Debian package carries them, PyPI's `tritonserver` "
+             "project offers no distribution pip can fetch for this machine, and this bench downloads from "
+             "PyPI and Debian only.")
+    L.append("")
+    L.append("Clients: perf_analyzer cannot load KServe or MLServer, since it reads the model's configuration "
+             "through Triton's own extension; h2load (nghttp2's C load generator) sends the same gRPC "
+             "ModelInfer request (raw contents) to every server instead, one stream per connection at a time, "
+             "and counts HTTP status only (the answers were checked before). p50/p99 for h2load come from its "
+             "per-request log. KServe 0.21 binds 0.0.0.0 and [::] (hard-coded); every request here goes to "
+             "127.0.0.1. perf_analyzer spends more per request than h2load and wrk, so where tiled "
+             "answers faster than perf_analyzer asks (small outputs, and 4 MiB ones, which perf_analyzer "
+             "keeps), its rows measure perf_analyzer more than the server. Triton's Python backend runs numpy.tile in a stub process beside the server, both "
+             "on core 0; KServe and MLServer run their model in the server process (one worker).")
     L.append("")
     return L

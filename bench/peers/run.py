@@ -2,7 +2,7 @@
 
     python bench/peers/run.py --tiled build/tiled --driver build/bench/bench_peers
         [--work build/bench-peers] [--dur 5] [--reps 7] [--skip-kernel] [--skip-service]
-        [--report-only]
+        [--skip-race] [--race-servers tiled,triton,kserve,mlserver] [--race-venvs build] [--report-only]
 
 1. Kernel: bench_peers (tiled's kernel, 1 and all workers, memcpy, memset) and
    peers.py (numpy.tile, torch.tile, ONNX Runtime's Tile end to end and
@@ -14,7 +14,11 @@
    per point) by a client on core 1: wrk at 1, 16 and 64 connections for small JSON, raw, npy and v2
    requests; 64 MiB and 1 GiB outputs fetched by curl with the server's peak
    RSS; bench/curl-load.sh beside wrk on the small JSON case.
-3. bench/REPORT.md, bench/peers-gbps.png and bench/service-latency.png.
+3. Race (bench/peers/race.py): tiled against Triton (Python backend), KServe's ModelServer
+   and MLServer serving tile, each answer checked against numpy.tile first, loaded by
+   perf_analyzer, h2load (gRPC) and wrk at concurrency 1 and 8 (server on core 0, client on
+   core 1). With --skip-kernel --skip-service only its section of bench/REPORT.md is replaced.
+4. bench/REPORT.md, bench/peers-gbps.png, bench/service-latency.png and bench/race-rps.png.
 
 Raw results go to the work directory (results.json); --report-only rebuilds
 the report and plots from them. Traffic goes to 127.0.0.1 only, every load
@@ -1206,7 +1210,7 @@ def report(res, a):
     L.append("```")
     L.append("")
     L.append("Quicker, noisier reruns: `make bench-peers PEERS_ARGS=\"--dur 2 --reps 5\"`; only one part: "
-             "`PEERS_ARGS=--skip-service` or `--skip-kernel`; rebuild this file from the last raw results "
+             "`PEERS_ARGS=--skip-service`, `--skip-kernel` or `--skip-race`; rebuild this file from the last raw results "
              "(build/bench-peers/results.json): `PEERS_ARGS=--report-only`.")
     L.append("")
     L.extend(shm_section())

@@ -7,7 +7,7 @@ set -eu
 VENV=${1:-build/venv-peers}
 PKGS="python3 python3-venv python3-pip python3-numpy python3-torch python3-threadpoolctl
       python3-fastapi python3-uvicorn python3-uvloop python3-httptools
-      gnuplot-nox wrk nginx-light curl util-linux linux-perf valgrind"
+      gnuplot-nox wrk nginx-light nghttp2-client curl util-linux linux-perf valgrind"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
