@@ -329,7 +329,9 @@ def fmt_point(p):
     if p is None:
         return "n/a"
     if "error" in p:
-        return "failed: " + p["error"][:80]
+        if "bad_alloc" in p["error"]:
+            return "client failed: perf_analyzer ran out of its 6 GiB address-space cap (std::bad_alloc)"
+        return "client failed: " + p["error"][:80]
     if not p["rps"]:
         return "no answer within the point"
     s = "%s/s (%s / %s ms)" % (("%.0f" if p["rps"] >= 10 else "%.1f") % p["rps"], ms(p["p50_us"]),
@@ -401,7 +403,8 @@ def plot(h, race, work, png):
     gp = ['set terminal pngcairo size 1300,600 font "sans,10"', 'set output "%s"' % png,
           'set title "Race: requests/s serving tile (server on core 0, client on core 1; higher is better; '
           'missing point = cannot serve)"',
-          'set logscale y', 'set ylabel "requests/s"', 'set grid', 'set key top right',
+          'set logscale y', 'set ylabel "requests/s"', 'set grid', 'set key top center horizontal',
+          'set yrange [0.1:400000]',
           'set xtics rotate by 60 right font "sans,8"', 'set xtics (%s)' % xt,
           'set xrange [-0.5:%f]' % (len(configs) - 0.5), 'set bmargin 9']
     pts_style = [7, 5, 9, 11]
