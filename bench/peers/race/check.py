@@ -25,7 +25,6 @@ def case_input(c):
 
 
 def ask(mod, client, x, reps, binary):
-    kw = {}
     ins = [mod.InferInput("input", list(x.shape), DT[str(x.dtype)]),
            mod.InferInput("repeats", list(reps.shape), "INT64")]
     if mod is httpclient:
@@ -36,7 +35,7 @@ def ask(mod, client, x, reps, binary):
         ins[0].set_data_from_numpy(x)
         ins[1].set_data_from_numpy(reps)
         outs = [mod.InferRequestedOutput("output")]
-    return client.infer("tile", ins, outputs=outs, **kw).as_numpy("output")
+    return client.infer("tile", ins, outputs=outs).as_numpy("output")
 
 
 def post_json(http_url, c, x, reps):
