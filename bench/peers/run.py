@@ -2,7 +2,7 @@
 
     python bench/peers/run.py --tiled build/tiled --driver build/bench/bench_peers
         [--work build/bench-peers] [--dur 5] [--reps 7] [--skip-kernel] [--skip-service]
-        [--report-only]
+        [--skip-race] [--race-servers tiled,triton,kserve,mlserver] [--race-venvs build] [--report-only]
 
 1. Kernel: bench_peers (tiled's kernel, 1 and all workers, memcpy, memset) and
    peers.py (numpy.tile, torch.tile, ONNX Runtime's Tile end to end and
@@ -14,7 +14,11 @@
    per point) by a client on core 1: wrk at 1, 16 and 64 connections for small JSON, raw, npy and v2
    requests; 64 MiB and 1 GiB outputs fetched by curl with the server's peak
    RSS; bench/curl-load.sh beside wrk on the small JSON case.
-3. bench/REPORT.md, bench/peers-gbps.png and bench/service-latency.png.
+3. Race (bench/peers/race.py): tiled against Triton (Python backend), KServe's ModelServer
+   and MLServer serving tile, each answer checked against numpy.tile first, loaded by
+   perf_analyzer, h2load (gRPC) and wrk at concurrency 1 and 8 (server on core 0, client on
+   core 1). With --skip-kernel --skip-service only its section of bench/REPORT.md is replaced.
+4. bench/REPORT.md, bench/peers-gbps.png, bench/service-latency.png and bench/race-rps.png.
 
 Raw results go to the work directory (results.json); --report-only rebuilds
 the report and plots from them. Traffic goes to 127.0.0.1 only, every load
@@ -35,6 +39,8 @@ import time
 import urllib.request
 
 import numpy as np
+
+import race  # bench/peers/race.py
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BENCH = os.path.join(ROOT, "bench")
@@ -444,12 +450,12 @@ def wait_http(url, timeout=20):
 
 
 class Server:
-    def __init__(self, name, cmd, ready_url, work, env=None, env_note=""):
+    def __init__(self, name, cmd, ready_url, work, env=None, env_note="", phase="service", timeout=20):
         self.name = name
-        COMMANDS.append(("service", show(cmd, env_note)))
+        COMMANDS.append((phase, show(cmd, env_note)))
         self.log = open(os.path.join(work, name + ".log"), "w")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
-        if not wait_http(ready_url):
+        if not wait_http(ready_url, timeout):
             self.stop()
             raise RuntimeError("%s did not become ready (see %s)" % (name, self.log.name))
 
@@ -1195,6 +1201,8 @@ def report(res, a):
     L.append("```")
     last = None
     for phase, cmd in res["commands"] + [c for c in COMMANDS if c[0] == "report"]:
+        if phase == "race":
+            continue  # listed in the race section
         if phase != last:
             L.append("# %s" % phase)
             last = phase
@@ -1202,13 +1210,54 @@ def report(res, a):
     L.append("```")
     L.append("")
     L.append("Quicker, noisier reruns: `make bench-peers PEERS_ARGS=\"--dur 2 --reps 5\"`; only one part: "
-             "`PEERS_ARGS=--skip-service` or `--skip-kernel`; rebuild this file from the last raw results "
+             "`PEERS_ARGS=--skip-service`, `--skip-kernel` or `--skip-race`; rebuild this file from the last raw results "
              "(build/bench-peers/results.json): `PEERS_ARGS=--report-only`.")
     L.append("")
     L.extend(shm_section())
+    L = insert_race(L, race_lines(res))
     with open(os.path.join(BENCH, "REPORT.md"), "w") as f:
         f.write("\n".join(L))
     return tgt
+
+
+RACE_HEAD = "## Race against inference servers"
+
+
+def race_lines(res):
+    """The race section (bench/peers/race.py) with its commands, or [] when the race did not run."""
+    rc = res.get("race")
+    if not rc:
+        return []
+    L = race.section(rc, os.path.exists(os.path.join(BENCH, "race-rps.png")))
+    L.append("Commands of this phase (%s):" % res["date"])
+    L.append("")
+    L.append("```")
+    L.extend(cmd for phase, cmd in res["commands"] if phase == "race")
+    L.append("```")
+    L.append("")
+    return L
+
+
+def insert_race(lines, sec):
+    """lines with its race section replaced by sec (or sec put before the commands)."""
+    if not sec:
+        return lines
+    text = "\n".join(lines).split("\n")
+    if RACE_HEAD in text:
+        i = text.index(RACE_HEAD)
+        j = next((k for k in range(i + 1, len(text)) if text[k].startswith("## ")), len(text))
+        return text[:i] + sec + text[j:]
+    i = text.index("## Commands") if "## Commands" in text else len(text)
+    return text[:i] + sec + text[i:]
+
+
+def race_only_report(res):
+    """A race-only run: its section spliced into the existing bench/REPORT.md, the kernel and
+    service figures there kept as they are."""
+    path = os.path.join(BENCH, "REPORT.md")
+    old = open(path).read().split("\n") if os.path.exists(path) else ["# tiled against its peers", ""]
+    with open(path, "w") as f:
+        f.write("\n".join(insert_race(old, race_lines(res))))
 
 
 def shm_section():
@@ -1268,6 +1317,9 @@ def main():
     ap.add_argument("--reps", type=int, default=7, help="timed samples per kernel measurement")
     ap.add_argument("--skip-kernel", action="store_true")
     ap.add_argument("--skip-service", action="store_true")
+    ap.add_argument("--skip-race", action="store_true", help="no race against inference servers")
+    ap.add_argument("--race-servers", default="", help="comma-separated subset of " + ",".join(race.SERVERS))
+    ap.add_argument("--race-venvs", default="build", help="where setup.sh made venv-race-{triton,kserve,mlserver}")
     ap.add_argument("--report-only", action="store_true")
     a = ap.parse_args()
     a.dur = max(1, min(a.dur, 60))
@@ -1276,6 +1328,8 @@ def main():
     a.work = os.path.abspath(a.work)
     a.tiled = os.path.abspath(a.tiled)
     a.driver = os.path.abspath(a.driver)
+    a.race_venvs = os.path.abspath(a.race_venvs)
+    a.race_servers = [s for s in a.race_servers.split(",") if s]
     os.makedirs(a.work, exist_ok=True)
     results = os.path.join(a.work, "results.json")
     if a.report_only:
@@ -1297,6 +1351,10 @@ def main():
             t1 = time.time()
             res["service"] = service_bench(a)
             res["phase_s"]["service"] = time.time() - t1
+        if not a.skip_race:
+            t1 = time.time()
+            res["race"] = race.race_bench(a, sys.modules[__name__])
+            res["phase_s"]["race"] = time.time() - t1
         res["background_after"] = background_load()
         res["commands"] = list(COMMANDS)
         res["wall_s"] = time.time() - t0
@@ -1304,6 +1362,15 @@ def main():
             json.dump(res, f, indent=1)
     rows = kernel_table(res["kernel"]) if res.get("kernel") else []
     made = plots(res, rows)
+    if res.get("race"):
+        png = os.path.join(BENCH, "race-rps.png")
+        if race.plot(sys.modules[__name__], res["race"], a.work, png):
+            made.append(png)
+    if res.get("race") and not res.get("kernel") and not res.get("service"):
+        race_only_report(res)
+        log("wrote the race section of bench/REPORT.md%s in %.0f s"
+            % ("".join(", " + os.path.relpath(p, ROOT) for p in made), res["wall_s"]))
+        return
     tgt = report(res, a)
     log("wrote bench/REPORT.md%s in %.0f s" % ("".join(", " + os.path.relpath(p, ROOT) for p in made),
                                                 res["wall_s"]))
