@@ -4,7 +4,9 @@
 
 The service rows of `make bench-peers` (bench/peers/run.py: the same small JSON, raw, .npy and
 v2 requests, each answer checked first; servers pinned to core 0, wrk with one thread on core 1),
-for a before/after question such as "what does this change cost a small request": nginx
+for a before/after question such as "what does this change cost a small request", with every
+feature on as by default (the access log included: --log-level info, where bench-peers runs
+warn): nginx
 `return 200`, the OLD and the NEW daemon run side by side and are loaded back to back at each
 point, `--reps` times, so both builds see the same background load. Prints the median requests
 per second and p99 of each, and the ratios NEW/nginx and OLD/nginx. Traffic goes to 127.0.0.1
@@ -48,6 +50,8 @@ def main():
     ap.add_argument("--dur", type=int, default=3)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--conns", default="16,64")
+    ap.add_argument("--log-level", default="info",
+                    help="the daemons' --log-level (info, their default, writes the access line of every request)")
     ap.add_argument("--work", default=os.path.join(peers.ROOT, "build", "bench-ab"))
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
@@ -65,7 +69,7 @@ def main():
         for name, binary in (("old", a.old), ("new", a.new)):
             port = peers.free_port()
             cmd = ["taskset", "-c", "0", os.path.abspath(binary), "serve", "--port", str(port), "--workers", "1",
-                   "--log-level", "warn"]
+                   "--log-level", a.log_level]
             live.append((name, peers.Server(name, cmd, "http://127.0.0.1:%d/v2/health/ready" % port, a.work), port))
         servers = [s for _, s, _ in live]
         for name, _, port in live[1:]:
@@ -99,8 +103,8 @@ def main():
             print("| %s | %d | %.0f | %.0f (%.2f) | %.0f (%.2f) | %.3f | %.0f / %.0f |"
                   % (fmt, conns, med["nginx"][0], med["old"][0], med["old"][0] / med["nginx"][0], med["new"][0],
                      med["new"][0] / med["nginx"][0], med["new"][0] / med["old"][0], med["old"][1], med["new"][1]))
-        print("\ncommand: python3 bench/ab_service.py %s %s --dur %d --reps %d --conns %s"
-              % (peers.short(a.old), peers.short(a.new), a.dur, a.reps, a.conns))
+        print("\ncommand: python3 bench/ab_service.py %s %s --dur %d --reps %d --conns %s --log-level %s"
+              % (peers.short(a.old), peers.short(a.new), a.dur, a.reps, a.conns, a.log_level))
     finally:
         for s in servers:
             s.stop()

@@ -637,8 +637,9 @@ http {
         plan = [("nginx", ["taskset", "-c", "0", "nginx", "-c", conf, "-p", tmp], "/small", port, None, "",
                  nginx_reqs)]
         port = free_port()
+        # Every feature on, as by default: the access line of every request (info) included.
         plan.append(("tiled", ["taskset", "-c", "0", a.tiled, "serve", "--port", str(port), "--workers", "1",
-                               "--log-level", "warn"], "/v2/health/ready", port, None, "", reqs))
+                               "--log-level", "info"], "/v2/health/ready", port, None, "", reqs))
         port = free_port()
         plan.append(("fastapi", ["taskset", "-c", "0", "/usr/bin/python3", os.path.join(BENCH, "fastapi_service.py"),
                                  "--port", str(port)], "/v2/health/ready", port, peer_env(),
