@@ -45,8 +45,8 @@ void tile_grpc_deframer_free(struct tile_grpc_deframer *d);
 /* Takes up to `len` bytes and returns how many it used; stops after the
  * bytes that complete a message, which *done then gets (malloc'd, the
  * caller frees it; *done_len bytes). Returns -1 for a message above `max`
- * (TILE_ETOOBIG, naming both sizes), a compressed one (TILE_EUNSUPPORTED:
- * no grpc-encoding is accepted) or no memory. */
+ * (TILE_ETOOBIG, naming both sizes), a compressed one when the call named
+ * no grpc-encoding (TILE_EUNSUPPORTED: compressed_ok unset) or no memory. */
 long long tile_grpc_deframe(struct tile_grpc_deframer *d, const void *data, size_t len, uint8_t **done,
                             size_t *done_len, struct tile_error *e);
 /* The same without a copy: the caller takes the message bytes where they
