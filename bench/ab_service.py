@@ -21,26 +21,6 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "peers"))
 import run as peers  # noqa: E402  (bench/peers/run.py)
 
-NGINX_CONF = """worker_processes 1;
-daemon off;
-user root;
-pid %(t)s/nginx.pid;
-error_log %(t)s/error.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 100000000;
-  client_body_temp_path %(t)s/body;
-  proxy_temp_path %(t)s/proxy;
-  fastcgi_temp_path %(t)s/fastcgi;
-  uwsgi_temp_path %(t)s/uwsgi;
-  scgi_temp_path %(t)s/scgi;
-  server {
-    listen 127.0.0.1:%(p)d;
-    location = /small { return 200 '{"ok":true}'; }
-  }
-}
-"""
 
 
 def main():
@@ -63,7 +43,7 @@ def main():
         port = peers.free_port()
         conf = os.path.join(tmp, "nginx.conf")
         with open(conf, "w") as f:
-            f.write(NGINX_CONF % {"t": tmp, "p": port})
+            f.write(peers.nginx_conf(tmp, port))
         live = [("nginx", peers.Server("nginx", ["taskset", "-c", "0", "nginx", "-c", conf, "-p", tmp],
                                        "http://127.0.0.1:%d/small" % port, a.work), port)]
         for name, binary in (("old", a.old), ("new", a.new)):

@@ -182,14 +182,7 @@ def wrk_point(h, work, base, body, headers, conns, dur, tag):
         f.write('wrk.body = %s\n%s' % (h.lua_str(body), h.WRK_DONE))
     cmd = ["taskset", "-c", "1", "wrk", "-t1", "-c%d" % conns, "-d%ds" % dur, "--timeout", "20s", "-s", script,
            base + "/v2/models/tile/infer"]
-    p = h.run("race", cmd, timeout=dur + 60, record=dur > 1)
-    m = re.search(r"WRKJSON (\{.*\})", p.stdout)
-    if not m:
-        raise RuntimeError("wrk printed no summary: " + p.stdout[-1000:])
-    r = json.loads(m.group(1))
-    r["rps"] = r["requests"] / (r["duration_us"] / 1e6)
-    r["errors"] = sum(r[k] for k in ("err_connect", "err_read", "err_write", "err_status", "err_timeout"))
-    return r
+    return h.wrk_result(h.run("race", cmd, timeout=dur + 60, record=dur > 1))
 
 
 def pa_point(h, a, work, url, proto, case, conc, tag):

@@ -535,14 +535,34 @@ def post(url, ctype, body):
         return r.status, r.read()
 
 
-def wrk(work, base, path, ctype, body, conns, dur, tag):
-    script = os.path.join(work, "wrk-%s.lua" % tag)
-    with open(script, "w") as f:
-        f.write('wrk.method = "POST"\nwrk.headers["Content-Type"] = %s\nwrk.body = %s\n%s'
-                % (lua_str(ctype.encode()), lua_str(body), WRK_DONE))
-    cmd = ["taskset", "-c", "1", "wrk", "-t1", "-c%d" % conns, "-d%ds" % dur, "--timeout", "10s", "-s", script,
-           base + path]
-    p = run("service", cmd, timeout=dur + 60, record=dur > 1)
+def nginx_conf(tmp, port, static=False):
+    """nginx with one worker answering `return 200` at /small (and, with static, files under
+    tmp/static/ at /static/), its files in tmp: the peer of the small-request rows."""
+    return """worker_processes 1;
+daemon off;
+user root;
+pid %(t)s/nginx.pid;
+error_log %(t)s/error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  sendfile on;
+  keepalive_requests 100000000;
+  client_body_temp_path %(t)s/body;
+  proxy_temp_path %(t)s/proxy;
+  fastcgi_temp_path %(t)s/fastcgi;
+  uwsgi_temp_path %(t)s/uwsgi;
+  scgi_temp_path %(t)s/scgi;
+  server {
+    listen 127.0.0.1:%(p)d;
+    location = /small { return 200 '{"ok":true}'; }%(static)s
+  }
+}
+""" % {"t": tmp, "p": port, "static": "\n    location /static/ { alias %s/static/; }" % tmp if static else ""}
+
+
+def wrk_result(p):
+    """The summary a wrk script ending in WRK_DONE printed: requests, latency, errors, rps."""
     m = re.search(r"WRKJSON (\{.*\})", p.stdout)
     if not m:
         raise RuntimeError("wrk printed no summary: " + p.stdout[-1000:])
@@ -550,6 +570,16 @@ def wrk(work, base, path, ctype, body, conns, dur, tag):
     r["rps"] = r["requests"] / (r["duration_us"] / 1e6)
     r["errors"] = sum(r[k] for k in ("err_connect", "err_read", "err_write", "err_status", "err_timeout"))
     return r
+
+
+def wrk(work, base, path, ctype, body, conns, dur, tag):
+    script = os.path.join(work, "wrk-%s.lua" % tag)
+    with open(script, "w") as f:
+        f.write('wrk.method = "POST"\nwrk.headers["Content-Type"] = %s\nwrk.body = %s\n%s'
+                % (lua_str(ctype.encode()), lua_str(body), WRK_DONE))
+    cmd = ["taskset", "-c", "1", "wrk", "-t1", "-c%d" % conns, "-d%ds" % dur, "--timeout", "10s", "-s", script,
+           base + path]
+    return wrk_result(run("service", cmd, timeout=dur + 60, record=dur > 1))
 
 
 def rss_kb(pid, field):
@@ -611,28 +641,7 @@ def service_bench(a):
         port = free_port()
         conf = os.path.join(tmp, "nginx.conf")
         with open(conf, "w") as f:
-            f.write("""worker_processes 1;
-daemon off;
-user root;
-pid %(t)s/nginx.pid;
-error_log %(t)s/error.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  sendfile on;
-  keepalive_requests 100000000;
-  client_body_temp_path %(t)s/body;
-  proxy_temp_path %(t)s/proxy;
-  fastcgi_temp_path %(t)s/fastcgi;
-  uwsgi_temp_path %(t)s/uwsgi;
-  scgi_temp_path %(t)s/scgi;
-  server {
-    listen 127.0.0.1:%(p)d;
-    location = /small { return 200 '{"ok":true}'; }
-    location /static/ { alias %(t)s/static/; }
-  }
-}
-""" % {"t": tmp, "p": port})
+            f.write(nginx_conf(tmp, port, static=True))
         nginx_reqs = {fmt: ("/small", ctype, body, None) for fmt, (_, ctype, body, _) in reqs.items()}
         plan = [("nginx", ["taskset", "-c", "0", "nginx", "-c", conf, "-p", tmp], "/small", port, None, "",
                  nginx_reqs)]
