@@ -236,8 +236,8 @@ else
   $E logs "$ctr" 2>&1 | grep -v 'systemd connection' | tail -n 3
 fi
 t1=$(date +%s)
+# Exit status 0 is the drain's own exit: a daemon killed at the stop timeout exits 137.
 if [ "$code" = 0 ]; then ok "SIGTERM: exit status 0 after $((t1 - t0)) s"; else bad "SIGTERM: exit status '$code' (137 = killed after the stop timeout)"; fi
-if [ $((t1 - t0)) -lt 10 ]; then ok "stopped by SIGTERM, not by the stop timeout"; else bad "stop took $((t1 - t0)) s"; fi
 
 echo "image: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -303,6 +303,23 @@ def access_lines(d, request_id):
             if line.startswith("{") and f'"request_id":"{request_id}"' in line and '"event":"access"' in line]
 
 
+def metric(d, name):
+    """A gauge's or counter's value from /metrics (summed over its labels)."""
+    _, body = d.request("GET", "/metrics")
+    return sum(float(line.rsplit(" ", 1)[1]) for line in body.decode().splitlines()
+               if line.startswith(name + " ") or line.startswith(name + "{"))
+
+
+def calls_settled(d, request_ids):
+    """Every call of request_ids has been refused (its access line is
+    written) or is done with the workers and holds its reply in flight:
+    the refused and the in-flight calls (less the scrape asking) add up to
+    them all, and no worker is busy or queued."""
+    refused = sum(1 for r in request_ids if access_lines(d, r))
+    return (metric(d, "tiled_busy_workers") == 0 and metric(d, "tiled_queue_depth") == 0
+            and refused + metric(d, "tiled_inflight_requests") - 1 == len(request_ids))
+
+
 def wait_for(cond, timeout=10):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -975,7 +992,8 @@ class ReplyMemory(GrpcCase):
         # admitted ones wait for the client (no access line until sent).
         self.assertTrue(wait_for(lambda: len(refused_ids()) >= self.calls - self.most, 60),
                         f"{len(refused_ids())} calls refused")
-        time.sleep(1)  # the last call may still be on its way to a refusal
+        self.assertTrue(wait_for(lambda: calls_settled(self.d, [f"grpc-unread-{k}" for k in range(self.calls)]), 60),
+                        "every call refused or holding its reply")
         refused = refused_ids()
         admitted = [k for k in range(self.calls) if k not in refused]
         # Which calls get in depends on when each reply is ready against what the others hold
@@ -1023,12 +1041,14 @@ class ReplyMemory(GrpcCase):
         how large the replies will be."""
         c = self.h2()
         c.cork()
-        sids = [c.start(path=INFER) for _ in range(8)]
+        ids = [f"grpc-together-{k}" for k in range(8)]
+        sids = [c.start(path=INFER, metadata=[("x-request-id", r)]) for r in ids]
         small = message(infer_request(np.arange(4, dtype=np.float32), [1 << 18]))  # 16 bytes in, 4 MiB out
         for sid in sids:
             c.send(sid, small, end=True)
         c.uncork()
-        time.sleep(1)  # all eight are answered before anything is read
+        # All eight are answered (refused, or the reply made and held) before anything is read.
+        self.assertTrue(wait_for(lambda: calls_settled(self.d, ids), 60), "every call refused or holding its reply")
         results = [c.wait(sid, 60) for sid in sids]
         ok = [s for s in results if s.status() == (0, None)]
         self.assertTrue(1 <= len(ok) <= self.budget // self.reply, f"{len(ok)} replies admitted")

@@ -108,11 +108,16 @@ class Tls(unittest.TestCase):
                                 server_hostname="127.0.0.1")
             s.sendall(b"POST /v1/tile?dtype=uint8&shape=8&repeats=2 HTTP/1.1\r\nHost: t\r\n"
                       b"Content-Type: application/octet-stream\r\nContent-Length: 8\r\nX-Request-Id: tls-trickle\r\n\r\n")
-            t0, got, closed = time.monotonic(), b"", False
+            # Seven of the eight body bytes, one every 0.3 s: the body never
+            # completes, so only the body timeout ends the connection.
+            got, closed, sent = b"", False, 0
             s.settimeout(0.3)
-            for i in range(8):
+            deadline = time.monotonic() + 60  # only a hang reaches it
+            while time.monotonic() < deadline:
                 try:
-                    s.sendall(b"x")
+                    if sent < 7:
+                        s.sendall(b"x")
+                        sent += 1
                     got = s.recv(4096)
                     closed = got == b""
                     break
@@ -121,14 +126,12 @@ class Tls(unittest.TestCase):
                 except (ssl.SSLEOFError, ssl.SSLZeroReturnError, ConnectionResetError, BrokenPipeError):
                     closed = True  # a close; bytes outside the TLS session would be a record error instead
                     break
-            took = time.monotonic() - t0
             s.close()
             self.assertTrue(closed, f"not closed; got {got[:80]!r}")
-            self.assertLess(took, 2.4)
-            deadline = time.monotonic() + 5
+            deadline = time.monotonic() + 60
             while time.monotonic() < deadline and not any('"request_id":"tls-trickle"' in line
                                                           for line in d.log_lines()):
-                time.sleep(0.05)
+                time.sleep(0.05)  # a poll interval: the log line decides
             access = [json.loads(line) for line in d.log_lines()
                       if '"request_id":"tls-trickle"' in line and '"event":"access"' in line]
             self.assertEqual([a["status"] for a in access], [408])

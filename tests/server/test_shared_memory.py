@@ -287,7 +287,11 @@ class SharedMemory(SharedMemoryBase):
                 result["err"] = e
         t = threading.Thread(target=run)
         t.start()
-        time.sleep(0.05)
+        # Unregister while a worker tiles into the region (or, on a machine
+        # fast enough, after the request is done: both outcomes are checked).
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and t.is_alive() and not self.metric("tiled_busy_workers"):
+            time.sleep(0.002)  # a poll interval: the gauge decides
         self.client.unregister_system_shared_memory(out.name)
         t.join()
         if "err" in result:
@@ -328,7 +332,7 @@ class SharedMemory(SharedMemoryBase):
             stop = threading.Event()
 
             def cut(path=out.path(), delay=0.002 * attempt):
-                time.sleep(delay)
+                time.sleep(delay)  # not synchronisation: each attempt cuts at another point of the request
                 os.truncate(path, 0)
                 stop.set()
             t = threading.Thread(target=cut)

@@ -1297,7 +1297,11 @@ class Drain(unittest.TestCase):
             self.assertEqual(first, pattern * 256)
 
             d.proc.send_signal(signal.SIGTERM)
-            time.sleep(0.5)
+            # The drain has begun (its log line) and the daemon is still there.
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not any('"event":"drain"' in line for line in d.log_lines()):
+                time.sleep(0.02)  # a poll interval: the log line decides
+            self.assertTrue(any('"event":"drain"' in line for line in d.log_lines()), "no drain log line")
             self.assertIsNone(d.proc.poll(), "the daemon waits for the in-flight request")
 
             # Readiness while draining: 503 {"error"} on the open connection, or the
