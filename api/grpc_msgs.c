@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsonlex.h" /* tile_utf8_valid */
+#include "utf8.h"
 #include "pbwire.h"
 
 /* Returns room for n more bytes, or NULL (and b->oom) when it cannot grow. */

@@ -27,6 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "utf8.h"
+
 enum lex_state {
     ST_VALUE,          /* a value is required (start, after ':' or an array ',') */
     ST_VALUE_OR_CLOSE, /* after '[' */
@@ -81,63 +83,6 @@ static bool top_is_object(const struct tile_json_lexer *lx)
 {
     int i = lx->depth - 1;
     return (lx->is_object[i >> 3] >> (i & 7)) & 1;
-}
-
-/* ---- UTF-8 ----------------------------------------------------------- */
-
-static bool is_cont(unsigned char c)
-{
-    return (c & 0xC0) == 0x80;
-}
-
-/* Length of the valid multi-byte sequence at p (n bytes available), or 0. */
-static size_t utf8_seq(const unsigned char *p, size_t n)
-{
-    unsigned c = p[0];
-    if (c < 0xC2 || c > 0xF4)
-        return 0;
-    if (c < 0xE0)
-        return n >= 2 && is_cont(p[1]) ? 2 : 0;
-    if (c < 0xF0) {
-        if (n < 3 || !is_cont(p[1]) || !is_cont(p[2]))
-            return 0;
-        if ((c == 0xE0 && p[1] < 0xA0) || (c == 0xED && p[1] >= 0xA0)) /* overlong, surrogate */
-            return 0;
-        return 3;
-    }
-    if (n < 4 || !is_cont(p[1]) || !is_cont(p[2]) || !is_cont(p[3]))
-        return 0;
-    if ((c == 0xF0 && p[1] < 0x90) || (c == 0xF4 && p[1] >= 0x90)) /* overlong, > U+10FFFF */
-        return 0;
-    return 4;
-}
-
-bool tile_utf8_valid(const char *s, size_t len, size_t *bad)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    size_t i = 0;
-    while (i < len) {
-        if (len - i >= 8) {
-            uint64_t w;
-            memcpy(&w, p + i, 8);
-            if (!(w & UINT64_C(0x8080808080808080))) {
-                i += 8;
-                continue;
-            }
-        }
-        if (p[i] < 0x80) {
-            i++;
-            continue;
-        }
-        size_t n = utf8_seq(p + i, len - i);
-        if (!n) {
-            if (bad)
-                *bad = i;
-            return false;
-        }
-        i += n;
-    }
-    return true;
 }
 
 /* ---- strings ---------------------------------------------------------- */
@@ -223,7 +168,7 @@ static int scan_string(struct tile_json_lexer *lx, struct tile_json_token *tok, 
             n = check_escape(lx, i, e);
             flags |= TILE_JSON_TOK_ESCAPED;
         } else {
-            n = utf8_seq(b + i, len - i);
+            n = tile_utf8_seq(b + i, len - i);
             if (!n)
                 lex_fail(lx, e, i, "invalid UTF-8 in a string");
         }
@@ -236,31 +181,6 @@ static int scan_string(struct tile_json_lexer *lx, struct tile_json_token *tok, 
     tok->flags = flags;
     lx->pos = i + 1;
     return 0;
-}
-
-static size_t put_utf8(char *out, unsigned long cp)
-{
-    unsigned char *o = (unsigned char *)out;
-    if (cp < 0x80) {
-        o[0] = (unsigned char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        o[0] = (unsigned char)(0xC0 | (cp >> 6));
-        o[1] = (unsigned char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        o[0] = (unsigned char)(0xE0 | (cp >> 12));
-        o[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
-        o[2] = (unsigned char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    o[0] = (unsigned char)(0xF0 | (cp >> 18));
-    o[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
-    o[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
-    o[3] = (unsigned char)(0x80 | (cp & 0x3F));
-    return 4;
 }
 
 /* Decodes the (validated) escape at p into out; *in_len gets its length. */
@@ -280,7 +200,7 @@ static size_t unescape_one(const char *p, char *out, size_t *in_len)
         cp = 0x10000 + ((cp - 0xD800) << 10) + ((unsigned long)hex4(p + 8) - 0xDC00);
         *in_len = 12;
     }
-    return put_utf8(out, cp);
+    return tile_utf8_put((uint32_t)cp, out);
 }
 
 size_t tile_json_unescape(const struct tile_json_token *tok, char *out)

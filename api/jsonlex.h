@@ -104,10 +104,6 @@ size_t tile_json_unescape(const struct tile_json_token *tok, char *out);
 /* True when a string or key token's unescaped bytes equal the C string `s`. */
 bool tile_json_string_equals(const struct tile_json_token *tok, const char *s);
 
-/* Checks UTF-8 (no overlongs, surrogates or code points above U+10FFFF).
- * Returns true, or false with the offset of the first bad byte in *bad. */
-bool tile_utf8_valid(const char *s, size_t len, size_t *bad);
-
 /* Number conversions. `s` must be a JSON number as the lexer produced it
  * (token ptr and len). Return values: */
 enum tile_json_numerr {

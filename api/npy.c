@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsonlex.h" /* tile_utf8_valid */
+#include "utf8.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "tiled assumes a little-endian host: .npy data is copied without conversion"
@@ -453,30 +453,6 @@ static void npy_decode_fixed(const uint8_t *src, const struct tile_npy_header *h
         npy_copy_elem(dst + i * size, src + npy_walk_next(&w), size, unit);
 }
 
-static size_t npy_utf8_put(uint32_t cp, char *out)
-{
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | cp >> 6);
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | cp >> 12);
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | cp >> 18);
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 /* UTF-8 form of file string element `index` at src: its length, written to
  * dst unless dst is NULL. Trailing NULs are dropped, as numpy does. */
 static int npy_string_elem(const uint8_t *src, const struct tile_npy_header *h, uint64_t index, char *dst,
@@ -505,7 +481,7 @@ static int npy_string_elem(const uint8_t *src, const struct tile_npy_header *h, 
             return tile_error_set(e, TILE_EINVAL,
                                   "string element %llu holds 0x%lX at character %llu, which is not a Unicode scalar value",
                                   (unsigned long long)index, (unsigned long)cp, (unsigned long long)i);
-        len += npy_utf8_put(cp, dst ? dst + len : tmp);
+        len += tile_utf8_put(cp, dst ? dst + len : tmp);
     }
     *out_len = len;
     return 0;
@@ -650,19 +626,6 @@ uint64_t tile_npy_string_itemsize(const struct tile_str *s, uint64_t n, enum til
     return item;
 }
 
-/* Decodes one code point of valid UTF-8 and advances *p. */
-static uint32_t npy_utf8_next(const uint8_t **p)
-{
-    uint8_t c = *(*p)++;
-    if (c < 0x80)
-        return c;
-    int extra = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : 1;
-    uint32_t cp = c & (0x3Fu >> extra);
-    while (extra--)
-        cp = cp << 6 | (*(*p)++ & 0x3Fu);
-    return cp;
-}
-
 static int npy_encode_unicode(const struct tile_str *s, uint64_t index, uint64_t width, uint8_t *dst,
                               struct tile_error *e)
 {
@@ -673,7 +636,7 @@ static int npy_encode_unicode(const struct tile_str *s, uint64_t index, uint64_t
     const uint8_t *p = (const uint8_t *)s->ptr, *end = p + s->len;
     uint64_t chars = 0;
     for (; p < end; chars++) {
-        uint32_t cp = npy_utf8_next(&p);
+        uint32_t cp = tile_utf8_next(&p);
         if (chars == width)
             return tile_error_set(e, TILE_EINVAL, "string element %llu is longer than the .npy width of %llu characters",
                                   (unsigned long long)index, (unsigned long long)width);

@@ -37,6 +37,7 @@
 #include <strings.h>
 
 #include "half.h"
+#include "utf8.h"
 
 /* ---- float widths ---------------------------------------------------- */
 
@@ -467,10 +468,11 @@ static void emit(char *buf, size_t cap, size_t *o, const char *src, size_t n)
     *o += n;
 }
 
-/* The escape for byte c, or 0 when c needs none. */
+/* The escape for byte c, or 0 when c needs none. Upper-case hex, as
+ * jansson writes it, so every document tiled writes escapes alike. */
 static size_t escape_byte(unsigned char c, char *esc)
 {
-    static const char hex[] = "0123456789abcdef";
+    static const char hex[] = "0123456789ABCDEF";
     const char *simple = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n" : c == '\t' ? "\\t"
                        : c == '\r' ? "\\r" : c == '\b' ? "\\b" : c == '\f' ? "\\f" : NULL;
     if (simple) {
@@ -485,24 +487,52 @@ static size_t escape_byte(unsigned char c, char *esc)
     return 6;
 }
 
-long tile_json_escape_string(const char *s, size_t len, char *buf, size_t cap)
+/* The quoted string of s[0, len); bytes that are not valid UTF-8 become
+ * U+FFFD when `replace`, else make it return -1. One loop for both
+ * (tile_json_escape_string and tile_json_escape_text). */
+static long escape(const char *s, size_t len, char *buf, size_t cap, bool replace)
 {
-    if (len > (size_t)(LONG_MAX - 2) / 6 || !tile_utf8_valid(s, len, NULL))
+    if (len > (size_t)(LONG_MAX - 2) / 6)
         return -1;
+    const unsigned char *u = (const unsigned char *)s;
     size_t o = 0, run = 0;
     emit(buf, cap, &o, "\"", 1);
-    for (size_t i = 0; i < len; i++) {
+    for (size_t i = 0; i < len;) {
         char esc[6];
-        size_t n = escape_byte((unsigned char)s[i], esc);
-        if (!n)
-            continue;
-        emit(buf, cap, &o, s + run, i - run);
-        emit(buf, cap, &o, esc, n);
-        run = i + 1;
+        size_t n = 0, in = 1;
+        if (u[i] >= 0x80) {
+            in = tile_utf8_seq(u + i, len - i);
+            if (in) {
+                i += in;
+                continue;
+            }
+            if (!replace)
+                return -1;
+            memcpy(esc, "\xef\xbf\xbd", 3);
+            n = 3, in = 1;
+        } else {
+            n = escape_byte(u[i], esc);
+        }
+        if (n) {
+            emit(buf, cap, &o, s + run, i - run);
+            emit(buf, cap, &o, esc, n);
+            run = i + in;
+        }
+        i += in;
     }
     emit(buf, cap, &o, s + run, len - run);
     emit(buf, cap, &o, "\"", 1);
     return (long)o;
+}
+
+long tile_json_escape_string(const char *s, size_t len, char *buf, size_t cap)
+{
+    return escape(s, len, buf, cap, false);
+}
+
+long tile_json_escape_text(const char *s, size_t len, char *buf, size_t cap)
+{
+    return escape(s, len, buf, cap, true);
 }
 
 /* ---- input ------------------------------------------------------------- */

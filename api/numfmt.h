@@ -40,11 +40,18 @@
 size_t tile_json_format_element(enum tile_dtype dtype, const void *elem, char *buf);
 
 /* Writes `s` as a quoted JSON string: '"' and '\\' escaped, control
- * characters as \n \t \r \b \f or \u00XX, everything else (UTF-8 included)
- * as is. Returns the full length of the quoted text even when `cap` is
- * smaller; writes only the first min(cap, length) bytes (no NUL), so a
- * NULL/0 call measures. Returns -1 when `s` is not valid UTF-8. */
+ * characters as \n \t \r \b \f or \u00XX (upper-case hex, as jansson
+ * writes), everything else (UTF-8 included) as is. Returns the full length
+ * of the quoted text even when `cap` is smaller; writes only the first
+ * min(cap, length) bytes (no NUL), so a NULL/0 call measures. Returns -1
+ * when `s` is not valid UTF-8. The one JSON string escaper: the access log
+ * uses it through tile_json_escape_text. */
 long tile_json_escape_string(const char *s, size_t len, char *buf, size_t cap);
+
+/* As tile_json_escape_string, but a byte that is not part of valid UTF-8
+ * is written as U+FFFD instead of failing: for text a client sent (a path,
+ * a header) that a log line must still show. At most 6 * len + 2 bytes. */
+long tile_json_escape_text(const char *s, size_t len, char *buf, size_t cap);
 
 /* Where an element sits, for messages: name[i][j]..., formatted only when
  * an error is reported. */

@@ -9,7 +9,7 @@
 
 #include <string.h>
 
-#include "jsonlex.h" /* tile_utf8_valid */
+#include "utf8.h"
 
 void tile_pb_reader_init(struct tile_pb_reader *r, const void *buf, size_t len)
 {

@@ -24,7 +24,7 @@ char *tiled_json_dump(json_t *doc);
  * invalid UTF-8 replaced as tiled_json_text() replaces it; returns the
  * bytes written. `out` must have room for TILED_JSON_QUOTED_MAX(strlen(s)).
  * For the access log, written once per request without building a
- * document (log.c). */
+ * document (log.c); the escaping is api/'s tile_json_escape_text. */
 #define TILED_JSON_QUOTED_MAX(len) (6 * (len) + 2)
 size_t tiled_json_quote(char *out, const char *s);
 

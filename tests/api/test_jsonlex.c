@@ -319,21 +319,6 @@ static void test_skip_and_copy(void **state)
     assert_non_null(strstr(e.text, "trailing comma before ']' at byte 4"));
 }
 
-static void test_utf8_valid(void **state)
-{
-    (void)state;
-    size_t bad = 99;
-    assert_true(tile_utf8_valid("", 0, &bad));
-    assert_true(tile_utf8_valid("plain ascii text, longer than eight bytes", 41, &bad));
-    assert_true(tile_utf8_valid("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 14, &bad));
-    assert_false(tile_utf8_valid("abcdefghij\xc3", 11, &bad));
-    assert_int_equal(bad, 10);
-    assert_false(tile_utf8_valid("abcdefghijklmnop\xed\xbf\xbf", 19, &bad));
-    assert_int_equal(bad, 16);
-    assert_false(tile_utf8_valid("\xf8\x88\x80\x80\x80", 5, &bad));
-    assert_int_equal(bad, 0);
-}
-
 /* ---- numbers ---------------------------------------------------------------- */
 
 static int int64_of(const char *s, unsigned flags, int64_t *v)
@@ -583,7 +568,7 @@ int main(void)
         cmocka_unit_test(test_number_errors),   cmocka_unit_test(test_string_errors),
         cmocka_unit_test(test_unescape),        cmocka_unit_test(test_depth),
         cmocka_unit_test(test_sticky_error),    cmocka_unit_test(test_skip_and_copy),
-        cmocka_unit_test(test_utf8_valid),      cmocka_unit_test(test_integers),
+        cmocka_unit_test(test_integers),
         cmocka_unit_test(test_doubles),         cmocka_unit_test(test_floats),
         cmocka_unit_test(test_long_numbers),    cmocka_unit_test(test_random_decimals),
         cmocka_unit_test(test_compare),         cmocka_unit_test(test_locale),

@@ -210,13 +210,42 @@ static void test_escape(void **state)
     expect_escape("abc", 3, "\"abc\"");
     expect_escape("a\"b\\c/", 6, "\"a\\\"b\\\\c/\"");
     expect_escape("\n\r\t\b\f", 5, "\"\\n\\r\\t\\b\\f\"");
-    expect_escape("\x01\x1f\x7f", 3, "\"\\u0001\\u001f\x7f\"");
+    expect_escape("\x01\x1f\x7f", 3, "\"\\u0001\\u001F\x7f\""); /* jansson's upper case */
     expect_escape("a\0b", 3, "\"a\\u0000b\"");
     expect_escape("caf\xc3\xa9 \xf0\x9f\x98\x80", 10, "\"caf\xc3\xa9 \xf0\x9f\x98\x80\"");
     char buf[8];
     assert_int_equal(tile_json_escape_string("\xc3\x28", 2, buf, sizeof(buf)), -1);
     assert_int_equal(tile_json_escape_string("\xed\xa0\x80", 3, NULL, 0), -1);
     assert_int_equal(tile_json_escape_string("ok\xff", 3, NULL, 0), -1);
+}
+
+/* tile_json_escape_text: the same escapes, and each byte that is not part
+ * of valid UTF-8 (a stray continuation, a cut sequence, an overlong, a
+ * surrogate) becomes U+FFFD, so a log line can show any bytes. */
+static void test_escape_text(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in;
+        size_t len;
+        const char *want;
+    } cases[] = {
+        {"a\"b\n\x01", 5, "\"a\\\"b\\n\\u0001\""},
+        {"caf\xc3\xa9", 5, "\"caf\xc3\xa9\""},
+        {"\xc3\x28", 2, "\"\xef\xbf\xbd(\""},
+        {"ok\xff", 3, "\"ok\xef\xbf\xbd\""},
+        {"\xed\xa0\x80", 3, "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\""},
+        {"\xe0\x80\x80x", 4, "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdx\""},
+        {"\xf0\x9f\x98", 3, "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\""},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char buf[64];
+        long n = tile_json_escape_text(cases[i].in, cases[i].len, buf, sizeof(buf));
+        assert_int_equal(n, (long)strlen(cases[i].want));
+        assert_memory_equal(buf, cases[i].want, (size_t)n);
+        assert_int_equal(tile_json_escape_text(cases[i].in, cases[i].len, NULL, 0), n);
+        assert_true(n <= 6 * (long)cases[i].len + 2);
+    }
 }
 
 /* A short buffer gets the first `cap` bytes and nothing after them. */
@@ -627,7 +656,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_format_ints),        cmocka_unit_test(test_format_floats),
         cmocka_unit_test(test_format_half),        cmocka_unit_test(test_format_complex),
-        cmocka_unit_test(test_format_bound),       cmocka_unit_test(test_escape),
+        cmocka_unit_test(test_format_bound),       cmocka_unit_test(test_escape), cmocka_unit_test(test_escape_text),
         cmocka_unit_test(test_escape_short_buffer), cmocka_unit_test(test_parse_ints),
         cmocka_unit_test(test_parse_floats),       cmocka_unit_test(test_parse_half_rounding),
         cmocka_unit_test(test_parse_half_ties),    cmocka_unit_test(test_round_trip_half_all),
