@@ -13,6 +13,7 @@
 #include <strings.h>
 #include <zlib.h>
 
+#include "accept.h"
 #include "compress.h"
 
 /* zlib windowBits: 15 = zlib stream, +16 = gzip wrapper. */
@@ -97,26 +98,21 @@ int tiled_body_decompress(enum tiled_coding c, char **body, uint64_t *len, uint6
     return 0;
 }
 
-/* q-value of `coding` in an Accept-Encoding list (0 when absent). */
-static double accept_q(const char *list, const char *coding)
+/* Weight of `coding` in an Accept-Encoding list, in thousandths (0 when absent). */
+static int accept_q(const char *list, const char *coding)
 {
     size_t clen = strlen(coding);
-    for (const char *p = list; *p;) {
-        p += strspn(p, " \t,");
-        size_t len = strcspn(p, ",");
-        size_t name = strcspn(p, ";, \t");
-        if (name == clen && strncasecmp(p, coding, clen) == 0) {
-            const char *q = strstr(p, "q=");
-            return q && q < p + len ? strtod(q + 2, NULL) : 1.0;
-        }
-        p += len;
+    struct tiled_accept_elem el;
+    for (const char *p = list; tiled_accept_next(&p, &el);) {
+        if (el.name_len == clen && strncasecmp(el.name, coding, clen) == 0)
+            return el.q;
     }
     return 0;
 }
 
 enum tiled_coding tiled_coding_negotiate(const char *accept_encoding)
 {
-    double gz = accept_q(accept_encoding, "gzip"), df = accept_q(accept_encoding, "deflate");
+    int gz = accept_q(accept_encoding, "gzip"), df = accept_q(accept_encoding, "deflate");
     if (gz <= 0 && df <= 0)
         return TILED_CODING_IDENTITY;
     return gz >= df ? TILED_CODING_GZIP : TILED_CODING_DEFLATE;

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "accept.h"
 #include "base.h"
 #include "handlers.h"
 #include "numfmt.h"
@@ -22,35 +23,21 @@ int tiled_negotiate_format(const char *accept, enum tile_format dflt, enum tile_
         *out = dflt;
         return 0;
     }
-    double best_q = 0;
+    int best_q = 0;
     int found = -1;
-    const char *p = accept;
-    while (*p) {
-        size_t len = strcspn(p, ",");
-        const char *semi = memchr(p, ';', len);
-        size_t tlen = semi ? (size_t)(semi - p) : len;
-        while (tlen && (*p == ' ' || *p == '\t')) {
-            p++;
-            len--;
-            tlen--;
-        }
-        double q = 1;
-        const char *qs = semi ? strstr(semi, "q=") : NULL;
-        if (qs && qs < p + len)
-            q = strtod(qs + 2, NULL);
+    struct tiled_accept_elem el;
+    for (const char *p = accept; tiled_accept_next(&p, &el);) {
         enum tile_format f;
-        int ok = tile_format_from_media_type(p, tlen, &f) == 0;
-        if (!ok && tlen >= 3 && (strncmp(p, "*/*", 3) == 0 || strncasecmp(p, "application/*", 13) == 0)) {
+        int ok = tile_format_from_media_type(el.name, el.name_len, &f) == 0;
+        if (!ok && ((el.name_len == 3 && memcmp(el.name, "*/*", 3) == 0) ||
+                    (el.name_len == 13 && strncasecmp(el.name, "application/*", 13) == 0))) {
             f = dflt;
             ok = 1;
         }
-        if (ok && q > best_q) {
-            best_q = q;
+        if (ok && el.q > best_q) {
+            best_q = el.q;
             found = (int)f;
         }
-        p += len;
-        if (*p == ',')
-            p++;
     }
     if (found < 0)
         return -1;
