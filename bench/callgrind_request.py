@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Instructions per small HTTP request, as README's figures are measured.
+"""Instructions per small HTTP request, as the figures of docs/performance.md and
+docs/operations.md are measured.
 
 The daemon runs under callgrind with one worker; a kept-alive connection
 sends the small JSON POST /v1/tile 200 times (warm-up), callgrind's counters

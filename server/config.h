@@ -2,7 +2,7 @@
  *
  * One table (config.c) yields each option's --flag, its TILED_* environment
  * variable, its default, its range and its --help line; --help,
- * --print-config and the README's configuration table all loop over it.
+ * --print-config and the configuration table of docs/operations.md all loop over it.
  * Precedence: default < environment < command line.
  */
 #ifndef TILED_CONFIG_H
@@ -65,7 +65,7 @@ int tiled_config_load(struct tiled_config *cfg, int argc, char **argv, FILE *out
 void tiled_config_help(FILE *out);
 void tiled_config_print(const struct tiled_config *cfg, FILE *out);
 
-/* The README's configuration table in Markdown. */
+/* The configuration table of docs/operations.md in Markdown. */
 void tiled_config_markdown(FILE *out);
 
 #endif

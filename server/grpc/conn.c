@@ -65,7 +65,7 @@
 /* Output gathered before a write: a long reply leaves in writes of two
  * stream chunks (both of a stream's chunks lent at once), which a
  * loopback reader takes in about half the CPU time 256 KiB writes cost
- * it (bench/bench_grpc.py; README, "gRPC against HTTP"). */
+ * it (bench/bench_grpc.py; docs/performance.md, "gRPC against HTTP"). */
 #define OUT_BATCH (2u << 20)
 #define DATA_FRAME (256 * 1024) /* largest DATA payload sent */
 /* The PING that follows the shutdown notice: its ack ends the round trip. */

@@ -1067,7 +1067,7 @@ class StreamInfer(GrpcCase):
         self.assertEqual(grpc_total() - before, 4)
 
     def test_readme_snippet(self):
-        """The README's streaming example runs and prints what it shows."""
+        """The streaming example of docs/protocols.md runs and prints what it shows."""
         self.assertEqual(*readme_python_output("start_stream", self.d.port, grpc_port=self.d.grpc_port))
 
     def wait_for_499(self, before):

@@ -15,8 +15,8 @@ both reference parsers. The rule:
     same way: same method and target, same body bytes, same byte where the next
     request starts (apart from the reference quirks listed in REFERENCE_QUIRKS);
   * tiled may refuse more than a reference (it is stricter by design), but every
-    refusal must belong to one of the documented classes, REFUSAL_CLASSES (README
-    "### HTTP framing").
+    refusal must belong to one of the documented classes, REFUSAL_CLASSES (docs/security.md,
+    "## HTTP framing").
 
     cd tests/server && TILED_BIN=../../build/tiled ../../build/venv/bin/python -m unittest -v test_h1_differential
 

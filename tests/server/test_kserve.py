@@ -137,7 +137,7 @@ class KServeSDK(SDKCase):
         self.assertEqual(cm.exception.response.status_code, 404)
 
     def test_readme_snippet(self):
-        """The README's KServe example runs and prints what it shows."""
+        """The KServe example of docs/protocols.md runs and prints what it shows."""
         self.assertEqual(*readme_python_output("from kserve import", self.d.port))
 
 

@@ -1,5 +1,5 @@
 """Operability: Prometheus metrics (checked by promtool), the configuration
-table (flags, env vars, README), and the event log."""
+table (flags, env vars, docs/operations.md), and the event log."""
 import gzip
 import json
 import os
@@ -229,14 +229,15 @@ class Config(unittest.TestCase):
         return subprocess.run([BIN, "serve", *args], capture_output=True, text=True,
                               env=dict(os.environ, **(env or {})))
 
-    def test_readme_table_matches_the_option_table(self):
+    def test_docs_table_matches_the_option_table(self):
         table = self.run_bin("--help-markdown").stdout.strip()
-        readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
-        m = re.search(r"<!-- config-table -->\n(.*?)\n<!-- /config-table -->", readme, re.S)
-        self.assertIsNotNone(m, "README has the configuration table")
+        with open(os.path.join(ROOT, "docs", "operations.md"), encoding="utf-8") as f:
+            doc = f.read()
+        m = re.search(r"<!-- config-table -->\n(.*?)\n<!-- /config-table -->", doc, re.S)
+        self.assertIsNotNone(m, "docs/operations.md has the configuration table")
         self.assertEqual(m.group(1).strip(), table)
 
-    def test_help_lists_every_option_as_the_readme_does(self):
+    def test_help_lists_every_option_as_the_docs_table_does(self):
         help_text = self.run_bin("--help").stdout
         rows = re.findall(r"^\| `--([a-z-]+)` \| `(TILED_[A-Z_]+)` \| `([^`]*)` \| (.*) \|$",
                           self.run_bin("--help-markdown").stdout, re.M)

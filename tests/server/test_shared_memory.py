@@ -21,7 +21,7 @@ import tritonclient.utils.shared_memory as shm
 from tritonclient.utils import InferenceServerException
 
 sys.path.insert(0, os.path.dirname(__file__))
-from test_http import Daemon  # noqa: E402
+from test_http import Daemon, doc_text  # noqa: E402
 
 # Every fixed-size datatype, as (wire name, numpy dtype of its bytes). BF16
 # has no numpy type: its bytes travel as uint16 and tile like them.
@@ -124,8 +124,9 @@ class SharedMemory(SharedMemoryBase):
         self.assertIn("system_shared_memory", self.client.get_server_metadata()["extensions"])
 
     def test_readme_example(self):
-        readme = open(os.path.join(os.path.dirname(__file__), "..", "..", "README.md"), encoding="utf-8").read()
-        code, want = re.search(r"<!-- shm-example -->\n```python\n(.*?)```\n```output\n(.*?)```", readme, re.S).groups()
+        found = re.findall(r"<!-- shm-example -->\n```python\n(.*?)```\n```output\n(.*?)```", doc_text(), re.S)
+        self.assertEqual(len(found), 1, "one shared-memory example in README.md and docs/")
+        code, want = found[0]
         code = code.replace("127.0.0.1:8080", f"127.0.0.1:{self.d.port}")
         code = code.replace("/tiled_example_", f"/tiled_example_{os.getpid()}_")
         r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

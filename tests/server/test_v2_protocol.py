@@ -543,7 +543,7 @@ class InferJSON(V2Case):
 
 # ---------------------------------------------------------------------------
 class Leniency(V2Case):
-    """What real clients add is skipped; what a known key says is checked (README "Leniency")."""
+    """What real clients add is skipped; what a known key says is checked (docs/protocols.md, "Leniency")."""
 
     def test_keys_clients_add_are_ignored(self):
         a = np.arange(6, dtype=np.float32).reshape(2, 3)
