@@ -19,6 +19,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "grow.h"
 #include "npy.h"
 #include "numfmt.h"
 
@@ -92,22 +93,16 @@ int tile_format_from_media_type(const char *s, size_t len, enum tile_format *out
 
 struct piece_builder {
     char *blob;
-    uint64_t len, cap;
+    size_t len, cap;
 };
 
 /* Makes room for n more bytes. */
 static int builder_reserve(struct piece_builder *b, uint64_t n, struct tile_error *e)
 {
-    if (b->len + n <= b->cap)
-        return 0;
-    uint64_t cap = b->cap ? b->cap : 4096;
-    while (cap < b->len + n)
-        cap *= 2;
-    char *nb = realloc(b->blob, cap);
+    char *nb = n <= SIZE_MAX ? tile_grow(b->blob, &b->cap, b->len, (size_t)n, 1, 4096, SIZE_MAX) : NULL;
     if (!nb)
-        return tile_error_set(e, TILE_ENOMEM, "cannot allocate %llu bytes for the response", (unsigned long long)cap);
+        return tile_error_set(e, TILE_ENOMEM, "cannot allocate %llu more bytes for the response", (unsigned long long)n);
     b->blob = nb;
-    b->cap = cap;
     return 0;
 }
 

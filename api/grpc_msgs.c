@@ -12,26 +12,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "utf8.h"
+#include "grow.h"
 #include "pbwire.h"
+#include "utf8.h"
 
 /* Returns room for n more bytes, or NULL (and b->oom) when it cannot grow. */
 static uint8_t *reserve(struct tile_grpc_buf *b, size_t n)
 {
     if (b->oom)
         return NULL;
-    if (b->cap - b->len < n) {
-        size_t cap = b->cap ? b->cap : 128;
-        while (cap - b->len < n && cap < SIZE_MAX / 2)
-            cap *= 2;
-        uint8_t *p = cap - b->len >= n ? realloc(b->p, cap) : NULL;
-        if (!p) {
-            b->oom = true;
-            return NULL;
-        }
-        b->p = p;
-        b->cap = cap;
+    uint8_t *p = tile_grow(b->p, &b->cap, b->len, n, 1, 128, SIZE_MAX);
+    if (!p) {
+        b->oom = true;
+        return NULL;
     }
+    b->p = p;
     return b->p + b->len;
 }
 

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "encode.h"
+#include "grow.h"
 #include "numfmt.h"
 
 /* A string element while the blob can still move. */
@@ -87,17 +88,13 @@ static int grow(char **buf, uint64_t *cap, uint64_t used, uint64_t need, uint64_
     if (max_bytes && bytes > max_bytes)
         return tile_error_set(e, TILE_ETOOBIG, "%s needs more than %llu bytes, the limit", what,
                               (unsigned long long)max_bytes);
-    uint64_t ncap = *cap ? *cap : 64;
-    while (ncap < want)
-        ncap = ncap > UINT64_MAX / 2 ? want : ncap * 2;
-    if (max_bytes && ncap > max_bytes / unit)
-        ncap = max_bytes / unit;
-    if (ncap > SIZE_MAX / unit)
+    if (want > SIZE_MAX || bytes > SIZE_MAX)
         return tile_error_set(e, TILE_ENOMEM, "%s does not fit in memory", what);
-    char *nb = realloc(*buf, (size_t)(ncap * unit));
+    size_t ncap = *cap > SIZE_MAX ? SIZE_MAX : (size_t)*cap;
+    char *nb = tile_grow(*buf, &ncap, (size_t)used, (size_t)need, (size_t)unit, 64,
+                         max_bytes ? (size_t)(max_bytes / unit) : SIZE_MAX);
     if (!nb)
-        return tile_error_set(e, TILE_ENOMEM, "cannot allocate %llu bytes for %s",
-                              (unsigned long long)(ncap * unit), what);
+        return tile_error_set(e, TILE_ENOMEM, "cannot allocate %llu bytes for %s", (unsigned long long)bytes, what);
     *buf = nb;
     *cap = ncap;
     return 0;

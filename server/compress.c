@@ -15,6 +15,7 @@
 
 #include "accept.h"
 #include "compress.h"
+#include "grow.h"
 
 /* zlib windowBits: 15 = zlib stream, +16 = gzip wrapper. */
 int tiled_coding_window_bits(enum tiled_coding c)
@@ -59,17 +60,15 @@ int tiled_body_decompress(enum tiled_coding c, char **body, uint64_t *len, uint6
     uint64_t used = 0;
     while (rc != Z_STREAM_END) {
         if (used == cap) {
-            if (cap >= max) {
-                rc = Z_MEM_ERROR;
-                break;
-            }
-            cap = cap * 2 > max ? max : cap * 2;
-            char *nb = realloc(out, cap);
+            size_t ncap = (size_t)cap;
+            char *nb = used < max ? tile_grow(out, &ncap, (size_t)used, 1, 1, 0, max > SIZE_MAX ? SIZE_MAX : (size_t)max)
+                                  : NULL;
             if (!nb) {
-                rc = Z_BUF_ERROR;
+                rc = used < max ? Z_BUF_ERROR : Z_MEM_ERROR; /* out of memory, or past max-body */
                 break;
             }
             out = nb;
+            cap = ncap;
         }
         uint64_t room = cap - used > UINT32_MAX ? UINT32_MAX : cap - used;
         z.next_out = (Bytef *)out + used;

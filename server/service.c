@@ -17,6 +17,7 @@
 
 #include "auth.h"
 #include "base.h"
+#include "grow.h"
 #include "handlers.h"
 #include "log.h"
 #include "metrics.h"
@@ -223,20 +224,14 @@ void tiled_service_body(struct tiled_req *req, const char *data, size_t n)
         req->body_dropped = n;
         return;
     }
-    if (req->body_len + n > req->body_cap) {
-        uint64_t cap = req->body_cap ? req->body_cap * 2 : 65536;
-        while (cap < req->body_len + n)
-            cap *= 2;
-        if (cap > max)
-            cap = max;
-        char *nb = realloc(req->body, cap);
-        if (!nb) {
-            body_fail(req, TILED_UNAVAILABLE, "cannot allocate the request body");
-            return;
-        }
-        req->body = nb;
-        req->body_cap = cap;
+    size_t cap = req->body_cap;
+    char *nb = tile_grow(req->body, &cap, req->body_len, n, 1, 65536, max > SIZE_MAX ? SIZE_MAX : (size_t)max);
+    if (!nb) {
+        body_fail(req, TILED_UNAVAILABLE, "cannot allocate the request body");
+        return;
     }
+    req->body = nb;
+    req->body_cap = cap;
     memcpy(req->body + req->body_len, data, n);
     req->body_len += n;
 }
