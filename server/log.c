@@ -7,9 +7,9 @@
  * jansson; the access line, written for every request, field by field
  * (tiled_log_access). Lines are written with a single write(2), so lines
  * from different threads never interleave. For the access line and errors
- * the level check comes first, so a disabled level costs one comparison;
- * tiled_log_event packs its fields first, since its "o" arguments are
- * references only the pack releases.
+ * the level check comes first, so a disabled level costs one comparison.
+ * tiled_log_event is the exception: it packs its fields before the check,
+ * since its "o" arguments are references only the pack releases.
  */
 #include "log.h"
 

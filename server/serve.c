@@ -200,7 +200,7 @@ int tiled_serve_main(int argc, char **argv)
     if (rc > 0)
         return 0;
     limits_from_config(&srv);
-    srv.start_us = (uint64_t)time(NULL);
+    srv.start_s = (uint64_t)time(NULL);
     srv.start_wall_ms = tiled_wall_ms();
     tiled_log_init(&srv.cfg);
     tiled_log_event(TILED_LOG_INFO, "start", "{s:i}", "pid", (int)getpid());

@@ -72,7 +72,7 @@ struct tiled_server {
     pthread_mutex_t submit_lock; /* orders job submission before stopping */
     atomic_int inflight;
     atomic_uint_fast64_t next_id;
-    uint64_t start_us;
+    uint64_t start_s;         /* process start, seconds since the epoch: the first half of generated request ids */
     uint64_t start_wall_ms;
     struct tiled_tls *tls;    /* TLS policy and certificate (tls/tls.h); NULL without --tls-cert */
     struct tiled_shm *shm;    /* NULL unless --shared-memory system */

@@ -81,7 +81,7 @@ struct tiled_req *tiled_req_new(struct tiled_server *srv, const struct tiled_hea
     req->path = h->path;
     tiled_copy_str(req->request_id, sizeof(req->request_id), header_or_empty(h, conn, "X-Request-Id"));
     if (!valid_request_id(req->request_id))
-        new_request_id(req->request_id, srv->start_us, atomic_fetch_add(&srv->next_id, 1));
+        new_request_id(req->request_id, srv->start_s, atomic_fetch_add(&srv->next_id, 1));
     req->content_type = header_or_empty(h, conn, "Content-Type");
     req->accept = header_or_empty(h, conn, "Accept");
     req->accept_encoding = req->content_encoding = "";
