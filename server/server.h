@@ -117,8 +117,11 @@ struct tiled_req {
     bool suspended;
     bool done;                /* reply is ready */
     struct tiled_reply reply;
-    /* Decoded request, until the encoder takes it over. */
+    /* Decoded request, until the encoder takes it over. /v1 reads its
+     * query into it (and the query's dtype and shape into v1_qt) once, in
+     * the head check; the body joins it when decoded (v1.c). */
     struct tile_request treq;
+    struct tile_query_tensor v1_qt;
     struct tile_encoder *enc; /* owned; NULL until prepared, or once a stream has it */
     /* Protocol-specific decode + plan + encoder choice (v1.c, v2.c). */
     int (*prepare)(struct tiled_req *req, struct tile_error *e);

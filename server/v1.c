@@ -59,44 +59,32 @@ static int read_query(struct tiled_req *req, struct tile_request *into, struct t
     return 0;
 }
 
-/* The query alone, before the body arrives (into a request then dropped). */
-static int check_query(struct tiled_req *req, struct tile_error *e)
-{
-    struct tile_request scratch;
-    struct tile_query_tensor qt = {0};
-    tile_request_init(&scratch);
-    int rc = read_query(req, &scratch, &qt, e);
-    tile_request_free(&scratch);
-    return rc;
-}
-
-/* A JSON body is decoded first; the query's fields then join it, and a
- * field given in both places must agree (tile_request_merge_query). */
+/* A JSON body is decoded on its own; the query's fields (read into
+ * req->treq by the head check) then join it, and a field given in both
+ * places must agree (tile_request_merge_query). */
 static int decode_json(struct tiled_req *req, const struct tile_limits *lim, struct tile_error *e)
 {
-    struct tile_request q;
-    struct tile_query_tensor qt = {0};
-    tile_request_init(&q);
-    int rc = read_query(req, &q, &qt, e);
+    struct tile_request body;
+    tile_request_init(&body);
+    int rc = tile_v1_json_decode(req->body ? req->body : "", req->body_len, lim, &body, e);
     if (rc == 0)
-        rc = tile_v1_json_decode(req->body ? req->body : "", req->body_len, lim, &req->treq, e);
-    if (rc == 0)
-        rc = tile_request_merge_query(&req->treq, &q, &qt, e);
-    tile_request_free(&q);
+        rc = tile_request_merge_query(&body, &req->treq, &req->v1_qt, e);
+    tile_request_free(&req->treq); /* the query's fields: no input to free */
+    tile_request_move(&req->treq, &body);
+    tile_request_free(&body);
     return rc;
 }
 
+/* The query was read in the head check (tiled_check_tile_head); the body
+ * is decoded here, on the work path. */
 static int decode(struct tiled_req *req, struct tile_error *e)
 {
     struct tile_limits lim = req->srv->lim;
-    struct tile_query_tensor qt = {0};
     if (req->in_fmt == TILE_FMT_JSON)
         return decode_json(req, &lim, e);
-    if (read_query(req, &req->treq, &qt, e) < 0)
-        return -1;
     switch (req->in_fmt) {
     case TILE_FMT_RAW:
-        return tile_v1_raw_decode(req->body, req->body_len, &qt, &lim, &req->treq, e);
+        return tile_v1_raw_decode(req->body, req->body_len, &req->v1_qt, &lim, &req->treq, e);
     case TILE_FMT_NPY:
         return tile_v1_npy_decode(req->body ? req->body : "", req->body_len, &lim, &req->treq, e);
     default:
@@ -155,16 +143,16 @@ void tiled_check_tile_head(struct tiled_req *req)
         tiled_reply_error(&req->reply, TILED_BAD_REQUEST, "too many or too long query parameters");
         return;
     }
+    /* The query, read once: into the request the body will join (decode). */
     struct tile_error e = {0};
-    if (check_query(req, &e) < 0)
+    if (read_query(req, &req->treq, &req->v1_qt, &e) < 0)
         tiled_reply_tile_error(&req->reply, &e);
 }
 
+/* The head check (tiled_check_tile_head) has run: every transport runs a
+ * route's check_head before its handler (service.h). */
 void tiled_handle_tile(struct tiled_req *req)
 {
-    tiled_check_tile_head(req);
-    if (req->reply.status)
-        return;
     req->prepare = v1_prepare;
     tiled_work_start(req);
 }
