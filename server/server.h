@@ -137,6 +137,13 @@ struct tiled_req {
     struct tiled_shm_view shm_out;
     char *shm_reply;
     size_t shm_reply_len;
+    /* A handler's hooks into the work path (NULL: none), so an extension
+     * plugs in without work.c or service.c knowing it: `produce` makes the
+     * answer instead of a body (the shared-memory output tiles into the
+     * client's region), `release` lets go of what the request holds beyond
+     * itself (region views) when it fails or is freed. */
+    int (*produce)(struct tiled_req *req, struct tile_error *e);
+    void (*release)(struct tiled_req *req);
     /* Query parameters, collected once. */
     struct tiled_kv {
         char key[32];

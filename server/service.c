@@ -24,7 +24,6 @@
 #include "route.h"
 #include "stream.h"
 #include "trace.h"
-#include "v2_shm.h"
 #include "work.h"
 
 /* ---- request state ------------------------------------------------------ */
@@ -113,8 +112,8 @@ void tiled_req_add_query(struct tiled_req *req, const char *key, const char *val
 
 static void req_free(struct tiled_req *req)
 {
-    tiled_v2_shm_release(req, NULL); /* a request cut short may still hold regions */
-    free(req->shm_reply);
+    if (req->release)
+        req->release(req); /* a request cut short may still hold what its handler took */
     tiled_reply_free(&req->reply);
     tile_v2_request_free(&req->v2);
     tile_encoder_free(req->enc);

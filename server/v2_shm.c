@@ -32,6 +32,15 @@
 
 /* ---- infer ------------------------------------------------------------------ */
 
+/* The request's release hook: the views it holds, and the answer kept for
+ * the end (tiled_v2_shm_output). */
+static void release_all(struct tiled_req *req)
+{
+    tiled_v2_shm_release(req, NULL);
+    free(req->shm_reply);
+    req->shm_reply = NULL;
+}
+
 static int resolve_input(void *ctx, const char *tensor, const struct tile_v2_shm_ref *ref, const void **data,
                          struct tile_error *e)
 {
@@ -44,6 +53,7 @@ static int resolve_input(void *ctx, const char *tensor, const struct tile_v2_shm
     if (tiled_shm_acquire(req->srv->shm, ref->region, ref->offset, ref->byte_size, what, v, e) < 0)
         return -1;
     req->nshm_in++;
+    req->release = release_all;
     *data = v->data;
     return 0;
 }
@@ -73,6 +83,8 @@ int tiled_v2_shm_output(struct tiled_req *req, uint64_t data_bytes, const void *
     if (tiled_shm_acquire(req->srv->shm, ref->region, ref->offset, ref->byte_size, "output 'output'", &req->shm_out,
                           e) < 0)
         return -1;
+    req->release = release_all;
+    req->produce = tiled_v2_shm_produce; /* into the region, not a body */
     req->shm_reply = malloc(reply_len ? reply_len : 1);
     if (req->shm_reply)
         memcpy(req->shm_reply, reply, reply_len);

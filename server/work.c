@@ -21,7 +21,6 @@
 #include "inflate.h"
 #include "server.h"
 #include "stream.h"
-#include "v2_shm.h"
 
 int tiled_work_plan(struct tiled_req *req, struct tile_error *e)
 {
@@ -65,8 +64,8 @@ static int produce(struct tiled_req *req, struct tile_error *e)
     struct tiled_server *srv = req->srv;
     struct tiled_reply *r = &req->reply;
     uint64_t size = tile_encoder_size(req->enc);
-    if (req->shm_out.region)
-        return tiled_v2_shm_produce(req, e); /* the output goes to the client's memory, not the body */
+    if (req->produce)
+        return req->produce(req, e); /* a handler's own answer (the shared-memory output) */
     if (size > (uint64_t)srv->cfg.stream_threshold) {
         r->stream = tiled_stream_init(req, (uint64_t)srv->cfg.stream_chunk);
         if (!r->stream)
@@ -89,7 +88,8 @@ static int produce(struct tiled_req *req, struct tile_error *e)
 
 void tiled_work_fail(struct tiled_req *req, const struct tile_error *e)
 {
-    tiled_v2_shm_release(req, NULL);
+    if (req->release)
+        req->release(req);
     tiled_reply_free(&req->reply);
     memset(&req->reply, 0, sizeof(req->reply));
     tiled_reply_tile_error(&req->reply, e);
