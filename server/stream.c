@@ -28,6 +28,7 @@
 
 #include "base.h"
 #include "compress.h"
+#include "list.h"
 #include "server.h"
 
 #define NSLOTS 2
@@ -64,22 +65,14 @@ static struct tiled_stream *streams;
 static void streams_add(struct tiled_stream *s)
 {
     pthread_mutex_lock(&streams_lock);
-    s->next = streams;
-    if (streams)
-        streams->prev = s;
-    streams = s;
+    TILE_LIST_PUSH(streams, s);
     pthread_mutex_unlock(&streams_lock);
 }
 
 static void streams_remove(struct tiled_stream *s)
 {
     pthread_mutex_lock(&streams_lock);
-    if (s->prev)
-        s->prev->next = s->next;
-    else
-        streams = s->next;
-    if (s->next)
-        s->next->prev = s->prev;
+    TILE_LIST_UNLINK(streams, s);
     pthread_mutex_unlock(&streams_lock);
 }
 
