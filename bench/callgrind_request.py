@@ -74,6 +74,8 @@ def main():
         send(conn, 2000)
         f2, total = dump(p.pid, tmp, {f1})
         print("%s: %d instructions per request" % (binary, total // 2000))
+        if os.environ.get("CG_KEEP"):
+            print("dump:", f2)
         if "--profile" in sys.argv:
             profile(f2, total)
     finally:

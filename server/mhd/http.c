@@ -80,7 +80,18 @@ static void remote_address(struct MHD_Connection *c, char *dst, size_t cap)
     if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET) {
         const struct sockaddr_in *in = (const struct sockaddr_in *)(const void *)ci->client_addr;
         const unsigned char *b = (const unsigned char *)&in->sin_addr;
-        snprintf(dst, cap, "%u.%u.%u.%u", b[0], b[1], b[2], b[3]);
+        if (cap < 16)
+            return;
+        /* By hand: snprintf was 2% of a small request (callgrind). */
+        char *o = dst;
+        for (int i = 0; i < 4; i++) {
+            if (b[i] >= 100)
+                *o++ = (char)('0' + b[i] / 100);
+            if (b[i] >= 10)
+                *o++ = (char)('0' + b[i] / 10 % 10);
+            *o++ = (char)('0' + b[i] % 10);
+            *o++ = i < 3 ? '.' : '\0';
+        }
     }
 }
 
