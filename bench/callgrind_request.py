@@ -11,11 +11,19 @@ are dumped and zeroed, 2,000 more are sent and dumped again:
 
 --profile also prints the second dump's functions by their own (self) cost
 per request, and the share of each library (callgrind_annotate).
+
+  python3 bench/callgrind_request.py build/tiled --grpc [--profile]
+
+counts a gRPC ModelInfer instead (the daemon given --grpc-port 0), as the
+README's gRPC figure is measured: the same tile (float32 [2,2] by [1,2],
+binary tensor contents) sent by h2load on one connection, 8 streams in
+flight (-m 8), 200 calls then 2,000.
 """
 import glob
 import http.client
 import os
 import re
+import struct
 import subprocess
 import sys
 import tempfile
@@ -61,20 +69,54 @@ def profile(f, total):
         print("  %-40s %-24s %6d  %4.1f%%" % (fn[:40], obj[:24], ir // 2000, 100.0 * ir / total))
 
 
+def grpc_message(tmp):
+    """The gRPC message (length-prefixed ModelInferRequest) in a file, for h2load -d."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from bench_grpc import ld, tensor  # the protobuf wire format, written field by field
+    data = struct.pack("<4f", 1, 2, 3, 4)
+    reps = struct.pack("<2q", 1, 2)
+    msg = (ld(1, b"tile") + ld(5, tensor("input", "FP32", [2, 2])) + ld(5, tensor("repeats", "INT64", [2]))
+           + ld(7, data) + ld(7, reps))
+    path = os.path.join(tmp, "small.grpc")
+    with open(path, "wb") as f:
+        f.write(b"\0" + struct.pack(">I", len(msg)) + msg)
+    return path
+
+
+def send_grpc(port, body, n):
+    r = subprocess.run(["h2load", "-n", str(n), "-c", "1", "-m", "8", "-d", body, "-H", "content-type: application/grpc",
+                        "-H", "te: trailers", "http://127.0.0.1:%d/inference.GRPCInferenceService/ModelInfer" % port],
+                       capture_output=True, text=True, timeout=900)
+    done = re.search(r"requests: \d+ total, \d+ started, (\d+) done, (\d+) succeeded", r.stdout)
+    assert r.returncode == 0 and done and int(done.group(1)) == int(done.group(2)) == n, r.stdout[-2000:]
+
+
 def main():
     binary = sys.argv[1]
+    grpc = "--grpc" in sys.argv
     tmp = tempfile.mkdtemp(prefix="tiled-cg-")
     p = subprocess.Popen(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + os.path.join(tmp, "cg.out.%p"),
-                          binary, "serve", "--port", "0", "--workers", "1", "--log-level", "info"],
+                          binary, "serve", "--port", "0", "--workers", "1", "--log-level", "info"] +
+                         (["--grpc-port", "0"] if grpc else []),
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     try:
         port = int(re.search(rb":(\d+)", p.stdout.readline()).group(1))
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
-        send(conn, 200)
+        if grpc:
+            port = int(re.search(rb":(\d+)", p.stdout.readline()).group(1))
+            body = grpc_message(tmp)
+            send_grpc(port, body, 200)
+        else:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+            send(conn, 200)
         f1, _ = dump(p.pid, tmp, set())
-        send(conn, 2000)
+        if grpc:
+            send_grpc(port, body, 2000)
+        else:
+            send(conn, 2000)
         f2, total = dump(p.pid, tmp, {f1})
-        print("%s: %d instructions per request" % (binary, total // 2000))
+        print("%s: %d instructions per %s" % (binary, total // 2000, "gRPC call" if grpc else "request"))
+        if os.environ.get("CG_KEEP"):
+            print("dump:", f2)
         if "--profile" in sys.argv:
             profile(f2, total)
     finally:

@@ -90,6 +90,32 @@ static bool is_ows(unsigned char c)
 }
 
 /* "METHOD SP request-target SP HTTP-version" (RFC 9112 3), single spaces. */
+/* Header lines, query arguments and trailer lines, counted together: each
+ * takes libmicrohttpd the same room in its connection's pool (h1wire.h).
+ * False once over the limit (refused). */
+static bool count_fields(struct tiled_h1 *p, uint32_t n)
+{
+    p->fields += n;
+    if (p->fields <= TILED_H1_FIELDS_MAX)
+        return true;
+    refuse(p, 431, "the request has more than %d header lines, query arguments and trailer lines together",
+           TILED_H1_FIELDS_MAX);
+    return false;
+}
+
+/* libmicrohttpd's count of the target's query arguments: the pieces
+ * between '&'s after the first '?' (a piece may be empty). */
+static uint32_t query_arguments(const unsigned char *t, size_t n)
+{
+    const unsigned char *q = memchr(t, '?', n);
+    if (!q || q + 1 == t + n)
+        return 0;
+    uint32_t args = 1;
+    for (q++; q < t + n; q++)
+        args += *q == '&';
+    return args;
+}
+
 static void request_line(struct tiled_h1 *p, const unsigned char *c, size_t len, size_t off)
 {
     size_t i = 0;
@@ -131,6 +157,8 @@ static void request_line(struct tiled_h1 *p, const unsigned char *c, size_t len,
     }
     const unsigned char *t = c + t0;
     size_t tl = p->target_len;
+    if (!count_fields(p, query_arguments(t, tl)))
+        return;
     if (t[0] == '/')
         return; /* origin-form */
     if (tl == 1 && t[0] == '*' && p->method_len == 7 && memcmp(c, "OPTIONS", 7) == 0)
@@ -255,10 +283,8 @@ static size_t field_line(struct tiled_h1 *p, const unsigned char *c, size_t len,
 
 static void head_field(struct tiled_h1 *p, const unsigned char *c, size_t len)
 {
-    if (++p->fields > TILED_H1_FIELDS_MAX) {
-        refuse(p, 431, "the request has more than %d header lines", TILED_H1_FIELDS_MAX);
+    if (!count_fields(p, 1))
         return;
-    }
     size_t name = field_line(p, c, len, "header");
     if (!name)
         return;
@@ -515,7 +541,7 @@ size_t tiled_h1_feed(struct tiled_h1 *p, const unsigned char *data, size_t n)
             if (len == 0) {
                 tell(p, TILED_H1_EV_END, p->line_start, base + i);
                 new_head(p, base + i);
-            } else {
+            } else if (count_fields(p, 1)) {
                 field_line(p, line, len, "trailer");
             }
             break;

@@ -30,15 +30,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Limits, below what libmicrohttpd holds in a 32 KiB connection pool (a
- * 21 KB head of 100 fields passes there, 400 short fields do not), so a head
- * is always refused here, with tiled's answer, before the library would
- * refuse it with its own. */
-#define TILED_H1_LINE_MAX 8192        /* request line: 414 above */
-#define TILED_H1_HEAD_MAX 16384       /* whole head: 431 above */
-#define TILED_H1_FIELDS_MAX 100       /* field lines in a head: 431 above */
+/* Limits, so that every request accepted here fits the 16 KiB connection
+ * pool libmicrohttpd is given (server/mhd/http.c) and is answered by tiled,
+ * never refused by the library with its own HTML page. The library keeps a
+ * request's head and its trailer section in the pool, plus 64 bytes for
+ * each header line, query argument ("a=1&b=2" is two) and trailer line, and
+ * then writes the reply's head there: 8192 + 1024 + 64 * 64 bytes at most,
+ * leaving about 3 KB for the reply head. The pool is zeroed after every
+ * request on a kept-alive connection, which is why it is not larger. */
+#define TILED_H1_LINE_MAX 4096        /* request line: 414 above */
+#define TILED_H1_HEAD_MAX 8192        /* whole head: 431 above */
+#define TILED_H1_FIELDS_MAX 64        /* header lines + query arguments + trailer lines: 431 above */
 #define TILED_H1_CHUNK_LINE_MAX 1024  /* chunk size plus extensions: 400 above */
-#define TILED_H1_TRAILER_MAX 8192     /* trailer section: 431 above */
+#define TILED_H1_TRAILER_MAX 1024     /* trailer section: 431 above */
 
 /* What the stream's unit in progress is (for the stand-in, wirehook.c). */
 enum tiled_h1_unit {

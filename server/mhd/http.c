@@ -80,7 +80,18 @@ static void remote_address(struct MHD_Connection *c, char *dst, size_t cap)
     if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET) {
         const struct sockaddr_in *in = (const struct sockaddr_in *)(const void *)ci->client_addr;
         const unsigned char *b = (const unsigned char *)&in->sin_addr;
-        snprintf(dst, cap, "%u.%u.%u.%u", b[0], b[1], b[2], b[3]);
+        if (cap < 16)
+            return;
+        /* By hand: snprintf was 2% of a small request (callgrind). */
+        char *o = dst;
+        for (int i = 0; i < 4; i++) {
+            if (b[i] >= 100)
+                *o++ = (char)('0' + b[i] / 100);
+            if (b[i] >= 10)
+                *o++ = (char)('0' + b[i] / 10 % 10);
+            *o++ = (char)('0' + b[i] % 10);
+            *o++ = i < 3 ? '.' : '\0';
+        }
     }
 }
 
@@ -490,12 +501,16 @@ int tiled_http_start(struct tiled_server *srv, struct tile_error *e)
         return -1;
     }
     srv->transport = t;
+    /* The connection's pool: libmicrohttpd zeroes all of it after every
+     * request on a kept-alive connection, so its size is a cost per
+     * request (about 1.5 instructions a byte). 16 KiB holds every head,
+     * trailer section and reply head the framer lets through (h1wire.h). */
     t->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, access_handler, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
         MHD_OPTION_NOTIFY_COMPLETED, request_completed, srv, MHD_OPTION_NOTIFY_CONNECTION, notify_connection, srv,
         MHD_OPTION_URI_LOG_CALLBACK, uri_logged, NULL, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)srv->cfg.max_connections, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)srv->cfg.idle_timeout,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024), MHD_OPTION_THREAD_POOL_SIZE,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(16 * 1024), MHD_OPTION_THREAD_POOL_SIZE,
         (unsigned)(srv->cfg.http_threads > 1 ? srv->cfg.http_threads : 0), MHD_OPTION_LISTEN_BACKLOG_SIZE,
         (unsigned)1024, MHD_OPTION_ARRAY, srv->tls ? tls : tls + 3, MHD_OPTION_END);
     if (!t->daemon) {

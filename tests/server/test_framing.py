@@ -355,6 +355,117 @@ class FramingTLS(RawExchange, unittest.TestCase):
         self.assertFalse([a for a in self.access() if a["path"] == "/smuggled"])
 
 
+def _limits():
+    """The framer's limits, read from its header so the tests follow it."""
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../server/mhd/h1wire.h")) as f:
+        text = f.read()
+    return {k: int(re.search(r"#define TILED_H1_%s (\d+)" % k, text).group(1))
+            for k in ("HEAD_MAX", "FIELDS_MAX", "TRAILER_MAX")}
+
+
+LIM = _limits()
+ORIGIN = b"http://o.example"
+
+
+def at_limits(head=0, fields=0, trailer=0):
+    """A chunked raw /v1/tile request (3 query arguments, an Origin the daemon allows, a 64-byte
+    request id, so the reply's head is as long as a reply of tiled's gets) whose head is exactly
+    HEAD_MAX bytes, whose trailer section (from the CRLF ending the last chunk's data, as the
+    framer counts it) is exactly TRAILER_MAX bytes, and whose header lines, query arguments and
+    trailer lines together are exactly FIELDS_MAX; each made one larger by its argument."""
+    path = b"/v1/tile?dtype=uint8&shape=5&repeats=1"
+    base = (b"POST " + path + b" HTTP/1.1\r\nHost: t\r\nOrigin: " + ORIGIN + b"\r\nX-Request-Id: " + b"r" * 64 +
+            b"\r\nContent-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\n")
+    n_trailer = 4
+    n_fields = LIM["FIELDS_MAX"] + fields - 3 - n_trailer  # header lines, the 5 above among them
+    lines = [b"X-%d: " % i for i in range(n_fields - 5)]
+    pad = LIM["HEAD_MAX"] + head - (len(base) + sum(len(x) + 2 for x in lines) + 2)
+    lines = [x + b"a" * (pad // len(lines) + (i < pad % len(lines))) for i, x in enumerate(lines)]
+    hd = base + b"".join(x + b"\r\n" for x in lines) + b"\r\n"
+    tl = [b"T-%d:" % i for i in range(n_trailer)]
+    pad = LIM["TRAILER_MAX"] + trailer - (5 + sum(len(x) + 2 for x in tl) + 2)
+    tl = [x + b"b" * (pad // len(tl) + (i < pad % len(tl))) for i, x in enumerate(tl)]
+    unit = b"\r\n0\r\n" + b"".join(x + b"\r\n" for x in tl) + b"\r\n"
+    assert len(hd) == LIM["HEAD_MAX"] + head and len(unit) == LIM["TRAILER_MAX"] + trailer
+    assert hd.count(b"\r\n") - 2 + 3 + len(tl) == LIM["FIELDS_MAX"] + fields
+    return hd + b"5\r\nhello" + unit
+
+
+def health_head(size):
+    """GET /v2/health/live whose head is `size` bytes in FIELDS_MAX header lines."""
+    base = b"GET /v2/health/live HTTP/1.1\r\nHost: t\r\n"
+    lines = [b"X-%d: " % i for i in range(LIM["FIELDS_MAX"] - 1)]
+    pad = size - (len(base) + sum(len(x) + 2 for x in lines) + 2)
+    lines = [x + b"a" * (pad // len(lines) + (i < pad % len(lines))) for i, x in enumerate(lines)]
+    raw = base + b"".join(x + b"\r\n" for x in lines) + b"\r\n"
+    assert len(raw) == size
+    return raw
+
+
+class AtTheLimits:
+    """libmicrohttpd holds each request in a 16 KiB connection pool (server/mhd/http.c): a request
+    the framer accepts at its every limit at once is answered by tiled (200, and the probe after
+    it on the same connection), and one byte or one line more gets tiled's JSON 431, never the
+    library's own refusal."""
+
+    def test_head_trailer_and_lines_at_their_limits_are_served(self):
+        s, r = self.exchange("limits", at_limits())
+        try:
+            first, probe = r.next(), r.next()
+        finally:
+            s.close()
+        self.assertIsNotNone(first)
+        self.assertEqual((first[0], first[2]), (200, b"hello"))
+        self.assertEqual(first[1].get("access-control-allow-origin"), ORIGIN.decode())
+        self.assertEqual(first[1].get("x-request-id"), "r" * 64)
+        self.assertIsNotNone(probe, "no answer to the probe")
+        self.assertEqual((probe[0], probe[1].get("x-request-id")), (200, "probe-limits"))
+
+    def test_a_head_of_head_max_bytes_is_served(self):
+        self.check_accepted("head_max", health_head(LIM["HEAD_MAX"]), 200)
+
+    def test_a_head_one_byte_over_is_tileds_431(self):
+        self.check_refused("head_max_1", health_head(LIM["HEAD_MAX"] + 1), 431, "request head is over")
+        self.check_refused("limits_head_1", at_limits(head=1), 431, "request head is over")
+
+    def test_a_trailer_one_byte_over_is_tileds_431(self):
+        self.check_refused("limits_trailer_1", at_limits(trailer=1), 431, "trailer section is over")
+
+    def test_one_line_over_is_tileds_431(self):
+        self.check_refused("limits_fields_1", at_limits(fields=1), 431, "trailer lines together")
+
+
+class Limits(AtTheLimits, RawExchange, unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon("--cors-origins", ORIGIN.decode())
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.d.stop() == 0, "daemon exit status"
+
+
+class LimitsTLS(AtTheLimits, RawExchange, unittest.TestCase):
+    """The same over HTTPS: the pool is the same, the bytes come from gnutls_record_recv()."""
+
+    connect = FramingTLS.connect
+
+    @classmethod
+    def tearDownClass(cls):
+        code = cls.d.stop()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+        assert code == 0, "daemon exit status"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="tiled-limits-tls-")
+        cls.cert, key = os.path.join(cls.dir, "cert.pem"), os.path.join(cls.dir, "key.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                        "-keyout", key, "-out", cls.cert, "-days", "30", "-subj", "/CN=127.0.0.1",
+                        "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+        cls.d = Daemon("--tls-cert", cls.cert, "--tls-key", key, "--cors-origins", ORIGIN.decode(), scheme="https")
+
+
 TLS_ROWS = ["cl_te", "te_cl", "te_space_before_colon", "te_xchunked", "te_two_lines_gzip", "te_folded", "cl_folded",
             "nul_in_value", "nul_then_bare_lf", "chunk_size_overflow", "chunk_ext_space"]
 TLS_ACCEPTED = ["chunk_with_trailer", "cl_leading_zeros"]

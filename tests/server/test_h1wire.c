@@ -427,6 +427,42 @@ static void limits(void **state)
     assert_int_equal(whole.p.status, 431);
     assert_non_null(strstr(whole.p.message, "header lines"));
 
+    /* Query arguments count with the field lines, as libmicrohttpd's pool
+     * holds one entry for each: "/?" has none, "a&&b" is three (an empty
+     * piece too), the Host line is one. */
+    n = fill("GET /?", 'x', 0, "");
+    for (int k = 1; k < TILED_H1_FIELDS_MAX; k++)
+        n += (size_t)sprintf(big + n, k > 1 ? "&a%d=1" : "a%d=1", k);
+    memcpy(big + n, " HTTP/1.1\r\nHost: t\r\n\r\n", 22);
+    feed_every_way(big, n + 22);
+    assert_int_equal(whole.p.status, 0);
+    memcpy(big + n, "& HTTP/1.1\r\nHost: t\r\n\r\n", 23);
+    feed_every_way(big, n + 23);
+    assert_int_equal(whole.p.status, 431);
+    assert_non_null(strstr(whole.p.message, "query arguments"));
+    n = fill("GET /?", '&', TILED_H1_FIELDS_MAX - 2, " HTTP/1.1\r\nHost: t\r\n\r\n");
+    feed_every_way(big, n);
+    assert_int_equal(whole.p.status, 0);
+    n = fill("GET /?", '&', TILED_H1_FIELDS_MAX - 1, " HTTP/1.1\r\nHost: t\r\n\r\n");
+    feed_every_way(big, n);
+    assert_int_equal(whole.p.status, 431);
+    feed_every_way("GET /? HTTP/1.1\r\nHost: t\r\n\r\n", 31); /* a '?' alone: no argument */
+    assert_int_equal(whole.p.status, 0);
+
+    /* Trailer lines count with the head's lines: a head of Host and
+     * Transfer-Encoding leaves TILED_H1_FIELDS_MAX - 2 of them. */
+    n = fill(C("0\r\n"), 'x', 0, "");
+    for (int k = 0; k < TILED_H1_FIELDS_MAX - 2; k++)
+        n += (size_t)sprintf(big + n, "T%d:\r\n", k);
+    memcpy(big + n, "\r\n", 2);
+    feed_every_way(big, n + 2);
+    assert_int_equal(whole.p.status, 0);
+    memcpy(big + n, "T:\r\n\r\n", 6);
+    feed_every_way(big, n + 6);
+    assert_int_equal(whole.p.status, 431);
+    assert_true(whole.p.in_body);
+    assert_non_null(strstr(whole.p.message, "trailer lines"));
+
     /* A chunk-size line with extensions: TILED_H1_CHUNK_LINE_MAX bytes. */
     n = fill(C("5;"), 'e', TILED_H1_CHUNK_LINE_MAX - 4, "\r\nhello\r\n0\r\n\r\n");
     feed_every_way(big, n);
