@@ -19,9 +19,9 @@ int tiled_grpc_start(struct tiled_server *srv, struct tile_error *e);
  * round trip, the last stream id); every stream the final one covers is
  * served, and each connection closes once they are answered. */
 void tiled_grpc_quiesce(struct tiled_server *srv);
-/* Polled while draining: shuts the listener once no connection waits in
- * its accept queue (loop.c, "Going away"), then true once the transport
- * has no connection left (or none ran). */
+/* True once the drain shut the listener (the loops do, once no connection
+ * waits in its accept queue: loop.c, "Going away") and the transport has
+ * no connection left (or none ran). */
 bool tiled_grpc_drained(struct tiled_server *srv);
 /* Closes every connection (calls still open end as 499) and stops. */
 void tiled_grpc_stop(struct tiled_server *srv);

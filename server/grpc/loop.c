@@ -32,7 +32,7 @@
  * what the kernel completed and serve it like any draining connection,
  * and the listener is shut only once its queue is empty and the
  * handshakes under way when the filter came have had time to end
- * (tiled_grpc_drained).
+ * (listener_drain); the drain is not over before.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -62,7 +62,8 @@
  * connections whose handshake was under way (a SYN let in before the
  * filter, its last ACK not yet back). A round trip to a proxy beside its
  * replicas is well under a millisecond; a handshake whose SYN-ACK was lost
- * (retransmitted after a second) may still be reset. */
+ * (retransmitted after a second) may still be reset. Short, as a client
+ * that connects meanwhile waits a second for its SYN's retransmission. */
 #define LISTEN_SETTLE_US (5u * 1000u)
 
 static char listener_tag, wake_tag; /* epoll data of the two non-connection fds */
@@ -270,7 +271,7 @@ static void wake_all(struct grpc_transport *t)
  * the traffic of the connections accepted, which inherit the filter. A
  * classic BPF program on a TCP socket sees the TCP header from offset 0;
  * its 14th byte holds the flags. */
-static int refuse_new_connections(int fd)
+static int drop_new_syns(int fd)
 {
     struct sock_filter code[] = {
         BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 13),
@@ -550,7 +551,7 @@ void tiled_grpc_quiesce(struct tiled_server *srv)
      * every connection (GOAWAY) at their next turn. */
     t->quiesce_at_us = tiled_now_us();
     atomic_store(&t->quiescing, true);
-    if (refuse_new_connections(t->lfd) < 0)
+    if (drop_new_syns(t->lfd) < 0)
         close_listener(t); /* no filter: new connections must not come in the whole drain */
     wake_all(t);
 }
