@@ -32,8 +32,8 @@ clean-image:
 	rm -rf build-image
 
 # SIGTERM of one of three replicas behind nginx grpc_pass while h2load keeps
-# 64 streams in flight: every one of 40,000 calls must succeed. Not yet in
-# `make test` (see tests/suites): it still loses a few calls now and then.
+# 64 streams in flight: every one of 40,000 calls must succeed. Part of the
+# nginx-grpc suite of `make test`; this runs it alone, e.g. many times over.
 .PHONY: grpc-drain-stress
 grpc-drain-stress: $(BUILD)/tiled
 	TILED_BIN=$(BUILD)/tiled build/venv/bin/python -W ignore -m unittest -v \

@@ -13,12 +13,15 @@ struct tiled_server;
 /* Listens on cfg.host:cfg.grpc_port (nothing when it is -1) and sets
  * srv->grpc_port to the port bound. After tiled_http_start (TLS's PEM). */
 int tiled_grpc_start(struct tiled_server *srv, struct tile_error *e);
-/* Drain: stops accepting and sends every connection the two GOAWAYs of
- * RFC 9113 section 6.8 (the notice, a PING round trip, the last stream
- * id); every stream the final one covers is served, and each connection
- * closes once they are answered. */
+/* Drain: lets no new connection in (the ones the kernel already
+ * completed are still accepted: they may hold a call) and sends every
+ * connection the two GOAWAYs of RFC 9113 section 6.8 (the notice, a PING
+ * round trip, the last stream id); every stream the final one covers is
+ * served, and each connection closes once they are answered. */
 void tiled_grpc_quiesce(struct tiled_server *srv);
-/* True once the drained transport has no connection left (or none ran). */
+/* True once the drain shut the listener (the loops do, once no connection
+ * waits in its accept queue: loop.c, "Going away") and the transport has
+ * no connection left (or none ran). */
 bool tiled_grpc_drained(struct tiled_server *srv);
 /* Closes every connection (calls still open end as 499) and stops. */
 void tiled_grpc_stop(struct tiled_server *srv);

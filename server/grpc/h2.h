@@ -165,6 +165,11 @@ struct grpc_transport {
     nghttp2_session_callbacks *callbacks;
     atomic_int nconns;
     atomic_bool quiescing, stopping;
+    /* Drain (loop.c, "Going away"): the listener drops new connections'
+     * SYNs from quiesce_at_us on, and is shut once its accept queue is
+     * empty and LISTEN_SETTLE_US passed. */
+    uint64_t quiesce_at_us;
+    atomic_bool listener_closed;
     int nloops;
     struct grpc_loop *loops;
 };
@@ -179,6 +184,7 @@ struct grpc_loop {
     int nfree_calls;
     int parked;                   /* calls a worker still holds */
     bool quiesced;
+    bool unlistened;              /* the closed listener is out of this loop's epoll set */
     uint64_t rng;                 /* connection-age jitter (xorshift64) */
     uint64_t next_tick_us, next_deadline_us;
     pthread_mutex_t ready_lock;

@@ -18,9 +18,25 @@
  * Going away (drain, --grpc-max-connection-age): a connection is sent
  * the two GOAWAYs of RFC 9113 section 6.8 (conn.c), and every stream the
  * final one covers is served; the connection closes once they are.
+ *
+ * The listener goes away without losing a connection either. The kernel
+ * completes handshakes by itself, and a client (nginx) sends its request
+ * as soon as connect() returns, before the server's SETTINGS: a
+ * connection still in the accept queue may already hold a call. Shutting
+ * the listener resets those connections, and nginx does not retry a gRPC
+ * call it has sent (its request body is never buffered for a retry), so
+ * each became a 502. So on drain the listener first drops new
+ * connections' SYNs (a socket filter; the client's connect() waits for its
+ * SYN's retransmission, which the closed listener refuses, and nginx tries
+ * the next replica with its request unsent), the loops go on accepting
+ * what the kernel completed and serve it like any draining connection,
+ * and the listener is shut only once its queue is empty and the
+ * handshakes under way when the filter came have had time to end
+ * (listener_drain); the drain is not over before.
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/filter.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -42,6 +58,13 @@
 /* Free calls kept per loop for reuse: enough for a busy connection's
  * streams without returning memory to malloc on every call. */
 #define FREE_CALLS_MAX 256
+/* Drain: how long the listener, dropping new SYNs, still takes the
+ * connections whose handshake was under way (a SYN let in before the
+ * filter, its last ACK not yet back). A round trip to a proxy beside its
+ * replicas is well under a millisecond; a handshake whose SYN-ACK was lost
+ * (retransmitted after a second) may still be reset. Short, as a client
+ * that connects meanwhile waits a second for its SYN's retransmission. */
+#define LISTEN_SETTLE_US (5u * 1000u)
 
 static char listener_tag, wake_tag; /* epoll data of the two non-connection fds */
 
@@ -201,11 +224,9 @@ static void accept_all(struct grpc_loop *l)
     for (int i = 0; i < 64; i++) {
         int fd = accept4(t->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0)
-            return; /* EAGAIN, or another loop took it */
-        if (atomic_load(&t->quiescing)) {
-            close(fd);
-            continue;
-        }
+            return; /* EAGAIN, another loop took it, or the listener is shut (drain) */
+        /* Draining or not, a connection the kernel completed is served: its
+         * request may already be on its way (see "Going away" above). */
         if (atomic_fetch_add(&t->nconns, 1) >= t->srv->cfg.max_connections) {
             atomic_fetch_sub(&t->nconns, 1);
             close(fd); /* --max-connections, like the HTTP listener: refused at once */
@@ -229,7 +250,72 @@ static void accept_all(struct grpc_loop *l)
             c->dead = true;
         grpc_loop_mark_dirty(c); /* the server's SETTINGS */
         c->age_us = conn_age(l, c->last_active_us);
+        if (l->quiesced) /* accepted during the drain: it goes away at once (else tick() sees to it) */
+            grpc_conn_goaway_begin(c, c->last_active_us);
     }
+}
+
+/* ---- the listener's drain (see "Going away" above) ------------------------- */
+
+static void wake_all(struct grpc_transport *t)
+{
+    for (int i = 0; i < t->nloops; i++) {
+        uint64_t one = 1;
+        ssize_t n = write(t->loops[i].evfd, &one, sizeof(one));
+        (void)n;
+    }
+}
+
+/* Drops every TCP segment with SYN and without ACK (a new connection's
+ * first) and keeps the rest: the last ACK of a handshake under way, and
+ * the traffic of the connections accepted, which inherit the filter. A
+ * classic BPF program on a TCP socket sees the TCP header from offset 0;
+ * its 14th byte holds the flags. */
+static int drop_new_syns(int fd)
+{
+    struct sock_filter code[] = {
+        BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 13),
+        BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0x12),       /* SYN | ACK */
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x02, 0, 1), /* SYN alone */
+        BPF_STMT(BPF_RET | BPF_K, 0),                    /* dropped */
+        BPF_STMT(BPF_RET | BPF_K, 0xffffffffu),          /* kept whole */
+    };
+    struct sock_fprog prog = {.len = sizeof(code) / sizeof(code[0]), .filter = code};
+    return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog));
+}
+
+/* Connections the kernel completed that no loop accepted yet (Linux gives
+ * a listener's accept queue as tcpi_unacked). */
+static unsigned accept_queue(int fd)
+{
+    struct tcp_info ti;
+    socklen_t len = sizeof(ti);
+    return getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 ? ti.tcpi_unacked : 0;
+}
+
+/* New SYNs are refused (RST) from now on: the client fails over at once. */
+static void close_listener(struct grpc_transport *t)
+{
+    if (atomic_exchange(&t->listener_closed, true))
+        return; /* another loop did */
+    shutdown(t->lfd, SHUT_RDWR);
+    wake_all(t); /* each loop takes it out of its epoll set */
+}
+
+/* Draining: the listener is shut once LISTEN_SETTLE_US passed and no
+ * connection waits in its queue (none can enter it but a handshake still
+ * under way), so no connection is reset; until then the loop wakes for it
+ * (a connection waiting wakes a loop anyway: the listener is readable). */
+static void listener_drain(struct grpc_loop *l, uint64_t now)
+{
+    struct grpc_transport *t = l->t;
+    if (t->lfd < 0 || atomic_load(&t->listener_closed)) /* no listener: the fuzz driver */
+        return;
+    uint64_t settled = t->quiesce_at_us + LISTEN_SETTLE_US;
+    if (now < settled)
+        grpc_loop_deadline(l, settled);
+    else if (accept_queue(t->lfd) == 0)
+        close_listener(t);
 }
 
 /* ---- time ----------------------------------------------------------------- */
@@ -264,8 +350,7 @@ static void tick(struct grpc_loop *l, uint64_t now)
     bool stopping = atomic_load(&t->stopping);
     uint64_t grace_us = (uint64_t)t->srv->cfg.grpc_max_conn_age_grace * 1000000u;
     if (atomic_load(&t->quiescing) && !l->quiesced) {
-        l->quiesced = true;
-        epoll_ctl(l->epfd, EPOLL_CTL_DEL, t->lfd, NULL);
+        l->quiesced = true; /* the listener stays: see "Going away" */
         for (struct grpc_conn *c = l->conns; c; c = c->next) {
             grpc_conn_goaway_begin(c, now);
             for (struct grpc_call *call = c->calls, *next; call; call = next) {
@@ -312,6 +397,12 @@ void grpc_loop_turn_end(struct grpc_loop *l)
     bool news = (atomic_load(&l->t->quiescing) && !l->quiesced) || atomic_load(&l->t->stopping);
     if (news || now >= l->next_tick_us)
         tick(l, now);
+    if (l->quiesced)
+        listener_drain(l, now);
+    if (atomic_load(&l->t->listener_closed) && !l->unlistened) {
+        l->unlistened = true; /* a shut listener would report EPOLLHUP at every wait */
+        epoll_ctl(l->epfd, EPOLL_CTL_DEL, l->t->lfd, NULL);
+    }
     flush_dirty(l);
 }
 
@@ -394,15 +485,6 @@ static void loop_free(struct grpc_loop *l)
     pthread_mutex_destroy(&l->ready_lock);
 }
 
-static void wake_all(struct grpc_transport *t)
-{
-    for (int i = 0; i < t->nloops; i++) {
-        uint64_t one = 1;
-        ssize_t n = write(t->loops[i].evfd, &one, sizeof(one));
-        (void)n;
-    }
-}
-
 static void transport_free(struct grpc_transport *t, int started)
 {
     for (int i = 0; i < t->nloops; i++) {
@@ -464,17 +546,22 @@ void tiled_grpc_quiesce(struct tiled_server *srv)
     struct grpc_transport *t = srv->grpc;
     if (!t)
         return;
-    /* New connections fail at once; the loops announce the shutdown on
-     * the open ones (GOAWAY) at their next turn. */
+    /* No new connection gets in; those the kernel completed are still
+     * accepted (see "Going away"), and the loops announce the shutdown on
+     * every connection (GOAWAY) at their next turn. */
+    t->quiesce_at_us = tiled_now_us();
     atomic_store(&t->quiescing, true);
-    shutdown(t->lfd, SHUT_RDWR);
+    if (drop_new_syns(t->lfd) < 0)
+        close_listener(t); /* no filter: new connections must not come in the whole drain */
     wake_all(t);
 }
 
 bool tiled_grpc_drained(struct tiled_server *srv)
 {
     struct grpc_transport *t = srv->grpc;
-    return !t || atomic_load(&t->nconns) == 0;
+    /* The listener first (the loops shut it, listener_drain): a connection
+     * in its queue is one to serve. */
+    return !t || (atomic_load(&t->listener_closed) && atomic_load(&t->nconns) == 0);
 }
 
 void tiled_grpc_stop(struct tiled_server *srv)

@@ -72,6 +72,14 @@ def wait_for(cond, timeout=HANG):
     return cond()
 
 
+def listening(port):
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=HANG).close()
+        return True
+    except ConnectionRefusedError:
+        return False
+
+
 def free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -167,6 +175,8 @@ http {{
         check = subprocess.run([*args, "-t"], capture_output=True, text=True)
         self.assertEqual(check.returncode, 0, f"nginx -t rejects {CONF}: {check.stderr}")
         self.nginx = subprocess.Popen(args, stderr=subprocess.DEVNULL)
+        # h2load gives up at once on a port nobody listens on yet
+        self.assertTrue(wait_for(lambda: listening(self.port)), "nginx listens")
 
     def tearDown(self):
         self.nginx.send_signal(signal.SIGQUIT)
