@@ -32,12 +32,6 @@ enum tiled_v2_found tiled_v2_model_find(const char *model, size_t len, const cha
  * namespaces models); a malformed version a 400, INVALID_ARGUMENT. */
 int tiled_v2_model_version(struct tiled_req *req, const char *model, size_t len, const char *version, size_t vlen);
 
-/* After an infer request was decoded into req->v2 and req->treq: lets
- * shared-memory inputs go unless the output goes to a region too (they
- * were copied), plans the output, and gives the bytes of its data
- * (strings: with their length prefixes). */
-int tiled_v2_plan(struct tiled_req *req, uint64_t *data_bytes, struct tile_error *e);
-
 /* The protocol extensions the server supports (server metadata). */
 #define TILED_V2_MAX_EXTENSIONS 8
 size_t tiled_v2_extensions(const struct tiled_server *srv, const char *ext[TILED_V2_MAX_EXTENSIONS]);
