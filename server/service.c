@@ -21,6 +21,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "route.h"
+#include "router.h"
 #include "stream.h"
 #include "trace.h"
 #include "v2_shm.h"

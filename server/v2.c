@@ -176,16 +176,6 @@ static void handle_stats(struct tiled_req *req, int version)
 
 /* ---- routing -------------------------------------------------------------------- */
 
-bool tiled_method_is(struct tiled_req *req, const char *want)
-{
-    if (tiled_method_serves(req->method, want))
-        return true;
-    tiled_reply_error(&req->reply, TILED_METHOD_NOT_ALLOWED, "method %s is not allowed on %s (allowed: %s)", req->method, req->path,
-                      tiled_allow_value(want));
-    tiled_reply_header(&req->reply, "Allow", tiled_allow_value(want));
-    return false;
-}
-
 /* "13, 6, 1": the versions served, for messages. */
 static const char *served_versions(char *text, size_t cap)
 {
