@@ -174,7 +174,7 @@ static void handle_stats(struct tiled_req *req, int version)
     tiled_reply_doc(&req->reply, TILED_OK, json_pack("{s:o}", "model_stats", list));
 }
 
-/* ---- routing -------------------------------------------------------------------- */
+/* ---- the model, its versions and paths ------------------------------------------ */
 
 /* "13, 6, 1": the versions served, for messages. */
 static const char *served_versions(char *text, size_t cap)

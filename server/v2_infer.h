@@ -10,11 +10,12 @@
  *      inputs and their data (inline, binary or in shared-memory regions),
  *      the parameters, the outputs requested;
  *   3. the plan checks shapes and limits, and lets shared-memory inputs go
- *      unless the output goes to a region too (tiled_v2_plan);
+ *      unless the output goes to a region too;
  *   4. the wire's frame gives the reply around the output (the whole reply
- *      when the output goes to a region), then the output is written to
- *      its region or an encoder made for the reply, and the wire sets the
- *      reply's head (content type, headers) for what was decided.
+ *      when the output goes to a region), then the output's region is taken
+ *      (written when the request runs, v2_shm.h) or an encoder made for
+ *      the reply, and the wire sets the reply's head (content type,
+ *      headers) for what was decided.
  */
 #ifndef TILED_V2_INFER_H
 #define TILED_V2_INFER_H
