@@ -24,6 +24,7 @@
 #include "router.h"
 #include "stream.h"
 #include "trace.h"
+#include "v2_model.h"
 #include "v2_shm.h"
 #include "work.h"
 

@@ -1,10 +1,11 @@
 /* v2_model.h - the rules of the model `tile` that every transport of the
- * Open Inference Protocol shares (v2.c): which model and version a request
+ * Open Inference Protocol shares (v2_model.c): which model and version a request
  * addresses, the extensions the server lists, and the statistics it keeps,
  * so HTTP and gRPC answer alike. */
 #ifndef TILED_V2_MODEL_H
 #define TILED_V2_MODEL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,5 +41,8 @@ size_t tiled_v2_extensions(const struct tiled_server *srv, const char *ext[TILED
  * version string is written into `version`. */
 void tiled_v2_stats_read(const struct tiled_server *srv, int slot, struct tile_grpc_model_stats *out,
                          char version[16]);
+
+/* Adds a finished v2 infer request to its version's statistics. */
+void tiled_v2_record(struct tiled_server *srv, const struct tiled_req *req, bool ok);
 
 #endif
