@@ -36,10 +36,5 @@ void tiled_handle_cuda_shm(struct tiled_req *req);
 /* The gRPC routes (v2_grpc.c): the method is the :path's last part. */
 void tiled_handle_grpc(struct tiled_req *req);
 void tiled_check_grpc_head(struct tiled_req *req);
-/* True when the request's method is `want` (HEAD serves GET); otherwise
- * sets a 405 naming the allowed method. */
-bool tiled_method_is(struct tiled_req *req, const char *want);
-/* Adds a finished v2 infer request to its version's statistics. */
-void tiled_v2_record(struct tiled_server *srv, const struct tiled_req *req, bool ok);
 
 #endif

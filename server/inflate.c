@@ -15,12 +15,11 @@ int tiled_inflate_body(struct tiled_req *req, struct tile_error *e)
     bool grpc = req->transport == TILED_TRANSPORT_GRPC;
     if (tiled_coding_parse(req->content_encoding, &req->request_coding) < 0) {
         if (grpc) { /* the transport refuses other grpc-encodings from the head; kept for any other caller */
-            tiled_reply_error(&req->reply, TILED_UNSUPPORTED_MEDIA_TYPE, "grpc-encoding '%.40s' is not supported",
+            tiled_reply_fault(&req->reply, TILED_FAULT_CODING, "grpc-encoding '%.40s' is not supported",
                               req->content_encoding);
-            tiled_reply_set_grpc_status(&req->reply, TILED_GRPC_UNIMPLEMENTED);
             return -2;
         }
-        tiled_reply_error(&req->reply, TILED_UNSUPPORTED_MEDIA_TYPE, "unsupported Content-Encoding '%.60s' (use gzip, deflate or identity)",
+        tiled_reply_fault(&req->reply, TILED_FAULT_CODING, "unsupported Content-Encoding '%.60s' (use gzip, deflate or identity)",
                           req->content_encoding);
         tiled_reply_header(&req->reply, "Accept-Encoding", "gzip, deflate");
         return -2;
@@ -34,8 +33,7 @@ int tiled_inflate_body(struct tiled_req *req, struct tile_error *e)
         if (!grpc || e->code == TILE_ETOOBIG)
             return -1;
         /* gRPC says INTERNAL for a message that does not inflate. */
-        tiled_reply_tile_error(&req->reply, e);
-        tiled_reply_set_grpc_status(&req->reply, TILED_GRPC_INTERNAL);
+        tiled_reply_fault(&req->reply, tiled_fault_of_message(e), "%s", e->text);
         return -2;
     }
     req->body_cap = req->body_len;

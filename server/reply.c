@@ -99,16 +99,55 @@ void tiled_reply_set_grpc_status(struct tiled_reply *r, int code)
     r->has_grpc_status = true;
 }
 
+const struct tiled_fault_status tiled_fault_status[TILED_FAULT_COUNT] = {
+    [TILED_FAULT_UNSET] = {TILED_INTERNAL_ERROR, TILED_GRPC_INTERNAL},
+    [TILED_FAULT_INVALID] = {TILED_BAD_REQUEST, TILED_GRPC_INVALID_ARGUMENT},
+    [TILED_FAULT_TOO_BIG] = {TILED_TOO_LARGE, TILED_GRPC_RESOURCE_EXHAUSTED},
+    [TILED_FAULT_UNAVAILABLE] = {TILED_UNAVAILABLE, TILED_GRPC_UNAVAILABLE},
+    [TILED_FAULT_IO] = {TILED_INTERNAL_ERROR, TILED_GRPC_INTERNAL},
+    [TILED_FAULT_UNSUPPORTED] = {TILED_BAD_REQUEST, TILED_GRPC_INVALID_ARGUMENT},
+    [TILED_FAULT_NOT_ACCEPTABLE] = {TILED_NOT_ACCEPTABLE, TILED_GRPC_INVALID_ARGUMENT},
+    [TILED_FAULT_GRPC_WIRE] = {TILED_BAD_REQUEST, TILED_GRPC_INTERNAL},
+    [TILED_FAULT_CODING] = {TILED_UNSUPPORTED_MEDIA_TYPE, TILED_GRPC_UNIMPLEMENTED},
+    [TILED_FAULT_TIMEOUT] = {TILED_REQUEST_TIMEOUT, TILED_GRPC_DEADLINE_EXCEEDED},
+};
+
+enum tiled_fault tiled_fault_of(const struct tile_error *e)
+{
+    return (unsigned)e->code < TILE_ERRCODE_COUNT ? (enum tiled_fault)e->code : TILED_FAULT_UNSET;
+}
+
+enum tiled_fault tiled_fault_of_message(const struct tile_error *e)
+{
+    return e->code == TILE_ETOOBIG || e->code == TILE_ENOMEM ? tiled_fault_of(e) : TILED_FAULT_GRPC_WIRE;
+}
+
+/* The gRPC code is set on the reply only where the HTTP status alone
+ * would give another one (tiled_reply_grpc_status), so a reply whose
+ * status changes later (an empty 503 when its body cannot be built)
+ * is sent with the code of the status it has. */
+static void set_fault(struct tiled_reply *r, enum tiled_fault f, const char *msg)
+{
+    const struct tiled_fault_status *s = &tiled_fault_status[(unsigned)f < TILED_FAULT_COUNT ? f : TILED_FAULT_UNSET];
+    tiled_reply_error(r, s->http, "%s", msg);
+    r->has_grpc_status = false;
+    if (tiled_reply_grpc_status(r) != s->grpc)
+        tiled_reply_set_grpc_status(r, s->grpc);
+}
+
+void tiled_reply_fault(struct tiled_reply *r, enum tiled_fault f, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    set_fault(r, f, msg);
+}
+
 void tiled_reply_tile_error(struct tiled_reply *r, const struct tile_error *e)
 {
-    static const int status_of[TILE_ERRCODE_COUNT] = {
-        [TILE_OK] = TILED_INTERNAL_ERROR,  [TILE_EINVAL] = TILED_BAD_REQUEST,
-        [TILE_ETOOBIG] = TILED_TOO_LARGE,  [TILE_ENOMEM] = TILED_UNAVAILABLE,
-        [TILE_EIO] = TILED_INTERNAL_ERROR, [TILE_EUNSUPPORTED] = TILED_BAD_REQUEST,
-        [TILE_ENOTACCEPT] = TILED_NOT_ACCEPTABLE,
-    };
-    int status = (unsigned)e->code < TILE_ERRCODE_COUNT ? status_of[e->code] : TILED_INTERNAL_ERROR;
-    tiled_reply_error(r, status, "%s", e->text[0] ? e->text : "internal error");
+    set_fault(r, tiled_fault_of(e), e->text[0] ? e->text : "internal error");
 }
 
 void tiled_reply_free(struct tiled_reply *r)

@@ -68,8 +68,6 @@ struct tiled_reply {
 /* Sets an error reply {"error": msg} with `status`. */
 void tiled_reply_error(struct tiled_reply *r, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Sets an error reply from a tile_error, choosing the status from its code. */
-void tiled_reply_tile_error(struct tiled_reply *r, const struct tile_error *e);
 /* Sets a JSON body (copied). */
 void tiled_reply_json(struct tiled_reply *r, int status, const char *json);
 /* Sets the JSON body `doc` (released; NULL, from a failed json_pack, makes
@@ -95,6 +93,51 @@ enum tiled_grpc_code {
     TILED_GRPC_UNAVAILABLE = 14,
     TILED_GRPC_UNAUTHENTICATED = 16,
 };
+
+/* What went wrong, as far as the answer depends on it: each kind has one
+ * HTTP status and one gRPC code (tiled_fault_status), whatever transport
+ * sends it. The first kinds are tile_error's codes, with their values, so a
+ * tile_error's code is its kind; the rest name failures whose answer is
+ * set by where they happen, not by a tile_error code. */
+enum tiled_fault {
+    TILED_FAULT_UNSET = TILE_OK,                     /* an error without a code: 500, INTERNAL */
+    TILED_FAULT_INVALID = TILE_EINVAL,               /* 400, INVALID_ARGUMENT (Triton's INVALID_ARG) */
+    TILED_FAULT_TOO_BIG = TILE_ETOOBIG,              /* 413, RESOURCE_EXHAUSTED (gRPC's message limit) */
+    TILED_FAULT_UNAVAILABLE = TILE_ENOMEM,           /* out of memory, or draining: 503, UNAVAILABLE */
+    TILED_FAULT_IO = TILE_EIO,                       /* 500, INTERNAL */
+    TILED_FAULT_UNSUPPORTED = TILE_EUNSUPPORTED,     /* 400, INVALID_ARGUMENT */
+    TILED_FAULT_NOT_ACCEPTABLE = TILE_ENOTACCEPT,    /* 406, INVALID_ARGUMENT */
+    /* A gRPC message or head the protocol cannot read (cut short, a second
+     * one in a unary call, a bad grpc-timeout, a message that does not
+     * inflate): 400, INTERNAL, the code gRPC's own libraries give it. */
+    TILED_FAULT_GRPC_WIRE = TILE_ERRCODE_COUNT,
+    TILED_FAULT_CODING,  /* a content coding the server does not take: 415, UNIMPLEMENTED */
+    TILED_FAULT_TIMEOUT, /* the request did not arrive, or the reply was not ready, in time: 408, DEADLINE_EXCEEDED */
+    TILED_FAULT_COUNT
+};
+
+struct tiled_fault_status {
+    int http; /* enum tiled_status */
+    int grpc; /* enum tiled_grpc_code */
+};
+
+/* The table: the answer to each kind, on each transport. */
+extern const struct tiled_fault_status tiled_fault_status[TILED_FAULT_COUNT];
+
+/* The kind of a tile_error (its code; an unknown code is TILED_FAULT_UNSET). */
+enum tiled_fault tiled_fault_of(const struct tile_error *e);
+
+/* The kind of a gRPC request message that could not be read (deframed or
+ * inflated): too large and out of memory keep their kind, anything else
+ * is the wire's fault. */
+enum tiled_fault tiled_fault_of_message(const struct tile_error *e);
+
+/* Sets an error reply {"error": msg} with the statuses of kind `f`. */
+void tiled_reply_fault(struct tiled_reply *r, enum tiled_fault f, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Sets an error reply from a tile_error, its statuses those of its code's
+ * kind, its message the error's text. */
+void tiled_reply_tile_error(struct tiled_reply *r, const struct tile_error *e);
 
 /* The gRPC status a reply is sent with: its own when set, else the one
  * its HTTP status maps to, the way Triton maps its errors to both. */

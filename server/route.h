@@ -1,6 +1,9 @@
-/* route.h - the daemon's endpoints, listed once: path, method, handler,
- * whether a body is read, whether it is open without an API key, and the
- * label its requests carry in the metrics. */
+/* route.h - what a route is: path, method, handler, whether a body is
+ * read, whether it is open without an API key, and the label its requests
+ * carry in the metrics; and what every handler shares of routing (method
+ * checks, labels). The table of routes is router.h's: it names every
+ * handler, so it sits above them, and no handler depends on it.
+ */
 #ifndef TILED_ROUTE_H
 #define TILED_ROUTE_H
 
@@ -51,12 +54,6 @@ struct tiled_route {
     tiled_handler_fn check_head;
 };
 
-/* The route for a request that came by `transport`; NULL when there is
- * none. Then `allow` gets the methods the path does take ("" when the path
- * is unknown: 404, not 405). */
-const struct tiled_route *tiled_route_find(enum tiled_transport transport, const char *method, const char *path, char *allow,
-                                           size_t cap);
-
 /* The Allow header's value for a route of method `method`: a GET route
  * serves HEAD too, so it lists both. */
 const char *tiled_allow_value(const char *method);
@@ -64,6 +61,13 @@ const char *tiled_allow_value(const char *method);
 /* True when a request's method serves a route of method `want`: HEAD is
  * GET without the body (RFC 9110 9.3.2). */
 bool tiled_method_serves(const char *method, const char *want);
+
+struct tiled_reply;
+
+/* True when a request's method serves a route of method `want` (HEAD
+ * serves GET); otherwise sets a 405 on `reply` naming the allowed method
+ * (server.h's tiled_method_is() says it of a request). */
+bool tiled_method_check(const char *method, const char *path, const char *want, struct tiled_reply *reply);
 
 /* The metrics label text ("/v1/tile", "other", ...). */
 const char *tiled_route_label_name(enum tiled_route_label label);

@@ -156,4 +156,11 @@ struct tiled_req {
     struct tile_plan plan;
 };
 
+/* True when the request's method is `want` (HEAD serves GET); otherwise
+ * sets a 405 naming the allowed method (route.h). */
+static inline bool tiled_method_is(struct tiled_req *req, const char *want)
+{
+    return tiled_method_check(req->method, req->path, want, &req->reply);
+}
+
 #endif

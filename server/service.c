@@ -22,8 +22,10 @@
 #include "log.h"
 #include "metrics.h"
 #include "route.h"
+#include "router.h"
 #include "stream.h"
 #include "trace.h"
+#include "v2_model.h"
 #include "work.h"
 
 /* ---- request state ------------------------------------------------------ */

@@ -2,11 +2,13 @@
  *
  * DESIGN. One prefix route takes every /v2/models/... path and splits it
  * into model, version and action, as Triton's model regex does. Metadata,
- * readiness and configuration are small fixed documents. An infer request
- * goes through the same work path as /v1 (work.c), with v2_prepare()
- * decoding the protocol's JSON header and binary blobs and framing the
- * output in the protocol's response. Per-version statistics follow
- * Triton's statistics extension.
+ * readiness and configuration are small fixed documents; which model and
+ * version a path addresses, and the statistics, are the rules both
+ * transports share (v2_model.c). An infer request is the one infer of
+ * every wire (v2_infer.h); this file gives its HTTP codec: the protocol's
+ * JSON header and binary blobs decoded, the output framed in the
+ * protocol's response. Statistics are answered in the form of Triton's
+ * statistics extension.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,21 +18,9 @@
 #include "handlers.h"
 #include "jsontext.h"
 #include "server.h"
+#include "v2_infer.h"
 #include "v2_model.h"
-#include "v2_shm.h"
-#include "work.h"
 #include "v2.h"
-
-size_t tiled_v2_extensions(const struct tiled_server *srv, const char *ext[TILED_V2_MAX_EXTENSIONS])
-{
-    static const char *const always[] = {"binary_tensor_data", "model_configuration", "statistics", "parameters"};
-    size_t n = 0;
-    for (; n < sizeof(always) / sizeof(always[0]); n++)
-        ext[n] = always[n];
-    if (srv->shm)
-        ext[n++] = "system_shared_memory";
-    return n;
-}
 
 void tiled_handle_server_metadata(struct tiled_req *req)
 {
@@ -45,122 +35,51 @@ void tiled_handle_server_metadata(struct tiled_req *req)
 
 /* ---- infer ---------------------------------------------------------------- */
 
-int tiled_v2_plan(struct tiled_req *req, uint64_t *data_bytes, struct tile_error *e)
+/* The HTTP wire of an infer (v2_infer.h's codec): the JSON header and the
+ * binary tensor data after it (Inference-Header-Content-Length), the
+ * response as JSON or as a JSON header and binary data. */
+static int http_decode(struct tiled_req *req, const struct tile_v2_shm_source *shm, struct tile_error *e)
 {
-    /* Inputs held in regions were copied unless the output goes to one. */
-    if (!req->v2.out_shm.used && tiled_v2_shm_release(req, e) < 0)
-        return -1;
-    if (tiled_work_plan(req, e) < 0)
-        return -1;
-    *data_bytes = req->plan.out_bytes;
-    if (req->plan.dtype == TILE_STRING &&
-        tile_plan_string_wire_bytes(&req->plan, tile_tensor_string_bytes(&req->treq.input), req->srv->lim.max_stream,
-                                    data_bytes, e) < 0)
-        return -1;
-    return 0;
-}
-
-static int v2_prepare(struct tiled_req *req, struct tile_error *e)
-{
-    struct tile_v2_request *v = &req->v2;
     const char *hl = req->infer_header_len;
     int64_t header_len = -1; /* absent: the whole body is JSON */
     if (hl && (tile_parse_int64(hl, strlen(hl), &header_len, "Inference-Header-Content-Length", e) < 0 ||
                header_len < 0))
         return tile_error_set(e, TILE_EINVAL, "Inference-Header-Content-Length '%.30s' is not a byte count", hl);
-    uint64_t t0 = tiled_now_us();
-    tile_v2_request_free(v);
-    struct tile_v2_shm_source src;
-    int rc = tile_v2_decode_shm(req->body ? req->body : "", req->body_len, header_len, req->v2_version,
-                                &req->srv->lim, tiled_v2_shm_source(req, &src), v, e);
-    /* The tile request moves into req->treq, where the shared path reads it. */
-    tile_request_free(&req->treq);
-    req->treq = v->treq;
-    tile_request_init(&v->treq);
-    if (rc < 0)
-        return -1;
-    req->tm.decode_us = tiled_now_us() - t0;
-    uint64_t data_bytes;
-    if (tiled_v2_plan(req, &data_bytes, e) < 0)
-        return -1;
-    char head[TILE_ENCODE_HEAD_MAX];
-    if (v->out_shm.used) {
-        size_t len;
-        tiled_copy_str(req->reply.content_type, sizeof(req->reply.content_type), "application/json");
-        return tile_v2_response_shm(v, &req->plan, head, sizeof(head), &len, e) < 0
-                   ? -1
-                   : tiled_v2_shm_output(req, data_bytes, head, len, e);
-    }
-    struct tile_encode_frame f = {.head = head, .complex_flat = true};
-    if (tile_v2_response_frame(v, &req->plan, data_bytes, head, sizeof(head), &f.head_len, &f.tail, &f.tail_len, e) < 0)
-        return -1;
-    enum tile_format fmt = v->binary_output ? TILE_FMT_RAW : TILE_FMT_JSON;
-    req->enc = tile_encoder_new(fmt, &req->plan, &req->treq, &f, req->srv->lim.max_stream, e);
-    if (!req->enc)
-        return -1;
-    tiled_copy_str(req->reply.content_type, sizeof(req->reply.content_type),
-                   v->binary_output ? "application/octet-stream" : "application/json");
-    if (v->binary_output) {
-        char n[24];
-        snprintf(n, sizeof(n), "%zu", f.head_len);
-        tiled_reply_header(&req->reply, "Inference-Header-Content-Length", n);
-    }
-    return 0;
+    return tile_v2_decode_shm(req->body ? req->body : "", req->body_len, header_len, req->v2.version,
+                              &req->srv->lim, shm, &req->v2, e);
 }
 
-static void handle_infer(struct tiled_req *req, int version)
+static int http_frame(struct tiled_req *req, uint64_t data_bytes, char *head, size_t cap,
+                      struct tile_encode_frame *f, enum tile_format *fmt, struct tile_error *e)
 {
-    req->v2_version = version;
-    req->prepare = v2_prepare;
-    tiled_work_start(req);
+    const struct tile_v2_request *v = &req->v2;
+    if (v->out_shm.used)
+        return tile_v2_response_shm(v, &req->plan, head, cap, &f->head_len, e);
+    f->complex_flat = true;
+    *fmt = v->binary_output ? TILE_FMT_RAW : TILE_FMT_JSON;
+    return tile_v2_response_frame(v, &req->plan, data_bytes, head, cap, &f->head_len, &f->tail, &f->tail_len, e);
+}
+
+static void http_framed(struct tiled_req *req, const struct tile_encode_frame *f, enum tile_format fmt)
+{
+    bool binary = !req->v2.out_shm.used && fmt == TILE_FMT_RAW;
+    tiled_copy_str(req->reply.content_type, sizeof(req->reply.content_type),
+                   binary ? "application/octet-stream" : "application/json");
+    if (binary) {
+        char n[24];
+        snprintf(n, sizeof(n), "%zu", f->head_len);
+        tiled_reply_header(&req->reply, "Inference-Header-Content-Length", n);
+    }
+}
+
+static const struct tiled_v2_wire http_wire = {http_decode, http_frame, http_framed};
+
+static int http_prepare(struct tiled_req *req, struct tile_error *e)
+{
+    return tiled_v2_infer_prepare(req, &http_wire, e);
 }
 
 /* ---- statistics ------------------------------------------------------------- */
-
-void tiled_v2_record(struct tiled_server *srv, const struct tiled_req *req, bool ok)
-{
-    int slot = tile_v2_version_slot(req->v2_version);
-    if (slot < 0)
-        return;
-    struct tiled_v2_stats *s = &srv->v2_stats[slot];
-    const struct tile_timings *t = &req->tm;
-    atomic_fetch_add(ok ? &s->success_count : &s->fail_count, 1);
-    atomic_fetch_add(ok ? &s->success_ns : &s->fail_ns, t->total_us * 1000);
-    if (!ok)
-        return;
-    atomic_fetch_add(&s->queue_ns, t->queue_us * 1000);
-    atomic_fetch_add(&s->input_ns, t->decode_us * 1000);
-    atomic_fetch_add(&s->infer_ns, t->tile_us * 1000);
-    atomic_fetch_add(&s->output_ns, t->encode_us * 1000);
-    atomic_store(&s->last_ms, (uint64_t)tiled_wall_ms());
-}
-
-void tiled_v2_stats_read(const struct tiled_server *srv, int slot, struct tile_grpc_model_stats *out,
-                         char version[16])
-{
-    const struct tiled_v2_stats *s = &srv->v2_stats[slot];
-    uint64_t ok = atomic_load(&s->success_count);
-    snprintf(version, 16, "%d", tile_v2_versions[slot]);
-    *out = (struct tile_grpc_model_stats){
-        .name = "tile",
-        .version = version,
-        .last_inference_ms = atomic_load(&s->last_ms),
-        .inference_count = ok,
-        .execution_count = ok,
-        .success_count = ok,
-        .success_ns = atomic_load(&s->success_ns),
-        .fail_count = atomic_load(&s->fail_count),
-        .fail_ns = atomic_load(&s->fail_ns),
-        .queue_count = ok,
-        .queue_ns = atomic_load(&s->queue_ns),
-        .compute_input_count = ok,
-        .compute_input_ns = atomic_load(&s->input_ns),
-        .compute_infer_count = ok,
-        .compute_infer_ns = atomic_load(&s->infer_ns),
-        .compute_output_count = ok,
-        .compute_output_ns = atomic_load(&s->output_ns),
-    };
-}
 
 /* {"count": N, "ns": N}, a Triton duration statistic. */
 static json_t *duration(uint64_t count, uint64_t ns)
@@ -201,64 +120,7 @@ static void handle_stats(struct tiled_req *req, int version)
     tiled_reply_doc(&req->reply, TILED_OK, json_pack("{s:o}", "model_stats", list));
 }
 
-/* ---- routing -------------------------------------------------------------------- */
-
-bool tiled_method_is(struct tiled_req *req, const char *want)
-{
-    if (tiled_method_serves(req->method, want))
-        return true;
-    tiled_reply_error(&req->reply, TILED_METHOD_NOT_ALLOWED, "method %s is not allowed on %s (allowed: %s)", req->method, req->path,
-                      tiled_allow_value(want));
-    tiled_reply_header(&req->reply, "Allow", tiled_allow_value(want));
-    return false;
-}
-
-/* "13, 6, 1": the versions served, for messages. */
-static const char *served_versions(char *text, size_t cap)
-{
-    size_t n = 0;
-    text[0] = '\0';
-    for (int i = 0; i < TILE_V2_NVERSIONS && n < cap; i++)
-        n += (size_t)snprintf(text + n, cap - n, "%s%d", i ? ", " : "", tile_v2_versions[i]);
-    return text;
-}
-
-enum tiled_v2_found tiled_v2_model_find(const char *model, size_t len, const char *version, size_t vlen, int *v)
-{
-    if (tile_v2_version_parse(version, vlen, v) < 0)
-        return TILED_V2_BAD_VERSION;
-    if (len != 4 || memcmp(model, "tile", 4) != 0)
-        return TILED_V2_UNKNOWN_MODEL;
-    if (*v < 0)
-        return TILED_V2_UNKNOWN_VERSION;
-    if (!*v)
-        *v = tile_v2_versions[0];
-    return TILED_V2_FOUND;
-}
-
-int tiled_v2_model_version(struct tiled_req *req, const char *model, size_t len, const char *version, size_t vlen)
-{
-    char versions[TILE_V2_NVERSIONS * 12];
-    int v;
-    switch (tiled_v2_model_find(model, len, version, vlen, &v)) {
-    case TILED_V2_FOUND:
-        return v;
-    case TILED_V2_BAD_VERSION:
-        tiled_reply_error(&req->reply, TILED_BAD_REQUEST,
-                          "model version '%.*s' is not a version number (leave it empty for the newest)",
-                          (int)(vlen < 64 ? vlen : 64), version);
-        return 0;
-    case TILED_V2_UNKNOWN_MODEL:
-        tiled_reply_error(&req->reply, TILED_NOT_FOUND, "unknown model '%.*s' (this server serves the model 'tile')",
-                          (int)(len < 128 ? len : 128), model);
-        return 0;
-    case TILED_V2_UNKNOWN_VERSION:
-        tiled_reply_error(&req->reply, TILED_NOT_FOUND, "unknown version %.*s of model 'tile' (versions: %s)",
-                          (int)(vlen < 32 ? vlen : 32), version, served_versions(versions, sizeof(versions)));
-        return 0;
-    }
-    return 0;
-}
+/* ---- paths ---------------------------------------------------------------------- */
 
 bool tiled_split_model_path(const char *p, char *model, size_t cap, const char **version, size_t *vlen,
                             const char **action)
@@ -327,7 +189,7 @@ void tiled_handle_models(struct tiled_req *req)
     char *doc = NULL;
     if (strcmp(action, "infer") == 0) {
         if (tiled_method_is(req, "POST"))
-            handle_infer(req, v);
+            tiled_v2_infer_start(req, v, http_prepare);
         return;
     }
     if (!tiled_method_is(req, "GET"))

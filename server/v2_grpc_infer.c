@@ -1,15 +1,16 @@
-/* v2_grpc_infer.c - ModelInfer over gRPC.
+/* v2_grpc_infer.c - ModelInfer over gRPC: the gRPC codec of the one
+ * Open Inference Protocol infer (v2_infer.h).
  *
- * DESIGN. The same work path as HTTP v2 (v2.c, work.c): the handler, on
- * the transport's thread, reads only the model name and version (fields 1
- * and 2, skipping the tensors) and checks them with the rules HTTP uses;
- * decoding, mapping (v2_model.c) and planning run in `prepare`, inline for
- * small requests and on a worker otherwise. The response message is
- * ModelInferResponse's head (api/grpc_infer.h) followed by the output's
- * raw bytes: the encoder's frame head and TILE_FMT_RAW data, so it is
- * materialised or streamed above --stream-threshold exactly like an HTTP
- * binary body, and the transport never looks inside. A message that would
- * pass --max-grpc-message is refused before anything is produced.
+ * DESIGN. The handler, on the transport's thread, reads only the model
+ * name and version (fields 1 and 2, skipping the tensors) and checks them
+ * with the rules HTTP uses (v2_model.h); the rest is v2_infer.c's steps,
+ * with this file's decode (ModelInferRequest mapped onto req->v2 by
+ * api/v2_model.c's rules) and frame: ModelInferResponse's head
+ * (api/grpc_infer.h) followed by the output's raw bytes, the encoder's
+ * TILE_FMT_RAW data, so it is materialised or streamed above
+ * --stream-threshold exactly like an HTTP binary body, and the transport
+ * never looks inside. A message that would pass --max-grpc-message is
+ * refused before anything is produced.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,9 +20,8 @@
 #include "grpc_infer.h"
 #include "server.h"
 #include "v2_grpc.h"
+#include "v2_infer.h"
 #include "v2_model.h"
-#include "v2_shm.h"
-#include "work.h"
 
 /* The request id and the decoded inputs, mapped onto req->v2 and req->treq. */
 static int map_request(struct tiled_req *req, struct tile_grpc_infer_request *g, struct tile_error *e)
@@ -49,33 +49,22 @@ static int map_request(struct tiled_req *req, struct tile_grpc_infer_request *g,
     return tile_v2_map_inputs(v, named, g->ninputs, g->has_semantics, &req->srv->lim, e);
 }
 
-/* Decodes the message into req->treq (the shared path reads it there). */
-static int decode(struct tiled_req *req, struct tile_error *e)
+/* The gRPC wire of an infer (v2_infer.h's codec): ModelInferRequest, and
+ * ModelInferResponse's head followed by the output's raw bytes. */
+static int grpc_decode(struct tiled_req *req, const struct tile_v2_shm_source *shm, struct tile_error *e)
 {
     struct tile_grpc_infer_request g;
-    struct tile_v2_shm_source src;
-    uint64_t t0 = tiled_now_us();
-    int version = req->v2.version;
-    tile_v2_request_free(&req->v2);
-    memset(&req->v2, 0, sizeof(req->v2));
-    tile_request_init(&req->v2.treq);
-    req->v2.version = version;
-    int rc = tile_grpc_infer_decode_shm(req->body ? req->body : "", req->body_len, &req->srv->lim,
-                                        tiled_v2_shm_source(req, &src), &g, e);
+    int rc = tile_grpc_infer_decode_shm(req->body ? req->body : "", req->body_len, &req->srv->lim, shm, &g, e);
     if (rc == 0)
         rc = map_request(req, &g, e);
     tile_grpc_infer_request_free(&g);
-    tile_request_free(&req->treq);
-    req->treq = req->v2.treq;
-    tile_request_init(&req->v2.treq);
-    req->tm.decode_us = tiled_now_us() - t0;
     return rc;
 }
 
 /* The response's head for the planned output with `raw_len` data bytes
- * (0 when the output went to shared memory: its slot stays, empty). */
-static int reply_head(struct tiled_req *req, uint64_t raw_len, uint8_t *head, size_t cap, size_t *len,
-                      struct tile_error *e)
+ * (0 when the output goes to shared memory: its slot stays, empty). */
+static int grpc_frame(struct tiled_req *req, uint64_t raw_len, char *head, size_t cap, struct tile_encode_frame *f,
+                      enum tile_format *fmt, struct tile_error *e)
 {
     char version[16];
     snprintf(version, sizeof(version), "%d", req->v2.version);
@@ -97,29 +86,24 @@ static int reply_head(struct tiled_req *req, uint64_t raw_len, uint8_t *head, si
                               (unsigned long long)(n + raw_len), (unsigned long long)max);
     if (n > cap)
         return tile_error_set(e, TILE_EINVAL, "the response header does not fit");
-    tile_grpc_infer_reply_head(&r, head);
-    *len = n;
+    tile_grpc_infer_reply_head(&r, (uint8_t *)head);
+    f->head_len = n;
+    *fmt = TILE_FMT_RAW;
     return 0;
 }
 
-static int infer_prepare(struct tiled_req *req, struct tile_error *e)
+static void grpc_framed(struct tiled_req *req, const struct tile_encode_frame *f, enum tile_format fmt)
 {
-    if (decode(req, e) < 0)
-        return -1;
-    uint64_t data_bytes;
-    if (tiled_v2_plan(req, &data_bytes, e) < 0)
-        return -1;
-    uint8_t head[TILE_ENCODE_HEAD_MAX];
-    size_t head_len;
-    if (req->v2.out_shm.used)
-        return reply_head(req, 0, head, sizeof(head), &head_len, e) < 0
-                   ? -1
-                   : tiled_v2_shm_output(req, data_bytes, head, head_len, e);
-    if (reply_head(req, data_bytes, head, sizeof(head), &head_len, e) < 0)
-        return -1;
-    struct tile_encode_frame f = {.head = (const char *)head, .head_len = head_len};
-    req->enc = tile_encoder_new(TILE_FMT_RAW, &req->plan, &req->treq, &f, req->srv->lim.max_stream, e);
-    return req->enc ? 0 : -1;
+    (void)f;
+    (void)fmt;
+    tiled_copy_str(req->reply.content_type, sizeof(req->reply.content_type), "application/grpc");
+}
+
+static const struct tiled_v2_wire grpc_wire = {grpc_decode, grpc_frame, grpc_framed};
+
+static int grpc_prepare(struct tiled_req *req, struct tile_error *e)
+{
+    return tiled_v2_infer_prepare(req, &grpc_wire, e);
 }
 
 void tiled_grpc_model_infer(struct tiled_req *req, struct tile_grpc_buf *b)
@@ -134,9 +118,5 @@ void tiled_grpc_model_infer(struct tiled_req *req, struct tile_grpc_buf *b)
     int v = tiled_grpc_model(req, ref[0], ref[1]);
     if (!v)
         return;
-    req->v2_version = v;
-    req->v2.version = v;
-    tiled_copy_str(req->reply.content_type, sizeof(req->reply.content_type), "application/grpc");
-    req->prepare = infer_prepare;
-    tiled_work_start(req);
+    tiled_v2_infer_start(req, v, grpc_prepare);
 }

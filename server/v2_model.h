@@ -1,10 +1,11 @@
 /* v2_model.h - the rules of the model `tile` that every transport of the
- * Open Inference Protocol shares (v2.c): which model and version a request
+ * Open Inference Protocol shares (v2_model.c): which model and version a request
  * addresses, the extensions the server lists, and the statistics it keeps,
  * so HTTP and gRPC answer alike. */
 #ifndef TILED_V2_MODEL_H
 #define TILED_V2_MODEL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,12 +33,6 @@ enum tiled_v2_found tiled_v2_model_find(const char *model, size_t len, const cha
  * namespaces models); a malformed version a 400, INVALID_ARGUMENT. */
 int tiled_v2_model_version(struct tiled_req *req, const char *model, size_t len, const char *version, size_t vlen);
 
-/* After an infer request was decoded into req->v2 and req->treq: lets
- * shared-memory inputs go unless the output goes to a region too (they
- * were copied), plans the output, and gives the bytes of its data
- * (strings: with their length prefixes). */
-int tiled_v2_plan(struct tiled_req *req, uint64_t *data_bytes, struct tile_error *e);
-
 /* The protocol extensions the server supports (server metadata). */
 #define TILED_V2_MAX_EXTENSIONS 8
 size_t tiled_v2_extensions(const struct tiled_server *srv, const char *ext[TILED_V2_MAX_EXTENSIONS]);
@@ -46,5 +41,8 @@ size_t tiled_v2_extensions(const struct tiled_server *srv, const char *ext[TILED
  * version string is written into `version`. */
 void tiled_v2_stats_read(const struct tiled_server *srv, int slot, struct tile_grpc_model_stats *out,
                          char version[16]);
+
+/* Adds a finished v2 infer request to its version's statistics. */
+void tiled_v2_record(struct tiled_server *srv, const struct tiled_req *req, bool ok);
 
 #endif

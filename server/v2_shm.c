@@ -123,9 +123,12 @@ int tiled_v2_shm_produce(struct tiled_req *req, struct tile_error *e)
 
 /* ---- endpoints -------------------------------------------------------------- */
 
-static int reply_status_of(const struct tile_error *e)
+/* A register the server could not carry out is its own fault (I/O, out of
+ * memory); any other refusal is the request's, as Triton answers them all
+ * (INVALID_ARG), a region too large or one too many included. */
+static enum tiled_fault register_fault(const struct tile_error *e)
 {
-    return e->code == TILE_EIO ? TILED_INTERNAL_ERROR : e->code == TILE_ENOMEM ? TILED_UNAVAILABLE : TILED_BAD_REQUEST;
+    return e->code == TILE_EIO || e->code == TILE_ENOMEM ? tiled_fault_of(e) : TILED_FAULT_INVALID;
 }
 
 /* Reads an unsigned integer member; false (and a 400) when it is wrong. */
@@ -180,7 +183,7 @@ bool tiled_v2_shm_register(struct tiled_req *req, const char *name, const char *
     struct tile_error e = {0};
     if (tiled_shm_register(req->srv->shm, name, key, offset, byte_size, &e) == 0)
         return true;
-    tiled_reply_error(&req->reply, reply_status_of(&e), "%s", e.text);
+    tiled_reply_fault(&req->reply, register_fault(&e), "%s", e.text);
     return false;
 }
 

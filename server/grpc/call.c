@@ -351,10 +351,28 @@ static void send_message(struct grpc_call *call)
     submit(call, &h, &body);
 }
 
-/* Replaces the reply with an error (the request is not with a worker). */
-static void set_error(struct grpc_call *call, int status, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void set_error(struct grpc_call *call, int status, int code, const char *fmt, ...)
+/* Replaces the reply with an error of kind `f` (the request is not with a
+ * worker). */
+static void set_error(struct grpc_call *call, enum tiled_fault f, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void set_error(struct grpc_call *call, enum tiled_fault f, const char *fmt, ...)
+{
+    struct tiled_reply *r = &call->req->reply;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    tiled_reply_free(r);
+    memset(r, 0, sizeof(*r));
+    tiled_reply_fault(r, f, "%s", msg);
+}
+
+/* Replaces the reply with a plain HTTP refusal (the request is not a gRPC
+ * call: it is answered without a grpc-status). */
+static void set_http_error(struct grpc_call *call, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void set_http_error(struct grpc_call *call, int status, const char *fmt, ...)
 {
     struct tiled_reply *r = &call->req->reply;
     char msg[512];
@@ -365,8 +383,6 @@ static void set_error(struct grpc_call *call, int status, int code, const char *
     tiled_reply_free(r);
     memset(r, 0, sizeof(*r));
     tiled_reply_error(r, status, "%s", msg);
-    if (code >= 0)
-        tiled_reply_set_grpc_status(r, code);
 }
 
 static bool admit_reply(struct grpc_call *call);
@@ -391,12 +407,12 @@ static void check_message_size(struct grpc_call *call)
     const struct tiled_reply *r = &call->req->reply;
     uint64_t max = (uint64_t)call->loop->t->srv->cfg.max_grpc_message;
     if (r->stream && tiled_stream_size(r->stream) == UINT64_MAX) {
-        set_error(call, TILED_INTERNAL_ERROR, -1, "the reply has no length to frame as a gRPC message");
+        set_error(call, TILED_FAULT_UNSET, "the reply has no length to frame as a gRPC message");
         return;
     }
     call->msg_len = r->stream ? tiled_stream_size(r->stream) : r->body_len;
     if (call->msg_len > max)
-        set_error(call, TILED_TOO_LARGE, -1,
+        set_error(call, TILED_FAULT_TOO_BIG,
                   "response message of %llu bytes is larger than the max-grpc-message limit of %llu bytes",
                   (unsigned long long)call->msg_len, (unsigned long long)max);
 }
@@ -425,9 +441,9 @@ static void send_reply(struct grpc_call *call)
 
 /* Refuses the call from what the transport sees: the reply becomes the
  * error and goes out at once. */
-static void refuse(struct grpc_call *call, int status, int code, const char *what)
+static void refuse(struct grpc_call *call, enum tiled_fault f, const char *what)
 {
-    set_error(call, status, code, "%s", what);
+    set_error(call, f, "%s", what);
     send_reply(call);
 }
 
@@ -457,23 +473,23 @@ static bool head_refused(struct grpc_call *call, const char *method)
     const char *timeout = field(call, "grpc-timeout");
     uint64_t ns;
     if (call->head_overflow && call->nfields == GRPC_HEAD_FIELDS) { /* the count stopped it */
-        set_error(call, TILED_TOO_LARGE, -1, "the request metadata has more than %d fields", GRPC_HEAD_FIELDS);
+        set_error(call, TILED_FAULT_TOO_BIG, "the request metadata has more than %d fields", GRPC_HEAD_FIELDS);
     } else if (call->head_overflow) {
-        set_error(call, TILED_TOO_LARGE, -1, "the request metadata is larger than %d bytes", GRPC_HEAD_BYTES);
+        set_error(call, TILED_FAULT_TOO_BIG, "the request metadata is larger than %d bytes", GRPC_HEAD_BYTES);
     } else if (strcmp(method, "POST") != 0) {
         call->http_only = true;
-        set_error(call, TILED_METHOD_NOT_ALLOWED, -1, "gRPC calls are POST requests, not %s", method);
+        set_http_error(call, TILED_METHOD_NOT_ALLOWED, "gRPC calls are POST requests, not %s", method);
         tiled_reply_header(r, "Allow", "POST");
     } else if (!is_grpc_content_type(ct)) {
         call->http_only = true;
-        set_error(call, TILED_UNSUPPORTED_MEDIA_TYPE, -1,
+        set_http_error(call, TILED_UNSUPPORTED_MEDIA_TYPE,
                   "content-type '%.60s' is not gRPC (application/grpc)", ct ? ct : "");
     } else if (enc && !is_grpc_encoding(enc)) {
-        set_error(call, TILED_UNSUPPORTED_MEDIA_TYPE, TILED_GRPC_UNIMPLEMENTED,
+        set_error(call, TILED_FAULT_CODING,
                   "grpc-encoding '%.40s' is not supported; this server accepts " GRPC_ENCODINGS, enc);
         tiled_reply_header(r, "grpc-accept-encoding", GRPC_ENCODINGS);
     } else if (timeout && tile_grpc_timeout_parse(timeout, &ns) < 0) {
-        set_error(call, TILED_BAD_REQUEST, TILED_GRPC_INTERNAL, "grpc-timeout '%.20s' is not a gRPC timeout",
+        set_error(call, TILED_FAULT_GRPC_WIRE, "grpc-timeout '%.20s' is not a gRPC timeout",
                   timeout);
     } else {
         if (timeout) {
@@ -583,7 +599,7 @@ static bool admit_message(struct grpc_call *call, uint64_t len)
     if (len > (uint64_t)cfg->max_body) /* refused next with --max-body's own words; nothing is held */
         return true;
     if (others > 0 && others + len > budget) {
-        set_error(call, TILED_TOO_LARGE, TILED_GRPC_RESOURCE_EXHAUSTED,
+        set_error(call, TILED_FAULT_TOO_BIG,
                   "request message of %llu bytes exceeds the max-grpc-conn-memory limit of %llu bytes: other "
                   "calls on this connection hold %llu bytes of request messages and %llu bytes of replies not yet "
                   "sent",
@@ -618,7 +634,7 @@ static bool admit_reply(struct grpc_call *call)
         grpc_loop_mark_dirty(c); /* the write, then grpc_call_decide_waiting */
         return false;
     }
-    set_error(call, TILED_TOO_LARGE, TILED_GRPC_RESOURCE_EXHAUSTED,
+    set_error(call, TILED_FAULT_TOO_BIG,
               "response message of %llu bytes exceeds the max-grpc-conn-memory limit of %llu bytes: other calls on "
               "this connection hold %llu bytes of request messages and %llu bytes of replies not yet sent",
               (unsigned long long)hold, (unsigned long long)budget,
@@ -668,7 +684,13 @@ static void receive_progress(struct grpc_call *call, size_t n)
  * whoever set the bound, while CANCELLED says the caller gave up (grpcio
  * reports it as the client's own cancel). Logged as 408, HTTP's Request
  * Timeout: the server gave up waiting, not the client. */
-static void stream_end(struct grpc_call *call, int code, const char *msg);
+static void stream_close(struct grpc_call *call, int code, enum tiled_fault f, const char *msg);
+
+/* The stream ends with an error of kind `f` (see stream_close). */
+static void stream_end(struct grpc_call *call, enum tiled_fault f, const char *msg)
+{
+    stream_close(call, tiled_fault_status[f].grpc, f, msg);
+}
 
 static void receive_timed_out(struct grpc_call *call, uint64_t now)
 {
@@ -688,10 +710,10 @@ static void receive_timed_out(struct grpc_call *call, uint64_t now)
                  "header-timeout of %lld s, plus a second per %d bytes, from its first byte",
                  (unsigned long long)call->received, (double)(now - call->recv_start_us) / 1e6,
                  (long long)call->loop->t->srv->cfg.header_timeout, TILED_RECV_MIN_RATE);
-        stream_end(call, TILED_GRPC_DEADLINE_EXCEEDED, msg); /* the message's request: 408 */
+        stream_end(call, TILED_FAULT_TIMEOUT, msg); /* the message's request: 408 */
         return;
     }
-    set_error(call, TILED_REQUEST_TIMEOUT, TILED_GRPC_DEADLINE_EXCEEDED,
+    set_error(call, TILED_FAULT_TIMEOUT,
               "request not received in time: %llu bytes of its message came in %.1f s; a call has the "
               "header-timeout of %lld s, plus a second per %d bytes it sends, to send its whole request",
               (unsigned long long)call->received, (double)(now - call->req->t_start) / 1e6,
@@ -703,12 +725,7 @@ static void receive_timed_out(struct grpc_call *call, uint64_t now)
  * with a grpc-encoding, and every encoding but identity was refused). */
 static void refuse_message(struct grpc_call *call, const struct tile_error *e)
 {
-    if (e->code == TILE_ETOOBIG)
-        refuse(call, TILED_TOO_LARGE, TILED_GRPC_RESOURCE_EXHAUSTED, e->text);
-    else if (e->code == TILE_EUNSUPPORTED)
-        refuse(call, TILED_BAD_REQUEST, TILED_GRPC_INTERNAL, e->text);
-    else
-        refuse(call, TILED_UNAVAILABLE, -1, e->text);
+    refuse(call, tiled_fault_of_message(e), e->text);
 }
 
 static bool stream_data(struct grpc_call *call, const uint8_t *data, size_t len);
@@ -728,7 +745,7 @@ bool grpc_call_data(struct grpc_call *call, const uint8_t *data, size_t len)
             return false;
         }
         if (pc.start && call->messages++ > 0) {
-            refuse(call, TILED_BAD_REQUEST, TILED_GRPC_INTERNAL,
+            refuse(call, TILED_FAULT_GRPC_WIRE,
                    "a unary call takes one request message; a second one began");
             return false;
         }
@@ -764,9 +781,9 @@ void grpc_call_request_end(struct grpc_call *call)
     if (call->state != CALL_BODY)
         return;
     if (!tile_grpc_deframer_idle(&call->deframer)) {
-        refuse(call, TILED_BAD_REQUEST, TILED_GRPC_INTERNAL, "the request ended inside a gRPC message");
+        refuse(call, TILED_FAULT_GRPC_WIRE, "the request ended inside a gRPC message");
     } else if (call->messages == 0) {
-        refuse(call, TILED_BAD_REQUEST, TILED_GRPC_INTERNAL, "a unary call takes one request message; none came");
+        refuse(call, TILED_FAULT_GRPC_WIRE, "a unary call takes one request message; none came");
     } else {
         call->state = CALL_WORK;
         if (tiled_service_dispatch(call->req)) {
@@ -851,7 +868,7 @@ static void stream_answer(struct grpc_call *call)
     call->run = NULL;
     call->state = CALL_BODY;
     if (code != 0 && call->req->route->stream_raw) { /* the request ends with the stream (finish) */
-        stream_end(call, code, r->message ? r->message : "");
+        stream_close(call, code, TILED_FAULT_UNSET, r->message ? r->message : ""); /* answered: the fault is not used */
         return;
     }
     if (code != 0) {
@@ -877,27 +894,22 @@ static void stream_answer(struct grpc_call *call)
 }
 
 /* The stream ends with grpc-status `code` once the message being framed,
- * if any, is out (Trailers-Only when nothing was sent). */
-static void stream_end(struct grpc_call *call, int code, const char *msg)
+ * if any, is out (Trailers-Only when nothing was sent). A request not yet
+ * answered (a message cut short or too late, or the head's when no message
+ * came) is logged with what ended it: OK, or the error of kind `f`; one a
+ * worker holds is not touched (it ends as 499, abandoned). */
+static void stream_close(struct grpc_call *call, int code, enum tiled_fault f, const char *msg)
 {
     if (call->ending || call->state == CALL_REPLY)
         return;
     call->ending = true;
     call->end_code = code;
     tiled_copy_str(call->end_msg, sizeof(call->end_msg), msg ? msg : "");
-    /* A request not yet answered (a message cut short or too late, or the
-     * head's when no message came) is logged with what ended it; one a
-     * worker holds is not touched (it ends as 499, abandoned). */
     if (call->req && !call->req->reply.status && !call->parked) {
         if (code == TILED_GRPC_OK)
             call->req->reply.status = TILED_OK;
         else
-            set_error(call,
-                      code == TILED_GRPC_RESOURCE_EXHAUSTED ? TILED_TOO_LARGE
-                      : code == TILED_GRPC_UNAVAILABLE      ? TILED_UNAVAILABLE
-                      : code == TILED_GRPC_DEADLINE_EXCEEDED ? TILED_REQUEST_TIMEOUT
-                                                             : TILED_BAD_REQUEST,
-                      code, "%s", call->end_msg);
+            set_error(call, f, "%s", call->end_msg);
     }
     if (!call->head_sent) {
         send_status(call, code, call->end_msg, NULL, NULL);
@@ -967,7 +979,7 @@ static void stream_message_start(struct grpc_call *call, const struct tile_grpc_
     }
     call->msg_refused = false;
     if (!call->req && !(call->req = new_req(call))) {
-        stream_end(call, TILED_GRPC_UNAVAILABLE, "cannot allocate the request");
+        stream_end(call, TILED_FAULT_UNAVAILABLE, "cannot allocate the request");
         return;
     }
     if (pc->compressed)
@@ -989,16 +1001,16 @@ static void stream_pump(struct grpc_call *call)
          * would not be begun (what was answered is the client's). */
         if (atomic_load(&call->loop->t->srv->draining) && tile_grpc_deframer_idle(&call->deframer) &&
             !(call->client_done && len == 0)) {
-            stream_end(call, TILED_GRPC_UNAVAILABLE, SHUTTING_DOWN);
+            stream_end(call, TILED_FAULT_UNAVAILABLE, SHUTTING_DOWN);
             return;
         }
         if (len == 0) {
             if (!call->client_done)
                 return;
             if (!tile_grpc_deframer_idle(&call->deframer))
-                stream_end(call, TILED_GRPC_INTERNAL, "the request ended inside a gRPC message");
+                stream_end(call, TILED_FAULT_GRPC_WIRE, "the request ended inside a gRPC message");
             else
-                stream_end(call, TILED_GRPC_OK, NULL);
+                stream_close(call, TILED_GRPC_OK, TILED_FAULT_UNSET, NULL);
             return;
         }
         struct tile_grpc_piece pc;
@@ -1006,7 +1018,7 @@ static void stream_pump(struct grpc_call *call)
         long long used =
             tile_grpc_deframe_step(&call->deframer, call->backlog + call->backlog_off, len, &pc, &e);
         if (used < 0) {
-            stream_end(call, e.code == TILE_ETOOBIG ? TILED_GRPC_RESOURCE_EXHAUSTED : TILED_GRPC_INTERNAL, e.text);
+            stream_end(call, tiled_fault_of_message(&e), e.text);
             return;
         }
         call->backlog_off += (size_t)used;
@@ -1051,7 +1063,7 @@ static bool stream_data(struct grpc_call *call, const uint8_t *data, size_t len)
             cap *= 2;
         uint8_t *b = realloc(call->backlog, cap);
         if (!b) {
-            stream_end(call, TILED_GRPC_UNAVAILABLE, "cannot allocate the request");
+            stream_end(call, TILED_FAULT_UNAVAILABLE, "cannot allocate the request");
             return false;
         }
         call->backlog = b;
@@ -1159,7 +1171,7 @@ void grpc_call_check_deadline(struct grpc_call *call, uint64_t now)
              call->timeout);
     call->abandoned = true;
     if (call->streaming) { /* the message being framed, if any, goes out first */
-        stream_end(call, TILED_GRPC_DEADLINE_EXCEEDED, msg);
+        stream_end(call, TILED_FAULT_TIMEOUT, msg);
         return;
     }
     snprintf(timing, sizeof(timing), "total;dur=%.3f", (double)(now - call->req->t_start) / 1e3);

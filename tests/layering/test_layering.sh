@@ -3,8 +3,10 @@
 #   - a wrong-way #include does not compile with the include path the
 #     Makefile gives that layer, and a right-way one does (so the failure is
 #     the layering, not a broken probe);
-#   - the modules' include graph has no cycle (include_graph.py), and the
-#     checker finds a planted one;
+#   - the modules' include graph has no cycle, nor has their symbol graph
+#     (a function named in module A and defined in module B: A depends on
+#     B, whatever header declares it; include_graph.py), and the checker
+#     finds a planted cycle in each;
 #   - only server/mhd/ includes microhttpd.h, only server/grpc/ nghttp2,
 #     only server/grpc/ and server/tls/ GnuTLS;
 #   - the CLI links without server/ (BUILD/tiled-cli) and says so for serve.
@@ -43,6 +45,9 @@ probe server encode.h compiles
 probe server cli.h fails       # nor the daemon on the CLI
 
 if python3 tests/layering/include_graph.py .; then ok; else bad "the include graph has a cycle"; fi
+# The same of the functions and objects each module's object names and
+# which module defines them, whatever header declares them.
+if python3 tests/layering/include_graph.py --symbols "$build" .; then ok; else bad "the symbol graph has a cycle"; fi
 if python3 tests/layering/include_graph.py --self-test; then ok; else bad "the cycle checker missed a planted cycle"; fi
 
 # Each transport's library is known to its directory only: libmicrohttpd

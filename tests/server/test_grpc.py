@@ -855,6 +855,46 @@ class WireEncodings(GrpcCase):
                                         + urllib.request.quote(version) + "/ready")
                 self.assertEqual(status == 200, ready, version)
 
+    # Each edge of a version string (api/v2.c tile_v2_version_parse, the one
+    # reader of both): the version it addresses, or "unknown" (a number no
+    # version has), or None (no version number).
+    VERSION_EDGES = (("", 13), ("13", 13), ("+13", 13), ("013", 13), ("+06", 6), ("6", 6),
+                     ("0", "unknown"), ("7", "unknown"), ("2147483648", "unknown"), ("4294967309", "unknown"),
+                     ("99999999999999999999", "unknown"),
+                     ("-1", None), (" 1", None), ("1 ", None), ("+", None), ("x", None), ("1.0", None))
+
+    def test_version_edges_answered_alike_over_both_transports(self):
+        a = np.arange(3, dtype=np.float32)
+        for version, want in self.VERSION_EDGES:
+            with self.subTest(version=version):
+                path = "/v2/models/tile" + ("/versions/" + urllib.request.quote(version) if version else "")
+                status, body = http_status("GET", f"http://127.0.0.1:{self.d.port}{path}")
+                meta = self.P.msg("inference.ModelMetadataRequest", name="tile", version=version)
+                if isinstance(want, int):
+                    self.assertEqual(status, 200, body)
+                    self.assertEqual(list(self.stub.ModelMetadata(meta).versions), json.loads(body)["versions"])
+                    # the version an infer addresses, named in both replies
+                    g = self.stub.ModelInfer(self.raw_request(a, [2], version=version))
+                    h = self.http.infer("tile", triton_inputs(httpclient, a, [2]), model_version=version)
+                    self.assertEqual((g.model_version, h.get_response()["model_version"]), (str(want), str(want)))
+                    continue
+                e = grpc_error(lambda: self.stub.ModelMetadata(meta))
+                ready = self.P.msg("inference.ModelReadyRequest", name="tile", version=version)
+                if want == "unknown":  # 404 and NOT_FOUND, the same words
+                    self.assertEqual(status, 404)
+                    self.assertEqual((e.code(), e.details()), (grpc.StatusCode.NOT_FOUND, json.loads(body)["error"]))
+                    self.assertIn(f"unknown version {version} of model 'tile'", e.details())
+                    self.assertFalse(self.stub.ModelReady(ready).ready)
+                else:  # no version number: no route over HTTP (Triton's regex reads digits there), INVALID_ARGUMENT
+                    self.assertEqual(status, 404)
+                    self.assertEqual(json.loads(body)["error"], f"no such endpoint: GET {path}".replace(
+                        urllib.request.quote(version), version))
+                    self.assertEqual(e.code(), grpc.StatusCode.INVALID_ARGUMENT)
+                    self.assertEqual(e.details(), f"model version '{version}' is not a version number "
+                                                  "(leave it empty for the newest)")
+                    e = grpc_error(lambda: self.stub.ModelReady(ready))
+                    self.assertEqual(e.code(), grpc.StatusCode.INVALID_ARGUMENT)
+
 
 def http_status(method, url):
     req = urllib.request.Request(url, method=method)

@@ -24,6 +24,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "route.h"
+#include "router.h"
 #include "server.h"
 #include "service.h"
 
