@@ -34,6 +34,7 @@
 #include "h2.h"
 
 #include "base.h"
+#include "list.h"
 #include "pbwire.h"
 #include "recvrate.h"
 #include "server.h"
@@ -1097,12 +1098,7 @@ void grpc_call_stream_closed(struct grpc_call *call)
     struct grpc_conn *c = call->conn;
     grpc_conn_keep_lent(c, call); /* the bytes are the connection's; the reply goes */
     stop_waiting(call);
-    if (call->prev)
-        call->prev->next = call->next;
-    else
-        c->calls = call->next;
-    if (call->next)
-        call->next->prev = call->prev;
+    TILE_LIST_UNLINK(c->calls, call);
     c->ncalls--;
     c->held -= call->held; /* the request may live on with a worker: bounded by --queue, not this connection */
     call->held = 0;

@@ -52,6 +52,7 @@
 #include "h2.h"
 
 #include "base.h"
+#include "list.h"
 #include "log.h"
 #include "metrics.h"
 #include "server.h"
@@ -734,12 +735,7 @@ void grpc_conn_close(struct grpc_conn *c)
     grpc_tls_conn_free(c->tls);
     epoll_ctl(l->epfd, EPOLL_CTL_DEL, c->fd, NULL);
     close(c->fd);
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        l->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
+    TILE_LIST_UNLINK(l->conns, c);
     atomic_fetch_sub(&l->t->nconns, 1);
     tiled_metrics_connection(TILED_TRANSPORT_GRPC, -1);
     free(c->own);

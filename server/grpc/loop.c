@@ -51,6 +51,7 @@
 #include "h2.h"
 
 #include "base.h"
+#include "list.h"
 #include "recvrate.h"
 #include "log.h"
 #include "server.h"
@@ -92,10 +93,7 @@ struct grpc_call *grpc_call_alloc(struct grpc_conn *c, int32_t id)
         call->recv_deadline_us = tiled_recv_deadline_us(call->recv_start_us, timeout_s, 0);
         grpc_loop_deadline(l, call->recv_deadline_us);
     }
-    call->next = c->calls;
-    if (c->calls)
-        c->calls->prev = call;
-    c->calls = call;
+    TILE_LIST_PUSH(c->calls, call);
     c->ncalls++;
     return call;
 }
@@ -240,10 +238,7 @@ static void accept_all(struct grpc_loop *l)
             close(fd);
             continue;
         }
-        c->next = l->conns;
-        if (l->conns)
-            l->conns->prev = c;
-        l->conns = c;
+        TILE_LIST_PUSH(l->conns, c);
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
         c->events = EPOLLIN;
         if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)

@@ -47,6 +47,7 @@
 #include <time.h>
 
 #include "base.h"
+#include "list.h"
 #include "recvrate.h"
 
 /* How often the sweeper looks, in milliseconds: a late head is cut at most
@@ -86,12 +87,7 @@ struct tiled_headwatch {
 
 static void unlink_watch(struct tiled_headwatch *hw, struct head_watch *w)
 {
-    if (w->prev)
-        w->prev->next = w->next;
-    else
-        hw->head = w->next;
-    if (w->next)
-        w->next->prev = w->prev;
+    TILE_LIST_UNLINK(hw->head, w);
 }
 
 static uint64_t body_deadline_us(const struct tiled_headwatch *hw, struct head_watch *w)
@@ -218,10 +214,7 @@ void tiled_headwatch_notify(void *cls, struct MHD_Connection *c, void **socket_c
         w->armed_at_us = tiled_now_us();
         w->armed = true;
         pthread_mutex_lock(&hw->lock);
-        w->next = hw->head;
-        if (hw->head)
-            hw->head->prev = w;
-        hw->head = w;
+        TILE_LIST_PUSH(hw->head, w);
         pthread_mutex_unlock(&hw->lock);
         *socket_context = w;
     } else if (code == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
