@@ -47,21 +47,21 @@ API_LIBS     = $(shell pkg-config --libs jansson 2>/dev/null || echo -ljansson)
 #   cli/     tiled tile, tiled probe, main()   -Icore -Iapi -Icli
 #   server/  the daemon                        -Icore -Iapi -Iserver
 # Within server/, one directory per transport holds the only code that
-# includes its library: server/mhd/ (microhttpd.h), server/grpc/
+# includes its library: server/http/ (microhttpd.h), server/grpc/
 # (nghttp2.h, gnutls.h), and server/tls/ (gnutls.h: the TLS policy and
 # certificate both ports share); the test checks that too.
 LAYER_core   := -Icore
 LAYER_api    := -Icore -Iapi
 LAYER_cli    := -Icore -Iapi -Icli
-LAYER_server := -Icore -Iapi -Iserver
-LAYER_ALL    := -Icore -Iapi -Iserver
+LAYER_server := -Icore -Iapi -Iserver -Iserver/service -Iserver/handlers -Iserver/infra
+LAYER_ALL    := -Icore -Iapi -Iserver -Iserver/service -Iserver/handlers -Iserver/infra
 # The layer of a path (core/x.c, tests/core/test_x.c -> core).
 layer_of = $(LAYER_$(firstword $(filter core api cli server,$(subst /, ,$(1)))))
 
 CORE_SRC   := $(wildcard core/*.c)
 API_SRC    := $(wildcard api/*.c)
 CLI_SRC    := $(wildcard cli/*.c)
-SERVER_SRC := $(wildcard server/*.c server/mhd/*.c server/grpc/*.c server/tls/*.c)
+SERVER_SRC := $(wildcard server/*.c server/*/*.c)
 GEN_OBJ    := $(BUILD)/obj/gen/openapi.o
 LIB_OBJ    := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC) $(API_SRC) $(SERVER_SRC)) $(GEN_OBJ)
 CORE_OBJ   := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC))
@@ -116,7 +116,7 @@ $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
 	$(CC) $(CFLAGS) -c $< -o $@
 
 GIT_COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
-$(BUILD)/obj/server/metrics.o: CPPFLAGS += -DTILED_GIT_COMMIT=\"$(GIT_COMMIT)\"
+$(BUILD)/obj/server/infra/metrics.o: CPPFLAGS += -DTILED_GIT_COMMIT=\"$(GIT_COMMIT)\"
 
 $(BUILD)/libtile.a: $(CORE_OBJ)
 	ar rcs $@ $^
@@ -140,9 +140,9 @@ $(BUILD)/tests/server/test_h1wire: tests/server/harness/h1drive.h
 
 # The HTTP/1.1 framer as a filter, for the differential test against other
 # parsers (tests/server/test_h1_differential.py).
-$(BUILD)/tests/h1wire_dump: tests/server/harness/h1wire_dump.c tests/server/harness/h1drive.h $(BUILD)/obj/server/mhd/h1wire.o
+$(BUILD)/tests/h1wire_dump: tests/server/harness/h1wire_dump.c tests/server/harness/h1drive.h $(BUILD)/obj/server/http/h1wire.o
 	@mkdir -p $(@D)
-	$(CC) $(LAYER_server) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/obj/server/mhd/h1wire.o $(LDLIBS)
+	$(CC) $(LAYER_server) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/obj/server/http/h1wire.o $(LDLIBS)
 
 $(BUILD)/bench/%: bench/%.c $(LIB_OBJ)
 	@mkdir -p $(@D)

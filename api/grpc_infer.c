@@ -3,7 +3,7 @@
  * DESIGN. The request is walked in place with the wire reader: strings and
  * raw contents stay views into the message. Each input's data is brought
  * to the raw layout (raw contents as they are, typed contents converted in
- * two passes: count, then fill) and handed to tile_v1_raw_decode(), so size
+ * two passes: count, then fill) and handed to tile_raw_decode(), so size
  * checks and messages are those of HTTP binary data.
  *
  * Which typed field carries a datatype depends only on its class and

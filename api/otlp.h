@@ -1,5 +1,5 @@
 /* otlp.h - W3C Trace Context and OpenTelemetry's OTLP span encoding: the
- * codec half of tracing (no sockets, no clocks; server/trace.c exports).
+ * codec half of tracing (no sockets, no clocks; server/infra/trace.c exports).
  *
  * traceparent (w3.org/TR/trace-context, "traceparent Header"):
  *

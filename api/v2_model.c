@@ -51,7 +51,7 @@ int tile_v2_raw_tensor(const void *bytes, uint64_t len, enum tile_dtype dtype, i
     memcpy(qt.shape, shape, sizeof(shape[0]) * (size_t)rank);
     struct tile_request tmp;
     tile_request_init(&tmp);
-    if (tile_v1_raw_decode(bytes, (size_t)len, &qt, lim, &tmp, e) < 0) {
+    if (tile_raw_decode(bytes, (size_t)len, &qt, lim, &tmp, e) < 0) {
         tile_request_free(&tmp);
         return -1;
     }

@@ -51,12 +51,12 @@ $(FUZZ_BUILD)/fuzz_grpc_transport: fuzz/fuzz_grpc_transport.c $(FUZZ_BUILD)/obj/
 	$(FUZZ_CC) $(LAYER_server) -Iserver/grpc $(CPPFLAGS) -Ifuzz $(FUZZ_CFLAGS) -fsanitize=fuzzer $(PKG_CFLAGS) \
 	    -o $@ $< $(FUZZ_BUILD)/obj/fuzz/h2_replies.o $(FUZZ_LIB_OBJ) $(FUZZ_SERVER_OBJ) $(PKG_LIBS) -pthread -lm
 
-# The HTTP/1.1 framer (fuzz_h1wire.c) is server/mhd/h1wire.c alone, driven
+# The HTTP/1.1 framer (fuzz_h1wire.c) is server/http/h1wire.c alone, driven
 # as the unit test drives it (tests/server/harness/h1drive.h).
-.SECONDARY: $(FUZZ_BUILD)/obj/server/mhd/h1wire.o
-$(FUZZ_BUILD)/fuzz_h1wire: fuzz/fuzz_h1wire.c $(FUZZ_BUILD)/obj/server/mhd/h1wire.o tests/server/harness/h1drive.h
+.SECONDARY: $(FUZZ_BUILD)/obj/server/http/h1wire.o
+$(FUZZ_BUILD)/fuzz_h1wire: fuzz/fuzz_h1wire.c $(FUZZ_BUILD)/obj/server/http/h1wire.o tests/server/harness/h1drive.h
 	$(FUZZ_CC) $(LAYER_server) -Itests/server $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer \
-	    -o $@ $< $(FUZZ_BUILD)/obj/server/mhd/h1wire.o
+	    -o $@ $< $(FUZZ_BUILD)/obj/server/http/h1wire.o
 
 # The differential target (fuzz_pbdiff.c) reads each message with protobuf-c
 # too: C generated at build time by protoc-c (Debian's protobuf-c-compiler)

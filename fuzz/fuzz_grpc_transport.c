@@ -55,7 +55,7 @@
 
 #include "h2.h"
 
-#include "base.h"
+#include "clock.h"
 #include "bodycache.h"
 #include "fuzz_common.h"
 #include "h2_replies.h"

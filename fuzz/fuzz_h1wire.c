@@ -1,4 +1,4 @@
-/* fuzz_h1wire.c - the HTTP/1.1 request framer (server/mhd/h1wire.h) over
+/* fuzz_h1wire.c - the HTTP/1.1 request framer (server/http/h1wire.h) over
  * any byte stream.
  *
  * The input is the stream a client sends. It is fed whole, then in cuts

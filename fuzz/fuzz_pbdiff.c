@@ -495,7 +495,7 @@ static const ProtobufCBinaryData *bytes_field(const ProtobufCMessage *m, unsigne
 
 
 /* A request of which tiled reads string fields 1..n only, through
- * tile_grpc_strings_decode() with the layout its RPC uses (server/v2_grpc.c,
+ * tile_grpc_strings_decode() with the layout its RPC uses (server/handlers/v2_grpc.c,
  * v2_grpc_shm.c, v2_grpc_infer.c): the model RPCs' {name, version}, the
  * health check's {service}, the shared-memory requests' {name}, the
  * server RPCs' empty messages (n 0). `whole`: the layout covers every

@@ -1,5 +1,5 @@
 /* fuzz_raw.c - a raw /v1/tile request: query parameters
- * (tile_request_query_param) and the body (tile_v1_raw_decode), then
+ * (tile_request_query_param) and the body (tile_raw_decode), then
  * planning and encoding of what is accepted (fuzz_common.h).
  *
  * Input layout: the query string ("dtype=int32&shape=2,3&repeats=1,2", not
@@ -56,8 +56,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (copy) {
             if (body_len)
                 memcpy(copy, body, body_len);
-            int rc = tile_v1_raw_decode(copy, body_len, &qt, &fuzz_limits, &r, &e);
-            fuzz_check_result(rc, &e, "tile_v1_raw_decode");
+            int rc = tile_raw_decode(copy, body_len, &qt, &fuzz_limits, &r, &e);
+            fuzz_check_result(rc, &e, "tile_raw_decode");
             if (rc == 0) {
                 fuzz_check_tensor(&r.input, fuzz_limits.max_rank);
                 fuzz_encode_request(&r);

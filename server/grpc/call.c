@@ -1,7 +1,7 @@
 /* call.c - one gRPC call, an HTTP/2 stream, as one service request
  * (the interface is service.h; gRPC's rules are PROTOCOL-HTTP2.md).
  *
- * DESIGN. The call describes its metadata to the service like server/mhd/
+ * DESIGN. The call describes its metadata to the service like server/http/
  * describes an HTTP head, feeds the request message to it as DATA arrives
  * (the 5-byte prefixes found by api/grpc_frame.c's deframer, whatever the
  * DATA frame boundaries), dispatches at END_STREAM, and sends the reply:
@@ -33,13 +33,14 @@
 
 #include "h2.h"
 
-#include "base.h"
+#include "clock.h"
 #include "list.h"
 #include "pbwire.h"
-#include "recvrate.h"
+#include "recv_deadline.h"
 #include "server.h"
 #include "service.h"
 #include "stream.h"
+#include "text.h"
 
 /* What a stream that is between messages when the drain begins ends with
  * (UNAVAILABLE: the client sends its next request elsewhere); Triton's text. */
@@ -668,7 +669,7 @@ void grpc_call_decide_waiting(struct grpc_conn *c)
 
 /* A call has --header-timeout from its stream's start to send its whole
  * request, plus a second per TILED_RECV_MIN_RATE bytes of message it sends
- * (recvrate.h, the rule HTTP bodies follow too): a client that sends
+ * (recv_deadline.h, the rule HTTP bodies follow too): a client that sends
  * steadily is never cut, however large its message; one that trickles is.
  * The connection's idle timeout (loop.c) cannot see it: any byte on the
  * connection, of this call or another, keeps that one away. */

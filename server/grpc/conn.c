@@ -51,7 +51,7 @@
 
 #include "h2.h"
 
-#include "base.h"
+#include "clock.h"
 #include "list.h"
 #include "log.h"
 #include "metrics.h"

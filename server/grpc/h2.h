@@ -66,7 +66,7 @@ struct grpc_call {
     struct tile_grpc_deframer deframer;
     int messages;            /* request messages begun */
     uint64_t deadline_us;    /* 0: no grpc-timeout */
-    uint64_t recv_start_us;    /* the stream's start: its request's clock (recvrate.h) */
+    uint64_t recv_start_us;    /* the stream's start: its request's clock (recv_deadline.h) */
     uint64_t recv_deadline_us; /* the request must be in by then (moved on as bytes come); 0: no bound */
     uint64_t received;       /* request-message bytes received */
     uint64_t held;           /* its message's declared size, counted in conn->held */

@@ -50,10 +50,10 @@
 #include "grpc.h"
 #include "h2.h"
 
-#include "base.h"
+#include "clock.h"
 #include "list.h"
-#include "recvrate.h"
 #include "log.h"
+#include "recv_deadline.h"
 #include "server.h"
 
 /* Free calls kept per loop for reuse: enough for a busy connection's

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsontext.h"
 #include "log.h"
+#include "text.h"
 
 /* What RFC 9113 9.2 leaves out of TLS for HTTP/2, taken off the policy for
  * the gRPC port: versions below 1.2, the static-RSA key exchange and every

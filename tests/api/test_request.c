@@ -322,7 +322,7 @@ static void test_raw_every_fixed_dtype(void **state)
         struct tile_request r;
         struct tile_error e = {0};
         tile_request_init(&r);
-        if (tile_v1_raw_decode(body, len, &qt, &lim, &r, &e) < 0)
+        if (tile_raw_decode(body, len, &qt, &lim, &r, &e) < 0)
             fail_msg("%s: %s", t->name, e.text);
         assert_int_equal(r.input.dtype, d);
         assert_int_equal(r.input.rank, 2);
@@ -334,12 +334,12 @@ static void test_raw_every_fixed_dtype(void **state)
         /* One byte short or long. */
         char want[128];
         snprintf(want, sizeof(want), "body has %zu bytes but dtype %s and shape [2,3] need %zu", len - 1, t->name, len);
-        assert_int_equal(tile_v1_raw_decode(body, len - 1, &qt, &lim, &r, &e), -1);
+        assert_int_equal(tile_raw_decode(body, len - 1, &qt, &lim, &r, &e), -1);
         assert_error_has(&e, TILE_EINVAL, want);
         assert_null(r.input.data);
         tile_error_clear(&e);
         snprintf(want, sizeof(want), "body has %zu bytes but dtype %s and shape [2,3] need %zu", len + 1, t->name, len);
-        assert_int_equal(tile_v1_raw_decode(body, len + 1, &qt, &lim, &r, &e), -1);
+        assert_int_equal(tile_raw_decode(body, len + 1, &qt, &lim, &r, &e), -1);
         assert_error_has(&e, TILE_EINVAL, want);
         tile_request_free(&r);
     }
@@ -353,17 +353,17 @@ static void test_raw_scalar_and_empty(void **state)
     struct tile_query_tensor qt = qt_of(TILE_INT16, 0, NULL);
     tile_request_init(&r);
     int16_t v = -3;
-    assert_int_equal(tile_v1_raw_decode(&v, 2, &qt, NULL, &r, &e), 0);
+    assert_int_equal(tile_raw_decode(&v, 2, &qt, NULL, &r, &e), 0);
     assert_int_equal(r.input.rank, 0);
     assert_int_equal(r.input.nelem, 1);
     assert_int_equal(*(int16_t *)r.input.data, -3);
-    assert_int_equal(tile_v1_raw_decode(&v, 0, &qt, NULL, &r, &e), -1);
+    assert_int_equal(tile_raw_decode(&v, 0, &qt, NULL, &r, &e), -1);
     assert_error_has(&e, TILE_EINVAL, "body has 0 bytes but dtype int16 and shape [] need 2");
 
     const int64_t empty[2] = {0, 3};
     qt = qt_of(TILE_FLOAT64, 2, empty);
     tile_error_clear(&e);
-    assert_int_equal(tile_v1_raw_decode(NULL, 0, &qt, NULL, &r, &e), 0);
+    assert_int_equal(tile_raw_decode(NULL, 0, &qt, NULL, &r, &e), 0);
     assert_int_equal(r.input.nelem, 0);
     assert_int_equal(r.input.shape[1], 3);
     tile_request_free(&r);
@@ -376,22 +376,22 @@ static void test_raw_missing_and_limits(void **state)
     struct tile_error e = {0};
     struct tile_query_tensor qt = {0};
     tile_request_init(&r);
-    assert_int_equal(tile_v1_raw_decode("ab", 2, &qt, NULL, &r, &e), -1);
+    assert_int_equal(tile_raw_decode("ab", 2, &qt, NULL, &r, &e), -1);
     assert_error_has(&e, TILE_EINVAL, "missing query parameter 'dtype'");
     tile_error_clear(&e);
-    assert_int_equal(tile_v1_raw_decode("ab", 2, NULL, NULL, &r, &e), -1);
+    assert_int_equal(tile_raw_decode("ab", 2, NULL, NULL, &r, &e), -1);
     assert_error_has(&e, TILE_EINVAL, "missing query parameter 'dtype'");
     qt.has_dtype = true;
     qt.dtype = TILE_UINT8;
     tile_error_clear(&e);
-    assert_int_equal(tile_v1_raw_decode("ab", 2, &qt, NULL, &r, &e), -1);
+    assert_int_equal(tile_raw_decode("ab", 2, &qt, NULL, &r, &e), -1);
     assert_error_has(&e, TILE_EINVAL, "missing query parameter 'shape' (comma-separated dims; empty for a scalar)");
 
     /* A shape whose byte size overflows is refused before any allocation. */
     const int64_t huge[2] = {INT64_MAX / 2, 3};
     qt = qt_of(TILE_FLOAT32, 2, huge);
     tile_error_clear(&e);
-    assert_int_equal(tile_v1_raw_decode("ab", 2, &qt, NULL, &r, &e), -1);
+    assert_int_equal(tile_raw_decode("ab", 2, &qt, NULL, &r, &e), -1);
     assert_error_has(&e, TILE_ETOOBIG, "");
 
     /* The decoded tensor is bounded by max_body. */
@@ -399,7 +399,7 @@ static void test_raw_missing_and_limits(void **state)
     const int64_t four[1] = {4};
     qt = qt_of(TILE_UINT8, 1, four);
     tile_error_clear(&e);
-    assert_int_equal(tile_v1_raw_decode("abcd", 4, &qt, &lim, &r, &e), -1);
+    assert_int_equal(tile_raw_decode("abcd", 4, &qt, &lim, &r, &e), -1);
     assert_error_has(&e, TILE_ETOOBIG, "above the limit of 3");
     tile_request_free(&r);
 }
@@ -430,7 +430,7 @@ static void test_raw_strings(void **state)
     struct tile_request r;
     struct tile_error e = {0};
     tile_request_init(&r);
-    assert_int_equal(tile_v1_raw_decode(body, len, &qt, &lim, &r, &e), 0);
+    assert_int_equal(tile_raw_decode(body, len, &qt, &lim, &r, &e), 0);
     assert_int_equal(r.input.dtype, TILE_STRING);
     assert_int_equal(r.input.blob_len, 2 + 0 + 6 + 2);
     const struct tile_str *s = r.input.data;
@@ -441,19 +441,19 @@ static void test_raw_strings(void **state)
     }
 
     /* Broken layouts. */
-    assert_int_equal(tile_v1_raw_decode(body, len - 1, &qt, &lim, &r, &e), -1);
+    assert_int_equal(tile_raw_decode(body, len - 1, &qt, &lim, &r, &e), -1);
     assert_error_has(&e, TILE_EINVAL, "string element 3 claims 2 bytes but only 1 remain");
     tile_error_clear(&e);
-    assert_int_equal(tile_v1_raw_decode(body, 22, &qt, &lim, &r, &e), -1);
+    assert_int_equal(tile_raw_decode(body, 22, &qt, &lim, &r, &e), -1);
     assert_error_has(&e, TILE_EINVAL, "string element 3: its 4-byte length prefix at byte 20 runs past the end (22 bytes)");
     tile_error_clear(&e);
     uint8_t longer[70];
     memcpy(longer, body, len);
     memcpy(longer + len, "xyz", 3);
-    assert_int_equal(tile_v1_raw_decode(longer, len + 3, &qt, &lim, &r, &e), -1);
+    assert_int_equal(tile_raw_decode(longer, len + 3, &qt, &lim, &r, &e), -1);
     assert_error_has(&e, TILE_EINVAL, "3 bytes follow the last of the 4 strings");
     tile_error_clear(&e);
-    assert_int_equal(tile_v1_raw_decode(body, 15, &qt, &lim, &r, &e), -1);
+    assert_int_equal(tile_raw_decode(body, 15, &qt, &lim, &r, &e), -1);
     assert_error_has(&e, TILE_EINVAL, "body has 15 bytes but shape [2,2] holds 4 strings, which need at least 16");
     tile_error_clear(&e);
 
@@ -463,7 +463,7 @@ static void test_raw_strings(void **state)
     const int64_t n1000[1] = {1000};
     qt = qt_of(TILE_STRING, 1, n1000);
     lim.max_body = sizeof(zeros);
-    assert_int_equal(tile_v1_raw_decode(zeros, sizeof(zeros), &qt, &lim, &r, &e), 0);
+    assert_int_equal(tile_raw_decode(zeros, sizeof(zeros), &qt, &lim, &r, &e), 0);
     assert_int_equal(r.input.nelem, 1000);
     assert_int_equal(((struct tile_str *)r.input.data)[999].len, 0);
     tile_request_free(&r);

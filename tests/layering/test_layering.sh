@@ -7,7 +7,7 @@
 #     (a function named in module A and defined in module B: A depends on
 #     B, whatever header declares it; include_graph.py), and the checker
 #     finds a planted cycle in each;
-#   - only server/mhd/ includes microhttpd.h, only server/grpc/ nghttp2,
+#   - only server/http/ includes microhttpd.h, only server/grpc/ nghttp2,
 #     only server/grpc/ and server/tls/ GnuTLS;
 #   - the CLI links without server/ (BUILD/tiled-cli) and says so for serve.
 #
@@ -51,7 +51,7 @@ if python3 tests/layering/include_graph.py --symbols "$build" .; then ok; else b
 if python3 tests/layering/include_graph.py --self-test; then ok; else bad "the cycle checker missed a planted cycle"; fi
 
 # Each transport's library is known to its directory only: libmicrohttpd
-# to server/mhd/, nghttp2 to server/grpc/, GnuTLS to server/grpc/ and
+# to server/http/, nghttp2 to server/grpc/, GnuTLS to server/grpc/ and
 # server/tls/ (the policy and certificate both ports share; libmicrohttpd
 # hands its sessions over as void *).
 only_in() { # only_in HEADER_REGEX DIR...
@@ -64,7 +64,7 @@ only_in() { # only_in HEADER_REGEX DIR...
   done
   if [ -z "$others" ]; then ok; else bad "$re included outside $*: $others"; fi
 }
-only_in 'microhttpd\.h' server/mhd
+only_in 'microhttpd\.h' server/http
 only_in 'nghttp2/' server/grpc
 only_in 'gnutls/' server/grpc server/tls
 

@@ -1,4 +1,4 @@
-/* test_accept.c - Accept / Accept-Encoding elements and weights (server/accept.c),
+/* test_accept.c - Accept / Accept-Encoding elements and weights (server/service/accept.c),
  * the one reader behind both negotiations. */
 #include <stdarg.h>
 #include <stddef.h>

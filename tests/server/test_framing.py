@@ -357,7 +357,7 @@ class FramingTLS(RawExchange, unittest.TestCase):
 
 def _limits():
     """The framer's limits, read from its header so the tests follow it."""
-    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../server/mhd/h1wire.h")) as f:
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../server/http/h1wire.h")) as f:
         text = f.read()
     return {k: int(re.search(r"#define TILED_H1_%s (\d+)" % k, text).group(1))
             for k in ("HEAD_MAX", "FIELDS_MAX", "TRAILER_MAX")}
@@ -403,7 +403,7 @@ def health_head(size):
 
 
 class AtTheLimits:
-    """libmicrohttpd holds each request in a 16 KiB connection pool (server/mhd/http.c): a request
+    """libmicrohttpd holds each request in a 16 KiB connection pool (server/http/http.c): a request
     the framer accepts at its every limit at once is answered by tiled (200, and the probe after
     it on the same connection), and one byte or one line more gets tiled's JSON 431, never the
     library's own refusal."""

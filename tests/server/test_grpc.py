@@ -53,7 +53,7 @@ DESCRIPTORS = os.path.join(ROOT, "build", "grpc", "tiled.desc")
 SERVICE = "inference.GRPCInferenceService"
 MIB = 1 << 20
 
-# The gRPC status tiled gives an error of each HTTP status (server/reply.c).
+# The gRPC status tiled gives an error of each HTTP status (server/service/reply.c).
 GRPC_OF_HTTP = {"400": grpc.StatusCode.INVALID_ARGUMENT, "401": grpc.StatusCode.UNAUTHENTICATED,
                 "404": grpc.StatusCode.NOT_FOUND, "413": grpc.StatusCode.RESOURCE_EXHAUSTED,
                 "500": grpc.StatusCode.INTERNAL, "501": grpc.StatusCode.UNIMPLEMENTED,

@@ -1220,7 +1220,7 @@ class ReceiveTimeout(GrpcCase):
     daemon_args = daemon_args("--header-timeout", "1", "--log-level", "info")
 
     def timeouts(self):
-        """tiled_body_timeouts_total of the gRPC transport (HTTP's rule, recvrate.h)."""
+        """tiled_body_timeouts_total of the gRPC transport (HTTP's rule, recv_deadline.h)."""
         resp, data = self.d.request("GET", "/metrics")
         return int(next(line.split()[-1] for line in data.decode().splitlines()
                         if line.startswith('tiled_body_timeouts_total{transport="grpc"}')))

@@ -6,7 +6,7 @@ A seeded generator writes request streams: valid requests in unusual but legal f
 pipelining, absolute-form and asterisk-form targets, empty lines before a request) and
 the smuggling-class mutations of them (CL+TE, duplicated and obfuscated
 Transfer-Encoding, folded lines, whitespace before a colon, bare CR and LF, NUL,
-invalid Host, overflowing chunk sizes, ...). Each stream goes to server/mhd/h1wire.c
+invalid Host, overflowing chunk sizes, ...). Each stream goes to server/http/h1wire.c
 through its filter, build*/tests/h1wire_dump (harness/h1wire_dump.c, which also checks
 that feeding it byte by byte and in steps gives what feeding it whole gives), and to
 both reference parsers. The rule:

@@ -1,4 +1,4 @@
-/* test_h1wire.c - the strict HTTP/1.1 request framer (mhd/h1wire.h) driven
+/* test_h1wire.c - the strict HTTP/1.1 request framer (http/h1wire.h) driven
  * directly: heads, Content-Length and chunked bodies, pipelined requests,
  * each refusal class with its status and message, the limits, and the rule
  * the receive hook relies on: feeding a stream byte by byte, in steps of any

@@ -46,9 +46,9 @@ from test_http import Daemon  # noqa: E402
 # so its endpoints answer as they do for the clients that use them.
 DAEMON_ARGS = ["--stream-threshold", "256K", "--stream-chunk", "64K", "--max-output", "16M", "--max-stream", "16M",
                "--shared-memory", "system"]
-ROUTE_TABLE = os.path.join(ROOT, "server", "router.c")
+ROUTE_TABLE = os.path.join(ROOT, "server", "handlers", "router.c")
 
-# The endpoints behind each prefix route of server/router.c, as Triton's HTTP
+# The endpoints behind each prefix route of server/handlers/router.c, as Triton's HTTP
 # server matches them (http_server.cc: model_regex_ without generate and
 # trace, systemsharedmemory_regex_, cudasharedmemory_regex_). A new prefix
 # route must say here what it serves.
@@ -64,7 +64,7 @@ PREFIX_ENDPOINTS = {
 
 
 def http_routes():
-    """(method, path, is_prefix) of every HTTP route in server/router.c's table."""
+    """(method, path, is_prefix) of every HTTP route in server/handlers/router.c's table."""
     with open(ROUTE_TABLE) as f:
         text = f.read()
     entries = re.findall(r'\{\.method = "([^"]+)", \.path = "([^"]+)"([^}]*)\}', text)

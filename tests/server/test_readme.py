@@ -160,5 +160,24 @@ class Readme(unittest.TestCase):
                          "what-the-deployment-tests-verify-make-deploy-test-part-of-make-test")
 
 
+
+class Architecture(unittest.TestCase):
+    def test_the_picture_names_every_module(self):
+        """docs/architecture.md's picture names every source module of core/, api/,
+        cli/ and server/, so a newcomer finds each room from it."""
+        text = read(os.path.join(REPO, "docs", "architecture.md"))
+        picture = re.search(r"```\n(  cli/.*?)```", text, re.S).group(1)
+        named = set(re.findall(r"[\w]+\.[ch]\b", picture))
+        missing = []
+        for layer in ("core", "api", "cli", "server"):
+            for d, _, names in os.walk(os.path.join(REPO, layer)):
+                for n in names:
+                    if n.endswith(".c") or (n.endswith(".h") and not os.path.exists(os.path.join(d, n[:-2] + ".c"))
+                                            and n in ("list.h",)):
+                        if n not in named:
+                            missing.append(os.path.relpath(os.path.join(d, n), REPO))
+        self.assertEqual(missing, [], "modules the architecture picture does not name")
+
+
 if __name__ == "__main__":
     unittest.main()

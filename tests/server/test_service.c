@@ -1,7 +1,7 @@
 /* test_service.c - the service and its handlers without a socket.
  *
  * A fake transport (fake_transport.h) drives requests through
- * service.h exactly as server/mhd/ does: routing, the API-key-free path,
+ * service.h exactly as server/http/ does: routing, the API-key-free path,
  * body sizing, the /v1 and /v2 handlers' answers and errors, hand-off to
  * the worker pool, and the metrics the finished requests leave behind.
  */

@@ -1,4 +1,4 @@
-"""Tracing (server/trace.c, api/otlp.c): W3C Trace Context on every request,
+"""Tracing (server/infra/trace.c, api/otlp.c): W3C Trace Context on every request,
 the trace id in the access log, and spans exported over OTLP/HTTP to a
 collector written here from the OTLP specification (POST /v1/traces,
 application/x-protobuf, answered 200 with an ExportTraceServiceResponse);

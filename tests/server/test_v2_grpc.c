@@ -1,4 +1,4 @@
-/* test_v2_grpc.c - the gRPC RPC handlers (server/v2_grpc*.c) without a
+/* test_v2_grpc.c - the gRPC RPC handlers (server/handlers/v2_grpc*.c) without a
  * socket: requests arrive through the fake transport as a gRPC transport
  * hands them over (transport gRPC, the :path, the message without its
  * 5-byte prefix), and replies are decoded with the protobuf wire reader.

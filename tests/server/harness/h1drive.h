@@ -1,4 +1,4 @@
-/* h1drive.h - drives the HTTP/1.1 framer (server/mhd/h1wire.h) over one
+/* h1drive.h - drives the HTTP/1.1 framer (server/http/h1wire.h) over one
  * byte stream cut into pieces, the way the receive hook does (a piece starts
  * at the first byte the framer has not consumed), and records what it
  * concluded: every boundary its observer is told (adjacent body pieces
@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "mhd/h1wire.h"
+#include "http/h1wire.h"
 
 #define H1DRIVE_EVENTS 4096
 

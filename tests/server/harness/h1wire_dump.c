@@ -1,4 +1,4 @@
-/* h1wire_dump.c - the HTTP/1.1 framer (server/mhd/h1wire.h) as a filter,
+/* h1wire_dump.c - the HTTP/1.1 framer (server/http/h1wire.h) as a filter,
  * for the differential test against other parsers
  * (tests/server/test_h1_differential.py).
  *

@@ -1,0 +1,159 @@
+/* v1.c - POST /v1/tile: decode, tile, encode.
+ *
+ * DESIGN. The handler runs on the HTTP thread and only does what is cheap:
+ * pick the input and output formats from Content-Type and Accept and check
+ * the query. Then work.c decides where the rest runs; v1_prepare() is the
+ * /v1-specific part of it (decode, plan, choose the body's encoder).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "accept.h"
+#include "clock.h"
+#include "handlers.h"
+#include "numfmt.h"
+#include "server.h"
+#include "text.h"
+#include "work.h"
+
+int tiled_negotiate_format(const char *accept, enum tile_format dflt, enum tile_format *out)
+{
+    if (!accept[0]) {
+        *out = dflt;
+        return 0;
+    }
+    int best_q = 0;
+    int found = -1;
+    struct tiled_accept_elem el;
+    for (const char *p = accept; tiled_accept_next(&p, &el);) {
+        enum tile_format f;
+        int ok = tile_format_from_media_type(el.name, el.name_len, &f) == 0;
+        if (!ok && ((el.name_len == 3 && memcmp(el.name, "*/*", 3) == 0) ||
+                    (el.name_len == 13 && strncasecmp(el.name, "application/*", 13) == 0))) {
+            f = dflt;
+            ok = 1;
+        }
+        if (ok && el.q > best_q) {
+            best_q = el.q;
+            found = (int)f;
+        }
+    }
+    if (found < 0)
+        return -1;
+    *out = (enum tile_format)found;
+    return 0;
+}
+
+/* Reads the query into `into` (and the tensor's dtype and shape into `qt`,
+ * except for .npy bodies, which describe their own tensor). */
+static int read_query(struct tiled_req *req, struct tile_request *into, struct tile_query_tensor *qt,
+                      struct tile_error *e)
+{
+    struct tile_limits lim = req->srv->lim;
+    bool tensor_in_query = req->in_fmt != TILE_FMT_NPY;
+    for (int i = 0; i < req->nquery; i++) {
+        if (tile_request_query_param(into, qt, tensor_in_query, req->query[i].key, req->query[i].value, &lim, e) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* A JSON body is decoded on its own; the query's fields (read into
+ * req->treq by the head check) then join it, and a field given in both
+ * places must agree (tile_request_merge_query). */
+static int decode_json(struct tiled_req *req, const struct tile_limits *lim, struct tile_error *e)
+{
+    struct tile_request body;
+    tile_request_init(&body);
+    int rc = tile_v1_json_decode(req->body ? req->body : "", req->body_len, lim, &body, e);
+    if (rc == 0)
+        rc = tile_request_merge_query(&body, &req->treq, &req->v1_qt, e);
+    tile_request_free(&req->treq); /* the query's fields: no input to free */
+    tile_request_move(&req->treq, &body);
+    tile_request_free(&body);
+    return rc;
+}
+
+/* The query was read in the head check (tiled_check_tile_head); the body
+ * is decoded here, on the work path. */
+static int decode(struct tiled_req *req, struct tile_error *e)
+{
+    struct tile_limits lim = req->srv->lim;
+    if (req->in_fmt == TILE_FMT_JSON)
+        return decode_json(req, &lim, e);
+    switch (req->in_fmt) {
+    case TILE_FMT_RAW:
+        return tile_raw_decode(req->body, req->body_len, &req->v1_qt, &lim, &req->treq, e);
+    case TILE_FMT_NPY:
+        return tile_v1_npy_decode(req->body ? req->body : "", req->body_len, &lim, &req->treq, e);
+    default:
+        return tile_error_set(e, TILE_EINVAL, "unsupported format");
+    }
+}
+
+static void set_tensor_headers(struct tiled_req *req)
+{
+    char shape[TILE_MAX_RANK * 24];
+    tile_format_shape(req->plan.out_shape, req->plan.out_rank, true, shape, sizeof(shape));
+    tiled_reply_header(&req->reply, "X-Tensor-Dtype", tile_dtype_name(req->plan.dtype));
+    tiled_reply_header(&req->reply, "X-Tensor-Shape", shape);
+}
+
+/* Decodes and plans a /v1 request; afterwards req->enc knows the size. */
+static int v1_prepare(struct tiled_req *req, struct tile_error *e)
+{
+    uint64_t t0 = tiled_now_us();
+    if (decode(req, e) < 0)
+        return -1;
+    req->tm.decode_us = tiled_now_us() - t0;
+    if (tiled_work_plan(req, e) < 0)
+        return -1;
+    req->enc = tile_encoder_new(req->out_fmt, &req->plan, &req->treq, NULL, req->srv->lim.max_stream, e);
+    if (!req->enc)
+        return -1;
+    tiled_copy_str(req->reply.content_type, sizeof(req->reply.content_type), tile_format_media_type(req->out_fmt));
+    if (req->out_fmt == TILE_FMT_RAW)
+        set_tensor_headers(req);
+    return 0;
+}
+
+void tiled_check_tile_head(struct tiled_req *req)
+{
+    if (!req->content_type[0]) {
+        tiled_reply_error(&req->reply, TILED_UNSUPPORTED_MEDIA_TYPE,
+                          "missing Content-Type (use application/json, application/octet-stream or application/x-npy)");
+        return;
+    }
+    if (tile_format_from_media_type(req->content_type, strlen(req->content_type), &req->in_fmt) < 0) {
+        tiled_reply_error(&req->reply, TILED_UNSUPPORTED_MEDIA_TYPE,
+                          "unsupported Content-Type '%s' (use application/json, application/octet-stream or "
+                          "application/x-npy)",
+                          req->content_type);
+        return;
+    }
+    if (tiled_negotiate_format(req->accept, req->in_fmt, &req->out_fmt) < 0) {
+        tiled_reply_error(&req->reply, TILED_NOT_ACCEPTABLE,
+                          "cannot produce any type in Accept '%s' (available: application/json, "
+                          "application/octet-stream, application/x-npy)",
+                          req->accept);
+        return;
+    }
+    if (req->query_overflow) {
+        tiled_reply_error(&req->reply, TILED_BAD_REQUEST, "too many or too long query parameters");
+        return;
+    }
+    /* The query, read once: into the request the body will join (decode). */
+    struct tile_error e = {0};
+    if (read_query(req, &req->treq, &req->v1_qt, &e) < 0)
+        tiled_reply_tile_error(&req->reply, &e);
+}
+
+/* The head check (tiled_check_tile_head) has run: every transport runs a
+ * route's check_head before its handler (service.h). */
+void tiled_handle_tile(struct tiled_req *req)
+{
+    req->prepare = v1_prepare;
+    tiled_work_start(req);
+}

@@ -1,0 +1,13 @@
+/* clock.h - clocks and a bounded string copy, used by every server module. */
+#ifndef TILED_CLOCK_H
+#define TILED_CLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Microseconds on the monotonic clock; milliseconds since the epoch. */
+uint64_t tiled_now_us(void);
+uint64_t tiled_wall_ms(void);
+
+
+#endif

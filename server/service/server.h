@@ -1,0 +1,166 @@
+/* server.h - shared state of the tiled daemon: the server and a request.
+ *
+ * DESIGN. A transport (server/http/ for HTTP through libmicrohttpd) turns
+ * what it receives into a struct tiled_req (method, path, headers, body)
+ * and hands it to the service (service.h), whose route handler
+ * (handlers.h) fills a struct tiled_reply (reply.h: status, headers, body
+ * bytes or a streamed encoder) that the transport sends. No file outside
+ * server/http/ sees a libmicrohttpd type: the service reaches the
+ * connection only through struct tiled_conn_ops. Each module declares its
+ * functions in its own header; this one holds only types.
+ */
+#ifndef TILED_SERVER_H
+#define TILED_SERVER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "compress.h"
+#include "config.h"
+#include "encode.h"
+#include "reply.h"
+#include "request.h"
+#include "route.h"
+#include "shm.h"
+#include "tile.h"
+#include "v2.h"
+
+#define TILED_VERSION "0.1.0"
+
+struct tiled_shm;
+struct tiled_tls;
+
+/* How the service parks a connection while a worker (or a stream's
+ * producer) prepares what it will send, and wakes it again. */
+struct tiled_conn_ops {
+    void (*suspend)(void *conn);
+    void (*resume)(void *conn);
+};
+
+/* A request's W3C trace context (trace.h reads and exports it). */
+struct tiled_trace {
+    uint8_t trace_id[16];
+    uint8_t span_id[8];   /* the request's own span */
+    uint8_t parent_id[8]; /* the caller's span; all zero when none came */
+    bool sampled;
+    const char *trace_state; /* the tracestate header as received (borrowed), or NULL */
+};
+
+/* Triton-style cumulative statistics of one model version. */
+struct tiled_v2_stats {
+    atomic_uint_fast64_t success_count, success_ns, fail_count, fail_ns;
+    atomic_uint_fast64_t queue_ns, input_ns, infer_ns, output_ns, last_ms;
+};
+
+struct tiled_server {
+    struct tiled_v2_stats v2_stats[TILE_V2_NVERSIONS]; /* as tile_v2_versions[] */
+    struct tiled_config cfg;
+    struct tile_limits lim;
+    struct tile_pool *pool;
+    struct tiled_bodycache *bodies; /* reused response bodies (bodycache.h) */
+    void *transport;          /* the transport's own state (server/http/) */
+    void *grpc;               /* the gRPC transport's (server/grpc/); NULL when off */
+    uint16_t grpc_port;
+    atomic_uint_fast64_t header_timeouts; /* connections cut for a late request head */
+    /* Requests refused or cut for a late body (a gRPC call: its request), per transport (recv_deadline.h) */
+    atomic_uint_fast64_t body_timeouts[TILED_TRANSPORT_COUNT];
+    uint16_t port;
+    atomic_bool draining;
+    atomic_bool stopping;     /* drain is over: streams still open are cut */
+    pthread_mutex_t submit_lock; /* orders job submission before stopping */
+    atomic_int inflight;
+    atomic_uint_fast64_t next_id;
+    uint64_t start_s;         /* process start, seconds since the epoch: the first half of generated request ids */
+    uint64_t start_wall_ms;
+    struct tiled_tls *tls;    /* TLS policy and certificate (tls/tls.h); NULL without --tls-cert */
+    struct tiled_shm *shm;    /* NULL unless --shared-memory system */
+};
+
+/* Per-request state, made by tiled_req_new() and freed by
+ * tiled_service_end() (service.h). */
+struct tiled_req {
+    struct tiled_server *srv;
+    void *conn;               /* the transport's connection */
+    const struct tiled_conn_ops *ops;
+    const struct tiled_route *route;
+    enum tiled_transport transport;
+    char method[16];
+    const char *path;         /* borrowed from the transport, like the headers */
+    char request_id[80];
+    /* Request headers, borrowed from the transport (valid until the request
+     * completes, on any thread); "" when absent. */
+    const char *content_type;
+    const char *accept;
+    const char *accept_encoding;
+    const char *content_encoding;
+    enum tiled_coding request_coding;
+    char remote[64];
+    bool want_trailers;
+    char *body;
+    uint64_t body_len, body_cap;
+    uint64_t body_dropped;    /* body bytes read after the reply was decided (read and dropped) */
+    uint64_t bytes_out;
+    /* Timestamps (µs, monotonic). */
+    uint64_t t_start, t_queued, t_work, t_decoded, t_tiled, t_encoded;
+    /* The request's duration, for the access log and the metrics alike:
+     * from t_start (its head read) to tiled_service_end() (its last byte
+     * handed to the socket, or the client gone). */
+    uint64_t duration_us;
+    uint64_t t_sent;          /* sending began (tiled_service_sending) */
+    struct tiled_trace trace; /* trace context (trace.h) */
+    struct tile_timings tm;
+    bool timings_final;       /* tm.total_us already set (it is in the body) */
+    /* Work handed to the pool. */
+    pthread_mutex_t lock;
+    bool suspended;
+    bool done;                /* reply is ready */
+    struct tiled_reply reply;
+    /* Decoded request, until the encoder takes it over. /v1 reads its
+     * query into it (and the query's dtype and shape into v1_qt) once, in
+     * the head check; the body joins it when decoded (v1.c). */
+    struct tile_request treq;
+    struct tile_query_tensor v1_qt;
+    struct tile_encoder *enc; /* owned; NULL until prepared, or once a stream has it */
+    /* Protocol-specific decode + plan + encoder choice (v1.c, v2.c). */
+    int (*prepare)(struct tiled_req *req, struct tile_error *e);
+    int v2_version;           /* model version of a v2 infer request, else 0 */
+    struct tile_v2_request v2;
+    const char *infer_header_len; /* NULL when the header is absent */
+    enum tile_format in_fmt, out_fmt;
+    /* Shared-memory views the request holds (v2_shm.c): inputs read in
+     * place, and the output tiled into its region (shm_out.region NULL:
+     * the output goes in the body). shm_reply is the answer's body then. */
+    struct tiled_shm_view shm_in[4];
+    int nshm_in;
+    struct tiled_shm_view shm_out;
+    char *shm_reply;
+    size_t shm_reply_len;
+    /* A handler's hooks into the work path (NULL: none), so an extension
+     * plugs in without work.c or service.c knowing it: `produce` makes the
+     * answer instead of a body (the shared-memory output tiles into the
+     * client's region), `release` lets go of what the request holds beyond
+     * itself (region views) when it fails or is freed. */
+    int (*produce)(struct tiled_req *req, struct tile_error *e);
+    void (*release)(struct tiled_req *req);
+    /* Query parameters, collected once. */
+    struct tiled_kv {
+        char key[32];
+        char *value;
+    } query[16];
+    int nquery;
+    bool query_overflow;
+    /* Large members last: req_init zeroes only what precedes them; this
+     * is written by tile_plan_init before any read. */
+    struct tile_plan plan;
+};
+
+/* True when the request's method is `want` (HEAD serves GET); otherwise
+ * sets a 405 naming the allowed method (route.h). */
+static inline bool tiled_method_is(struct tiled_req *req, const char *want)
+{
+    return tiled_method_check(req->method, req->path, want, &req->reply);
+}
+
+#endif

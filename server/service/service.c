@@ -1,0 +1,319 @@
+/* service.c - a request's life in the daemon, whatever carries it (see
+ * service.h).
+ *
+ * DESIGN. Small requests are finished by the handler on the transport's
+ * thread (work.c decides); the rest go to the worker pool, and the request
+ * is parked: the request lock orders the transport's "suspend" strictly
+ * before the worker's "resume", and the worker resumes outside the lock,
+ * because once resumed the transport may finish and free the request.
+ */
+#include "service.h"
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "auth.h"
+#include "clock.h"
+#include "grow.h"
+#include "handlers.h"
+#include "log.h"
+#include "metrics.h"
+#include "route.h"
+#include "router.h"
+#include "stream.h"
+#include "text.h"
+#include "trace.h"
+#include "v2_model.h"
+#include "work.h"
+
+/* ---- request state ------------------------------------------------------ */
+
+/* "<start time, 16 hex digits>-<sequence in hex>": unique per process start,
+ * formatted by hand because snprintf showed in per-request profiles. */
+static void new_request_id(char dst[static 40], uint64_t start, uint64_t seq)
+{
+    static const char hex[] = "0123456789abcdef";
+    for (int i = 0; i < 16; i++)
+        dst[i] = hex[(start >> (60 - 4 * i)) & 15];
+    dst[16] = '-';
+    int n = 1;
+    while (n < 16 && seq >> (4 * n))
+        n++;
+    for (int i = 0; i < n; i++)
+        dst[17 + i] = hex[(seq >> (4 * (n - 1 - i))) & 15];
+    dst[17 + n] = '\0';
+}
+
+static bool valid_request_id(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 64)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] <= 0x20 || s[i] >= 0x7f || s[i] == '"' || s[i] == '\\')
+            return false;
+    }
+    return true;
+}
+
+static const char *header_or_empty(const struct tiled_head *h, void *conn, const char *name)
+{
+    const char *v = h->header(conn, name);
+    return v ? v : "";
+}
+
+struct tiled_req *tiled_req_new(struct tiled_server *srv, const struct tiled_head *h, void *conn,
+                                const struct tiled_conn_ops *ops)
+{
+    struct tiled_req *req = malloc(sizeof(*req));
+    if (!req)
+        return NULL;
+    memset(req, 0, offsetof(struct tiled_req, plan));
+    req->srv = srv;
+    req->conn = conn;
+    req->ops = ops;
+    req->t_start = tiled_now_us();
+    req->transport = h->transport;
+    pthread_mutex_init(&req->lock, NULL);
+    tile_request_init(&req->treq);
+    tiled_copy_str(req->method, sizeof(req->method), h->method);
+    req->path = h->path;
+    tiled_copy_str(req->request_id, sizeof(req->request_id), header_or_empty(h, conn, "X-Request-Id"));
+    if (!valid_request_id(req->request_id))
+        new_request_id(req->request_id, srv->start_s, atomic_fetch_add(&srv->next_id, 1));
+    req->content_type = header_or_empty(h, conn, "Content-Type");
+    req->accept = header_or_empty(h, conn, "Accept");
+    req->accept_encoding = req->content_encoding = "";
+    if (h->transport == TILED_TRANSPORT_HTTP) {
+        /* gRPC has its own message encoding (the transport checks it), and
+         * its "te: trailers" is mandatory, not a wish for a chunked body:
+         * a gRPC reply is sent whole, its length known. */
+        req->accept_encoding = header_or_empty(h, conn, "Accept-Encoding");
+        req->content_encoding = header_or_empty(h, conn, "Content-Encoding");
+        req->infer_header_len = h->header(conn, "Inference-Header-Content-Length");
+        const char *te = h->header(conn, "TE");
+        req->want_trailers = te && strcasestr(te, "trailers");
+    }
+    tiled_trace_begin(&req->trace, h->header(conn, "traceparent"), h->header(conn, "tracestate"));
+    atomic_fetch_add(&srv->inflight, 1);
+    return req;
+}
+
+void tiled_req_add_query(struct tiled_req *req, const char *key, const char *value)
+{
+    if (req->nquery >= (int)(sizeof(req->query) / sizeof(req->query[0])) || strlen(key) >= sizeof(req->query[0].key)) {
+        req->query_overflow = true;
+        return;
+    }
+    struct tiled_kv *kv = &req->query[req->nquery++];
+    tiled_copy_str(kv->key, sizeof(kv->key), key);
+    kv->value = strdup(value ? value : "");
+}
+
+static void req_free(struct tiled_req *req)
+{
+    if (req->release)
+        req->release(req); /* a request cut short may still hold what its handler took */
+    tiled_reply_free(&req->reply);
+    tile_v2_request_free(&req->v2);
+    tile_encoder_free(req->enc);
+    tile_request_free(&req->treq);
+    for (int i = 0; i < req->nquery; i++)
+        free(req->query[i].value);
+    free(req->body);
+    pthread_mutex_destroy(&req->lock);
+    atomic_fetch_sub(&req->srv->inflight, 1);
+    free(req);
+}
+
+/* ---- head --------------------------------------------------------------- */
+
+bool tiled_service_route(struct tiled_req *req, const char *authorization)
+{
+    char allow[64];
+    req->route = tiled_route_find(req->transport, req->method, req->path, allow, sizeof(allow));
+    /* Without a key nothing but health is answered, not even "not found". */
+    if ((!req->route || !req->route->open) && tiled_auth_enabled() && !tiled_auth_check(authorization)) {
+        tiled_reply_error(&req->reply, TILED_UNAUTHORIZED, "missing or invalid API key (send Authorization: Bearer KEY)");
+        tiled_reply_header(&req->reply, "WWW-Authenticate", "Bearer realm=\"tiled\"");
+        return true;
+    }
+    if (req->route)
+        return false;
+    if (allow[0]) {
+        tiled_reply_error(&req->reply, TILED_METHOD_NOT_ALLOWED, "method %s is not allowed on %s (allowed: %s)",
+                          req->method, req->path, allow);
+        tiled_reply_header(&req->reply, "Allow", allow);
+    } else if (req->transport == TILED_TRANSPORT_GRPC) {
+        tiled_reply_error(&req->reply, TILED_NOT_IMPLEMENTED, "unknown method %s", req->path);
+    } else {
+        tiled_reply_error(&req->reply, TILED_NOT_FOUND, "no such endpoint: %s %s", req->method, req->path);
+    }
+    return true;
+}
+
+bool tiled_service_check_head(struct tiled_req *req)
+{
+    if (req->route->check_head)
+        req->route->check_head(req);
+    return req->reply.status != 0;
+}
+
+/* ---- body --------------------------------------------------------------- */
+
+/* Makes the reply an error about the body and drops what was read. */
+static void body_fail(struct tiled_req *req, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void body_fail(struct tiled_req *req, int status, const char *fmt, ...)
+{
+    if (req->reply.status)
+        return;
+    char msg[300];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    tiled_reply_error(&req->reply, status, "%s", msg);
+    free(req->body);
+    req->body = NULL;
+    req->body_cap = req->body_len = 0;
+}
+
+int tiled_parse_length(const char *s, uint64_t *out)
+{
+    uint64_t n = 0;
+    if (!s[0])
+        return -1;
+    for (const char *p = s; *p; p++) {
+        uint64_t digit = (uint64_t)(*p - '0');
+        if (*p < '0' || *p > '9' || n > (UINT64_MAX - digit) / 10)
+            return -1;
+        n = n * 10 + digit;
+    }
+    *out = n;
+    return 0;
+}
+
+bool tiled_service_expect_body(struct tiled_req *req, const char *content_length)
+{
+    uint64_t max = req->srv->lim.max_body, n;
+    if (!req->route->needs_body || !content_length)
+        return false;
+    if (tiled_parse_length(content_length, &n) < 0)
+        body_fail(req, TILED_BAD_REQUEST, "Content-Length '%.40s' is not a byte count", content_length);
+    else if (n > max)
+        body_fail(req, TILED_TOO_LARGE, "request body of %llu bytes exceeds the max-body limit of %llu bytes",
+                  (unsigned long long)n, (unsigned long long)max);
+    else if (!(req->body = malloc(n ? n : 1)))
+        body_fail(req, TILED_UNAVAILABLE, "cannot allocate %llu bytes for the request body", (unsigned long long)n);
+    else
+        req->body_cap = n ? n : 1;
+    return req->reply.status != 0;
+}
+
+void tiled_service_body(struct tiled_req *req, const char *data, size_t n)
+{
+    if (req->reply.status) {
+        req->body_dropped += n;
+        return;
+    }
+    uint64_t max = req->srv->lim.max_body;
+    if (req->body_len + n > max) {
+        body_fail(req, TILED_TOO_LARGE, "request body exceeds the max-body limit of %llu bytes",
+                  (unsigned long long)max);
+        req->body_dropped = n;
+        return;
+    }
+    size_t cap = req->body_cap;
+    char *nb = tile_grow(req->body, &cap, req->body_len, n, 1, 65536, max > SIZE_MAX ? SIZE_MAX : (size_t)max);
+    if (!nb) {
+        body_fail(req, TILED_UNAVAILABLE, "cannot allocate the request body");
+        return;
+    }
+    req->body = nb;
+    req->body_cap = cap;
+    memcpy(req->body + req->body_len, data, n);
+    req->body_len += n;
+}
+
+/* ---- admission ---------------------------------------------------------- */
+
+static void worker_job(void *arg)
+{
+    struct tiled_req *req = arg;
+    req->t_work = tiled_now_us();
+    req->tm.queue_us = req->t_work - req->t_queued;
+    tiled_work_run(req);
+    /* Resume outside the lock: once resumed, the transport may finish and
+     * free the request (and its lock) at once. While suspended it cannot,
+     * so `conn` read under the lock is still valid. */
+    pthread_mutex_lock(&req->lock);
+    void *conn = req->suspended ? req->conn : NULL;
+    const struct tiled_conn_ops *ops = req->ops;
+    req->done = true;
+    req->suspended = false;
+    pthread_mutex_unlock(&req->lock);
+    if (conn)
+        ops->resume(conn);
+}
+
+/* Hands the request to the pool; false when the queue is full. */
+static bool offload(struct tiled_req *req)
+{
+    bool ok;
+    struct tiled_server *srv = req->srv;
+    pthread_mutex_lock(&req->lock);
+    req->t_queued = tiled_now_us();
+    pthread_mutex_lock(&srv->submit_lock);
+    ok = !atomic_load(&srv->stopping) && tile_pool_submit(srv->pool, worker_job, req) == 0;
+    pthread_mutex_unlock(&srv->submit_lock);
+    if (ok) {
+        req->suspended = true;
+        req->ops->suspend(req->conn);
+    }
+    pthread_mutex_unlock(&req->lock);
+    return ok;
+}
+
+bool tiled_service_dispatch(struct tiled_req *req)
+{
+    if (req->reply.status) /* the body was refused while it arrived */
+        return true;
+    req->route->handler(req);
+    if (req->reply.status) /* finished on this thread */
+        return true;
+    if (offload(req)) /* from here on the worker owns the reply: do not read it */
+        return false;
+    tiled_reply_error(&req->reply, TILED_UNAVAILABLE,
+                      "server overloaded: %lld requests are already queued; retry later", (long long)req->srv->cfg.queue);
+    tiled_reply_header(&req->reply, "Retry-After", "1");
+    return true;
+}
+
+/* ---- reply and end ------------------------------------------------------ */
+
+void tiled_service_sending(struct tiled_req *req, char *timing, size_t cap)
+{
+    const struct tiled_reply *r = &req->reply;
+    if (r->stream) /* a chunked (compressed) stream's length is not known here */
+        req->bytes_out = tiled_stream_size(r->stream) == UINT64_MAX ? 0 : tiled_stream_size(r->stream);
+    else
+        req->bytes_out = r->body_len;
+    req->t_sent = tiled_now_us();
+    if (!req->timings_final)
+        req->tm.total_us = req->t_sent - req->t_start;
+    tiled_server_timing(&req->tm, timing, cap);
+}
+
+void tiled_service_end(struct tiled_req *req, int status)
+{
+    req->duration_us = tiled_now_us() - req->t_start; /* one value for the log and the histogram */
+    tiled_log_access(req, status);
+    tiled_metrics_record(req, status);
+    tiled_trace_end(req, status);
+    if (req->v2_version)
+        tiled_v2_record(req->srv, req, status == TILED_OK);
+    req_free(req);
+}

@@ -1,0 +1,71 @@
+/* service.h - a request's life in the daemon, whatever carries it.
+ *
+ * DESIGN. A transport (server/http/ adapts libmicrohttpd, server/grpc/
+ * nghttp2) describes a request head
+ * (struct tiled_head), feeds the body, and sends the struct tiled_reply it
+ * gets back. Between those the service routes, checks the API key and the
+ * body's size, runs the handler, and admits the heavy part to the worker
+ * pool, parking the request through the transport's connection hooks
+ * (struct tiled_conn_ops) until a worker has the reply. Nothing here knows
+ * about sockets or HTTP framing; the handlers (handlers.h) only see the
+ * request and fill its reply, errors included (reply.h: one error route).
+ *
+ *     req = tiled_req_new(srv, &head, &ops)
+ *     tiled_service_route(req, authorization)     -> decided? send reply
+ *     tiled_service_expect_body(req, length)      -> decided? send reply
+ *     tiled_service_body(req, bytes, n) ...
+ *     tiled_service_dispatch(req)                 -> ready? send reply;
+ *                                                    else wait for ops->resume, then send
+ *     tiled_service_end(req, status)              (logs, metrics, frees)
+ */
+#ifndef TILED_SERVICE_H
+#define TILED_SERVICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "server.h"
+
+/* A request head, as the transport read it. Strings are borrowed and must
+ * stay valid until tiled_service_end(). */
+struct tiled_head {
+    enum tiled_transport transport;
+    const char *method;
+    const char *path;
+    /* A header's value, NULL when absent (name case-insensitive). */
+    const char *(*header)(void *conn, const char *name);
+};
+
+/* A new request on `conn` (NULL when out of memory). Query parameters are
+ * added by the transport with tiled_req_add_query(). */
+struct tiled_req *tiled_req_new(struct tiled_server *srv, const struct tiled_head *head, void *conn,
+                                const struct tiled_conn_ops *ops);
+void tiled_req_add_query(struct tiled_req *req, const char *key, const char *value);
+
+/* Finds the route and checks the API key. True when the reply is decided
+ * already (401, 404, 405): send it without reading the body. */
+bool tiled_service_route(struct tiled_req *req, const char *authorization);
+/* Sizes the body buffer from the declared length (NULL: unknown). True
+ * when the reply is decided (400 for a length that is not a number, 413
+ * above --max-body, 503 out of memory). */
+bool tiled_service_expect_body(struct tiled_req *req, const char *content_length);
+/* Runs the route's head check (route.h). True when the head alone decides
+ * the reply (415, 406, a malformed query, an unknown model...): it can go
+ * out before the body is read, and before "100 Continue". */
+bool tiled_service_check_head(struct tiled_req *req);
+/* Parses a Content-Length value: decimal digits only; -1 otherwise. */
+int tiled_parse_length(const char *s, uint64_t *out);
+/* Appends body bytes (a size error becomes the reply, sent at dispatch). */
+void tiled_service_body(struct tiled_req *req, const char *data, size_t n);
+/* The body is complete. True when the reply is ready to send; false when
+ * the request waits for a worker: the transport was asked to suspend the
+ * connection, and ops->resume() comes once req->done is set. */
+bool tiled_service_dispatch(struct tiled_req *req);
+/* Call just before sending: finishes the timings and counts the bytes;
+ * writes the Server-Timing value into timing[cap]. */
+void tiled_service_sending(struct tiled_req *req, char *timing, size_t cap);
+/* The exchange is over: `status` was sent (499: the client went away).
+ * Logs, counts and frees the request. */
+void tiled_service_end(struct tiled_req *req, int status);
+
+#endif

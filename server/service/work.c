@@ -1,0 +1,133 @@
+/* work.c - where a request's heavy part runs, and how its body is built.
+ *
+ * DESIGN. Protocol handlers (v1.c, v2.c) check what is cheap on the HTTP
+ * thread and set req->prepare (decode, plan, choose the encoder). Small
+ * requests, whose body and output both fit under --inline-max, are then
+ * finished on the spot, because a thread hand-off costs more than the
+ * work; everything else, compressed bodies included (their decoded size
+ * is unknown until inflated), is left for a worker (reply.status stays 0
+ * and tiled_service_dispatch queues it). Bodies up to --stream-threshold
+ * are built in memory; above it a stream produces them chunk by chunk.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "work.h"
+
+#include "bodycache.h"
+#include "clock.h"
+#include "compress.h"
+#include "inflate.h"
+#include "server.h"
+#include "stream.h"
+
+int tiled_work_plan(struct tiled_req *req, struct tile_error *e)
+{
+    struct tile_spec spec;
+    uint64_t t0 = tiled_now_us();
+    if (tile_request_spec(&req->treq, &req->srv->lim, &spec, e) < 0)
+        return -1;
+    spec.max_output_bytes = req->srv->lim.max_stream; /* the body checks max-output */
+    if (tile_plan_init(&req->plan, req->treq.input.dtype, req->treq.input.rank, req->treq.input.shape, &spec, e) < 0)
+        return -1;
+    req->tm.tile_us = tiled_now_us() - t0;
+    return 0;
+}
+
+static int build_body(struct tiled_req *req, struct tile_error *e)
+{
+    struct tiled_reply *r = &req->reply;
+    uint64_t size = tile_encoder_size(req->enc);
+    tiled_reply_set_body(r, tiled_bodycache_get(req->srv->bodies, size ? size : 1), size, tiled_bodycache_put);
+    if (!r->body)
+        return tile_error_set(e, TILE_ENOMEM, "cannot allocate a %llu byte response", (unsigned long long)size);
+    uint64_t t0 = tiled_now_us();
+    if (tile_encoder_fill(req->enc, r->body, req->srv->pool)) {
+        req->tm.tile_us += tiled_now_us() - t0;
+    } else {
+        /* The body's metrics and the Server-Timing header show the same
+         * figures: both are final once the body is built. */
+        uint64_t t1 = tiled_now_us();
+        req->tm.encode_us = t1 - t0;
+        req->tm.total_us = t1 - req->t_start;
+        req->timings_final = true;
+        tile_encoder_set_timings(req->enc, &req->tm);
+        size = tile_encoder_rewrite_metrics(req->enc, r->body);
+    }
+    r->body_len = size;
+    return 0;
+}
+
+static int produce(struct tiled_req *req, struct tile_error *e)
+{
+    struct tiled_server *srv = req->srv;
+    struct tiled_reply *r = &req->reply;
+    uint64_t size = tile_encoder_size(req->enc);
+    if (req->produce)
+        return req->produce(req, e); /* a handler's own answer (the shared-memory output) */
+    if (size > (uint64_t)srv->cfg.stream_threshold) {
+        r->stream = tiled_stream_init(req, (uint64_t)srv->cfg.stream_chunk);
+        if (!r->stream)
+            return tile_error_set(e, TILE_ENOMEM, "cannot set up the response stream");
+        r->release_stream = tiled_stream_free;
+    } else if (size > srv->lim.max_output) {
+        return tile_error_set(e, TILE_ETOOBIG, "output of %llu bytes exceeds the max-output limit of %llu bytes",
+                              (unsigned long long)size, (unsigned long long)srv->lim.max_output);
+    } else if (build_body(req, e) < 0 ||
+               tiled_reply_compress(r, tiled_coding_negotiate(req->accept_encoding), e) < 0) {
+        return -1;
+    }
+    /* The body depends on Accept-Encoding, compressed or not: caches must
+     * key on it (an HTTP matter: gRPC replies are never compressed here). */
+    if (req->transport == TILED_TRANSPORT_HTTP)
+        tiled_reply_header(r, "Vary", "Accept-Encoding");
+    r->status = TILED_OK;
+    return 0;
+}
+
+void tiled_work_fail(struct tiled_req *req, const struct tile_error *e)
+{
+    if (req->release)
+        req->release(req);
+    tiled_reply_free(&req->reply);
+    memset(&req->reply, 0, sizeof(req->reply));
+    tiled_reply_tile_error(&req->reply, e);
+}
+
+/* Decodes the body: 0 when prepared, -1 with `e` set, -2 when the reply
+ * is already decided (an error, or a handler's whole answer). */
+static int prepare(struct tiled_req *req, struct tile_error *e)
+{
+    if (req->enc)
+        return 0;
+    int rc = tiled_inflate_body(req, e);
+    return rc ? rc : req->prepare(req, e);
+}
+
+void tiled_work_run(struct tiled_req *req)
+{
+    struct tile_error e = {0};
+    int rc = prepare(req, &e);
+    if (rc == -1 || (rc == 0 && produce(req, &e) < 0))
+        tiled_work_fail(req, &e);
+}
+
+void tiled_work_start(struct tiled_req *req)
+{
+    uint64_t inline_max = (uint64_t)req->srv->cfg.inline_max;
+    struct tile_error e = {0};
+    /* Inline only what is known to be small: a compressed body may inflate
+     * to --max-body, and that work belongs on a worker, not on the thread
+     * that serves other connections. */
+    if (req->body_len > inline_max || tiled_inflate_needed(req))
+        return;
+    int rc = prepare(req, &e);
+    if (rc < 0) {
+        if (rc == -1)
+            tiled_work_fail(req, &e);
+        return;
+    }
+    if (tile_encoder_size(req->enc) <= inline_max && produce(req, &e) < 0)
+        tiled_work_fail(req, &e);
+}
