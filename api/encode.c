@@ -22,6 +22,7 @@
 #include "grow.h"
 #include "npy.h"
 #include "numfmt.h"
+#include "spare.h"
 
 #define TILE_INDEX_BATCH 4096
 #define TILE_METRIC_WIDTH 10
@@ -269,11 +270,15 @@ static int apply_frame(struct tile_encoder *enc, const struct tile_encode_frame 
     return 0;
 }
 
+/* The last freed encoder, for the next (spare.h): an encoder is about
+ * 15 KB, past glibc's per-thread caches. */
+static struct tile_spare spare_enc;
+
 struct tile_encoder *tile_encoder_new(enum tile_format fmt, const struct tile_plan *plan, struct tile_request *req,
                                       const struct tile_encode_frame *frame, uint64_t max_bytes,
                                       struct tile_error *e)
 {
-    struct tile_encoder *enc = malloc(sizeof(*enc));
+    struct tile_encoder *enc = tile_spare_take(&spare_enc, sizeof(*enc));
     if (!enc) {
         tile_request_free(req);
         tile_error_set(e, TILE_ENOMEM, "cannot allocate the response encoder");
@@ -316,7 +321,7 @@ void tile_encoder_free(struct tile_encoder *enc)
     free(enc->index_buf);
     free(enc->fixed_owned);
     tile_tensor_free(&enc->req.input);
-    free(enc);
+    tile_spare_give(&spare_enc, enc);
 }
 
 uint64_t tile_encoder_size(const struct tile_encoder *enc)
