@@ -95,12 +95,13 @@ int tile_format_from_media_type(const char *s, size_t len, enum tile_format *out
 struct piece_builder {
     char *blob;
     size_t len, cap;
+    size_t first; /* the first capacity */
 };
 
 /* Makes room for n more bytes. */
 static int builder_reserve(struct piece_builder *b, uint64_t n, struct tile_error *e)
 {
-    char *nb = n <= SIZE_MAX ? tile_grow(b->blob, &b->cap, b->len, (size_t)n, 1, 4096, SIZE_MAX) : NULL;
+    char *nb = n <= SIZE_MAX ? tile_grow(b->blob, &b->cap, b->len, (size_t)n, 1, b->first, SIZE_MAX) : NULL;
     if (!nb)
         return tile_error_set(e, TILE_ENOMEM, "cannot allocate %llu more bytes for the response", (unsigned long long)n);
     b->blob = nb;
@@ -162,8 +163,10 @@ static void fill_iota(void *dst, uint64_t n, uint64_t width)
 static int init_pieces(struct tile_encoder *enc, const struct tile_plan *p, struct tile_error *e)
 {
     const struct tile_tensor *in = &enc->req.input;
-    struct piece_builder b = {0};
     uint64_t n = p->in_elems;
+    /* Sized for the input, at most 4 KiB to start: a small request's
+     * pieces then fit in a block glibc serves from its per-thread cache. */
+    struct piece_builder b = {.first = n < 4096 / 16 ? 64 + (size_t)n * 16 : 4096};
     enc->piece_off = malloc((n + 1) * sizeof(uint64_t));
     if (!enc->piece_off)
         return tile_error_set(e, TILE_ENOMEM, "cannot allocate the response index");
@@ -184,7 +187,9 @@ static int init_pieces(struct tile_encoder *enc, const struct tile_plan *p, stru
     enc->data_len = data;
     enc->index_width = n <= UINT32_MAX ? 4 : 8;
     enc->index_in = malloc(n ? n * enc->index_width : 1);
-    enc->index_buf = malloc(TILE_INDEX_BATCH * enc->index_width);
+    /* One batch of output indices, or all of them when fewer. */
+    uint64_t batch = p->out_elems < TILE_INDEX_BATCH ? (p->out_elems ? p->out_elems : 1) : TILE_INDEX_BATCH;
+    enc->index_buf = malloc(batch * enc->index_width);
     if (!enc->index_in || !enc->index_buf)
         return tile_error_set(e, TILE_ENOMEM, "cannot allocate the response index");
     fill_iota(enc->index_in, n, enc->index_width);
