@@ -227,11 +227,21 @@ static int init_npy_strings(struct tile_encoder *enc, const struct tile_plan *p,
 static int init_head(struct tile_encoder *enc, const struct tile_plan *p, struct tile_error *e)
 {
     if (enc->fmt == TILE_FMT_JSON) {
-        char shape[TILE_MAX_RANK * 24];
-        tile_format_shape(p->out_shape, p->out_rank, true, shape, sizeof(shape));
-        int n = snprintf(enc->head, sizeof(enc->head), "{\"output\":{\"dtype\":\"%s\",\"shape\":%s,\"data\":[",
-                         tile_dtype_name(p->dtype), shape);
-        enc->head_len = (uint64_t)n;
+        /* {"output":{"dtype":"D","shape":[S],"data":[ put together by hand
+         * (snprintf was a thousand instructions of every small request);
+         * head holds the longest name and shape with room to spare. */
+        static const char pre[] = "{\"output\":{\"dtype\":\"", mid[] = "\",\"shape\":", data[] = ",\"data\":[";
+        const char *name = tile_dtype_name(p->dtype);
+        size_t o = 0, len = strlen(name);
+        memcpy(enc->head, pre, sizeof(pre) - 1);
+        o += sizeof(pre) - 1;
+        memcpy(enc->head + o, name, len);
+        o += len;
+        memcpy(enc->head + o, mid, sizeof(mid) - 1);
+        o += sizeof(mid) - 1;
+        o += tile_format_shape(p->out_shape, p->out_rank, true, enc->head + o, sizeof(enc->head) - o);
+        memcpy(enc->head + o, data, sizeof(data)); /* with its NUL */
+        enc->head_len = o + sizeof(data) - 1;
         return 0;
     }
     if (enc->fmt == TILE_FMT_NPY) {
