@@ -73,7 +73,7 @@ struct tiled_req *tiled_req_new(struct tiled_server *srv, const struct tiled_hea
     struct tiled_req *req = tile_spare_take(&spare_req, sizeof(*req));
     if (!req)
         return NULL;
-    memset(req, 0, offsetof(struct tiled_req, plan));
+    memset(req, 0, offsetof(struct tiled_req, query)); /* the rest: server.h */
     req->srv = srv;
     req->conn = conn;
     req->ops = ops;
