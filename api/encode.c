@@ -22,6 +22,7 @@
 #include "grow.h"
 #include "npy.h"
 #include "numfmt.h"
+#include "spare.h"
 
 #define TILE_INDEX_BATCH 4096
 #define TILE_METRIC_WIDTH 10
@@ -94,12 +95,13 @@ int tile_format_from_media_type(const char *s, size_t len, enum tile_format *out
 struct piece_builder {
     char *blob;
     size_t len, cap;
+    size_t first; /* the first capacity */
 };
 
 /* Makes room for n more bytes. */
 static int builder_reserve(struct piece_builder *b, uint64_t n, struct tile_error *e)
 {
-    char *nb = n <= SIZE_MAX ? tile_grow(b->blob, &b->cap, b->len, (size_t)n, 1, 4096, SIZE_MAX) : NULL;
+    char *nb = n <= SIZE_MAX ? tile_grow(b->blob, &b->cap, b->len, (size_t)n, 1, b->first, SIZE_MAX) : NULL;
     if (!nb)
         return tile_error_set(e, TILE_ENOMEM, "cannot allocate %llu more bytes for the response", (unsigned long long)n);
     b->blob = nb;
@@ -161,8 +163,10 @@ static void fill_iota(void *dst, uint64_t n, uint64_t width)
 static int init_pieces(struct tile_encoder *enc, const struct tile_plan *p, struct tile_error *e)
 {
     const struct tile_tensor *in = &enc->req.input;
-    struct piece_builder b = {0};
     uint64_t n = p->in_elems;
+    /* Sized for the input, at most 4 KiB to start: a small request's
+     * pieces then fit in a block glibc serves from its per-thread cache. */
+    struct piece_builder b = {.first = n < 4096 / 16 ? 64 + (size_t)n * 16 : 4096};
     enc->piece_off = malloc((n + 1) * sizeof(uint64_t));
     if (!enc->piece_off)
         return tile_error_set(e, TILE_ENOMEM, "cannot allocate the response index");
@@ -183,7 +187,9 @@ static int init_pieces(struct tile_encoder *enc, const struct tile_plan *p, stru
     enc->data_len = data;
     enc->index_width = n <= UINT32_MAX ? 4 : 8;
     enc->index_in = malloc(n ? n * enc->index_width : 1);
-    enc->index_buf = malloc(TILE_INDEX_BATCH * enc->index_width);
+    /* One batch of output indices, or all of them when fewer. */
+    uint64_t batch = p->out_elems < TILE_INDEX_BATCH ? (p->out_elems ? p->out_elems : 1) : TILE_INDEX_BATCH;
+    enc->index_buf = malloc(batch * enc->index_width);
     if (!enc->index_in || !enc->index_buf)
         return tile_error_set(e, TILE_ENOMEM, "cannot allocate the response index");
     fill_iota(enc->index_in, n, enc->index_width);
@@ -221,11 +227,21 @@ static int init_npy_strings(struct tile_encoder *enc, const struct tile_plan *p,
 static int init_head(struct tile_encoder *enc, const struct tile_plan *p, struct tile_error *e)
 {
     if (enc->fmt == TILE_FMT_JSON) {
-        char shape[TILE_MAX_RANK * 24];
-        tile_format_shape(p->out_shape, p->out_rank, true, shape, sizeof(shape));
-        int n = snprintf(enc->head, sizeof(enc->head), "{\"output\":{\"dtype\":\"%s\",\"shape\":%s,\"data\":[",
-                         tile_dtype_name(p->dtype), shape);
-        enc->head_len = (uint64_t)n;
+        /* {"output":{"dtype":"D","shape":[S],"data":[ put together by hand
+         * (snprintf was a thousand instructions of every small request);
+         * head holds the longest name and shape with room to spare. */
+        static const char pre[] = "{\"output\":{\"dtype\":\"", mid[] = "\",\"shape\":", data[] = ",\"data\":[";
+        const char *name = tile_dtype_name(p->dtype);
+        size_t o = 0, len = strlen(name);
+        memcpy(enc->head, pre, sizeof(pre) - 1);
+        o += sizeof(pre) - 1;
+        memcpy(enc->head + o, name, len);
+        o += len;
+        memcpy(enc->head + o, mid, sizeof(mid) - 1);
+        o += sizeof(mid) - 1;
+        o += tile_format_shape(p->out_shape, p->out_rank, true, enc->head + o, sizeof(enc->head) - o);
+        memcpy(enc->head + o, data, sizeof(data)); /* with its NUL */
+        enc->head_len = o + sizeof(data) - 1;
         return 0;
     }
     if (enc->fmt == TILE_FMT_NPY) {
@@ -269,11 +285,15 @@ static int apply_frame(struct tile_encoder *enc, const struct tile_encode_frame 
     return 0;
 }
 
+/* The last freed encoder, for the next (spare.h): an encoder is about
+ * 15 KB, past glibc's per-thread caches. */
+static struct tile_spare spare_enc;
+
 struct tile_encoder *tile_encoder_new(enum tile_format fmt, const struct tile_plan *plan, struct tile_request *req,
                                       const struct tile_encode_frame *frame, uint64_t max_bytes,
                                       struct tile_error *e)
 {
-    struct tile_encoder *enc = malloc(sizeof(*enc));
+    struct tile_encoder *enc = tile_spare_take(&spare_enc, sizeof(*enc));
     if (!enc) {
         tile_request_free(req);
         tile_error_set(e, TILE_ENOMEM, "cannot allocate the response encoder");
@@ -316,7 +336,7 @@ void tile_encoder_free(struct tile_encoder *enc)
     free(enc->index_buf);
     free(enc->fixed_owned);
     tile_tensor_free(&enc->req.input);
-    free(enc);
+    tile_spare_give(&spare_enc, enc);
 }
 
 uint64_t tile_encoder_size(const struct tile_encoder *enc)

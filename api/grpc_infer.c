@@ -289,6 +289,8 @@ static int read_input_view(struct infer_ctx *c, const struct tile_pb_field *msg,
     }
     if (rc < 0 || apply_tensor_parameters(c, params, &in->shm, &in->has_shm_offset) < 0)
         return -1;
+    if (!in->shm.used && !in->has_shm_offset && !in->shm.has_byte_size)
+        return 0; /* no shared memory named: nothing to check (the name is formatted for errors only) */
     char what[48];
     snprintf(what, sizeof(what), "input '%.*s'", (int)(in->name.len < 32 ? in->name.len : 32), in->name.ptr);
     return tile_v2_shm_ref_check(&in->shm, in->has_shm_offset, what, c->e);
@@ -519,9 +521,11 @@ static int read_output(struct infer_ctx *c, const struct tile_pb_field *msg)
     }
     if (rc < 0 || apply_tensor_parameters(c, params, shm, &has_offset) < 0)
         return -1;
+    c->out_in_shm |= shm->used;
+    if (!shm->used && !has_offset && !shm->has_byte_size)
+        return 0; /* as for an input */
     char what[48];
     snprintf(what, sizeof(what), "output '%.*s'", (int)(name->len < 32 ? name->len : 32), name->ptr);
-    c->out_in_shm |= shm->used;
     return tile_v2_shm_ref_check(shm, has_offset, what, c->e);
 }
 

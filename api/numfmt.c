@@ -498,6 +498,13 @@ static long escape(const char *s, size_t len, char *buf, size_t cap, bool replac
     size_t o = 0, run = 0;
     emit(buf, cap, &o, "\"", 1);
     for (size_t i = 0; i < len;) {
+        /* Printable ASCII other than the quote and the backslash (nearly
+         * every byte of what tiled quotes) is copied as it is: skip it
+         * before the byte-by-byte checks below. */
+        while (i < len && u[i] >= 0x20 && u[i] < 0x80 && u[i] != '"' && u[i] != '\\')
+            i++;
+        if (i == len)
+            break;
         char esc[6];
         size_t n = 0, in = 1;
         if (u[i] >= 0x80) {

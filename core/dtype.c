@@ -3,7 +3,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 
 #define FIXED(sz) .size = (sz), .wire_size = (sz)
 /* One number per element, or a complex pair of them (re, im). */
@@ -70,9 +69,22 @@ size_t tile_dtype_size(enum tile_dtype dtype)
     return t ? t->size : 0;
 }
 
+/* ASCII case folding, as strncasecmp does in the C locale. */
+static inline unsigned char fold(unsigned char c)
+{
+    return c >= 'A' && c <= 'Z' ? (unsigned char)(c + ('a' - 'A')) : c;
+}
+
+/* True when `want` (NUL-terminated) equals name[0..len) ignoring ASCII case.
+ * Compared byte by byte so that most rows are refused at their first byte
+ * (this runs for every JSON request: no strlen of all 48 table names). */
 static int name_equals(const char *want, const char *name, size_t len)
 {
-    return strlen(want) == len && strncasecmp(want, name, len) == 0;
+    size_t i = 0;
+    for (; i < len; i++)
+        if (want[i] == '\0' || fold((unsigned char)want[i]) != fold((unsigned char)name[i]))
+            return 0;
+    return want[i] == '\0';
 }
 
 /* True when `name` is one of the space-separated words of `list`. */
@@ -80,11 +92,15 @@ static int in_word_list(const char *list, const char *name, size_t len)
 {
     const char *p = list;
     while (*p) {
-        size_t w = strcspn(p, " ");
-        if (w == len && strncasecmp(p, name, len) == 0)
+        size_t i = 0;
+        while (i < len && p[i] != '\0' && p[i] != ' ' && fold((unsigned char)p[i]) == fold((unsigned char)name[i]))
+            i++;
+        if (i == len && (p[i] == '\0' || p[i] == ' '))
             return 1;
-        p += w;
-        p += strspn(p, " ");
+        while (*p && *p != ' ')
+            p++;
+        while (*p == ' ')
+            p++;
     }
     return 0;
 }
@@ -93,6 +109,13 @@ enum tile_dtype tile_dtype_parse(const char *name, size_t len)
 {
     if (!name || len == 0)
         return TILE_DTYPE_INVALID;
+    /* The canonical names first: what clients send nearly always, and no
+     * name is another row's ONNX, KServe or alias spelling (each name
+     * parses to its own row: tests/core/test_dtype.c), so the answer is the
+     * one the full search below would give. */
+    for (int d = 0; d < TILE_DTYPE_COUNT; d++)
+        if (name_equals(tile_dtypes[d].name, name, len))
+            return (enum tile_dtype)d;
     for (int d = 0; d < TILE_DTYPE_COUNT; d++) {
         const struct tile_dtype_traits *t = &tile_dtypes[d];
         if (name_equals(t->name, name, len) || name_equals(t->onnx, name, len) ||
@@ -105,7 +128,11 @@ enum tile_dtype tile_dtype_parse(const char *name, size_t len)
 enum tile_dtype tile_dtype_parse_kserve(const char *name, size_t len)
 {
     for (int d = 0; d < TILE_DTYPE_COUNT; d++) {
-        if (strlen(tile_dtypes[d].kserve) == len && memcmp(tile_dtypes[d].kserve, name, len) == 0)
+        const char *k = tile_dtypes[d].kserve;
+        size_t i = 0;
+        while (i < len && k[i] != '\0' && k[i] == name[i])
+            i++;
+        if (i == len && k[i] == '\0')
             return (enum tile_dtype)d;
     }
     return TILE_DTYPE_INVALID;

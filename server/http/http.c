@@ -61,9 +61,53 @@ static void conn_resume(void *conn)
 
 static const struct tiled_conn_ops mhd_conn_ops = {.suspend = conn_suspend, .resume = conn_resume};
 
+/* The request head's fields, listed once when the access handler first
+ * sees it: the dozen lookups a request makes (tiled_req_new, the CORS and
+ * route checks) then compare lengths in this array instead of each walking
+ * libmicrohttpd's list from the start. Its own thread only, and only while
+ * first_call runs; a head of more fields than fit is looked up in the
+ * library as before. */
+#define HEAD_SNAP_MAX 24
+struct head_snap {
+    const struct MHD_Connection *conn; /* whose head; NULL: not listed */
+    int n;
+    bool overflow;
+    struct {
+        const char *key, *value;
+        size_t key_len;
+    } f[HEAD_SNAP_MAX];
+};
+static _Thread_local struct head_snap *head_snap;
+
+static enum MHD_Result snap_field(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+                                  const char *value, size_t value_size)
+{
+    (void)kind;
+    (void)value_size;
+    struct head_snap *s = cls;
+    if (s->n == HEAD_SNAP_MAX) {
+        s->overflow = true;
+        return MHD_NO;
+    }
+    s->f[s->n].key = key;
+    s->f[s->n].key_len = key_size;
+    s->f[s->n].value = value;
+    s->n++;
+    return MHD_YES;
+}
+
+/* A field's value, NULL when absent; the first of its name, like
+ * MHD_lookup_connection_value. */
 static const char *lookup_header(void *conn, const char *name)
 {
-    return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
+    const struct head_snap *s = head_snap;
+    if (!s || s->conn != conn || s->overflow)
+        return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
+    size_t len = strlen(name);
+    for (int i = 0; i < s->n; i++)
+        if (s->f[i].key_len == len && strncasecmp(s->f[i].key, name, len) == 0)
+            return s->f[i].value;
+    return NULL;
 }
 
 static enum MHD_Result collect_query(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
@@ -143,7 +187,7 @@ static struct MHD_Response *body_response(struct tiled_req *req)
 static void add_cors_headers(struct MHD_Response *resp, const struct tiled_server *srv, struct MHD_Connection *c)
 {
     const char *const *h =
-        tiled_cors_answer_headers(srv->cfg.cors_origins, MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin"));
+        tiled_cors_answer_headers(srv->cfg.cors_origins, lookup_header(c, "Origin"));
     for (; h && h[0]; h += 2)
         MHD_add_response_header(resp, h[0], h[1]);
 }
@@ -212,8 +256,8 @@ static const char *origin_path(const char *url)
 /* Content-Length above 0, or a chunked body. */
 static bool announces_body(struct MHD_Connection *c)
 {
-    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    return MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING) ||
+    const char *cl = lookup_header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    return lookup_header(c, MHD_HTTP_HEADER_TRANSFER_ENCODING) ||
            (cl && strspn(cl, "0") != strlen(cl));
 }
 
@@ -318,8 +362,22 @@ static void *uri_logged(void *cls, const char *uri, struct MHD_Connection *c)
     return &uri_seen;
 }
 
+static enum MHD_Result first_call_of(struct tiled_server *srv, struct MHD_Connection *c, const char *url,
+                                     const char *method, const char *version, void **req_cls);
+
 static enum MHD_Result first_call(struct tiled_server *srv, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, void **req_cls)
+{
+    struct head_snap snap = {.conn = c};
+    MHD_get_connection_values_n(c, MHD_HEADER_KIND, snap_field, &snap);
+    head_snap = &snap;
+    enum MHD_Result rc = first_call_of(srv, c, url, method, version, req_cls);
+    head_snap = NULL;
+    return rc;
+}
+
+static enum MHD_Result first_call_of(struct tiled_server *srv, struct MHD_Connection *c, const char *url,
+                                     const char *method, const char *version, void **req_cls)
 {
     (void)version; /* its rules are the receive hook's (h1wire.h) */
     if (!tiled_headwatch_head_done(transport_of(srv)->headwatch, c))
@@ -341,8 +399,8 @@ static enum MHD_Result first_call(struct tiled_server *srv, struct MHD_Connectio
     MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_query, req);
     /* An answer decided by the head alone goes out before any upload. */
     if (origin_refused(req, c) || cors_preflight(req, c, method) ||
-        tiled_service_route(req, MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION)) ||
-        tiled_service_expect_body(req, MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH)) ||
+        tiled_service_route(req, lookup_header(c, MHD_HTTP_HEADER_AUTHORIZATION)) ||
+        tiled_service_expect_body(req, lookup_header(c, MHD_HTTP_HEADER_CONTENT_LENGTH)) ||
         tiled_service_check_head(req))
         return answer_from_head(req, c);
     /* The body's own deadline starts (headwatch.h). Without a body the

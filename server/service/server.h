@@ -117,10 +117,7 @@ struct tiled_req {
     bool suspended;
     bool done;                /* reply is ready */
     struct tiled_reply reply;
-    /* Decoded request, until the encoder takes it over. /v1 reads its
-     * query into it (and the query's dtype and shape into v1_qt) once, in
-     * the head check; the body joins it when decoded (v1.c). */
-    struct tile_request treq;
+    /* The query's dtype and shape, read by /v1 in the head check (v1.c). */
     struct tile_query_tensor v1_qt;
     struct tile_encoder *enc; /* owned; NULL until prepared, or once a stream has it */
     /* Protocol-specific decode + plan + encoder choice (v1.c, v2.c). */
@@ -144,15 +141,20 @@ struct tiled_req {
      * itself (region views) when it fails or is freed. */
     int (*produce)(struct tiled_req *req, struct tile_error *e);
     void (*release)(struct tiled_req *req);
-    /* Query parameters, collected once. */
+    /* Query parameters, collected once: the first nquery of query[]. */
+    int nquery;
+    bool query_overflow;
+    /* Large members last: tiled_req_new zeroes only what precedes them.
+     * These are set before any read: query[] up to nquery, treq by
+     * tile_request_init, plan by tile_plan_init. */
     struct tiled_kv {
         char key[32];
         char *value;
     } query[16];
-    int nquery;
-    bool query_overflow;
-    /* Large members last: req_init zeroes only what precedes them; this
-     * is written by tile_plan_init before any read. */
+    /* Decoded request, until the encoder takes it over. /v1 reads its
+     * query into it once, in the head check; the body joins it when
+     * decoded (v1.c). */
+    struct tile_request treq;
     struct tile_plan plan;
 };
 

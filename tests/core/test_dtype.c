@@ -105,6 +105,10 @@ static void parse_uses_len(void **state)
     assert_int_equal(tile_dtype_parse("int8 int16", 4), TILE_INT8);
     assert_int_equal(tile_dtype_parse("float32", 6), TILE_DTYPE_INVALID); /* "float3" */
     assert_int_equal(tile_dtype_parse("FP16,", 4), TILE_FLOAT16);
+    /* A NUL inside the name (JSON's \u0000) is a byte like any other. */
+    assert_int_equal(tile_dtype_parse("int8\0", 5), TILE_DTYPE_INVALID);
+    assert_int_equal(tile_dtype_parse("f4\0\0", 4), TILE_DTYPE_INVALID);
+    assert_int_equal(tile_dtype_parse("b1\0?", 4), TILE_DTYPE_INVALID);
 }
 
 static void unknown_names(void **state)
@@ -139,6 +143,7 @@ static void kserve_names_exact(void **state)
     }
     assert_int_equal(tile_dtype_parse_kserve("FP16,FP32", 4), TILE_FLOAT16);
     assert_int_equal(tile_dtype_parse_kserve("INT64", 4), TILE_DTYPE_INVALID);
+    assert_int_equal(tile_dtype_parse_kserve("FP32\0\0", 6), TILE_DTYPE_INVALID);
 }
 
 static void sizes(void **state)
