@@ -407,20 +407,15 @@ static size_t read_pieces(struct tile_encoder *enc, char *buf, size_t cap)
  * where snprintf's generality showed up in profiles. */
 static char *put_metric(char *p, const char *label, uint64_t v, int width)
 {
-    char digits[24];
-    int n = 0;
-    do {
-        digits[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
+    char digits[20];
+    int n = (int)tile_format_u64(digits, v);
     size_t l = strlen(label);
     memcpy(p, label, l);
     p += l;
     for (int i = n; i < width; i++)
         *p++ = ' ';
-    while (n)
-        *p++ = digits[--n];
-    return p;
+    memcpy(p, digits, (size_t)n);
+    return p + n;
 }
 
 static size_t write_tail(const struct tile_encoder *enc, int width, char *out)

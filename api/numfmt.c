@@ -174,7 +174,7 @@ static size_t put_str(char *out, const char *s)
     return n;
 }
 
-static size_t put_uint(char *out, uint64_t v)
+size_t tile_format_u64(char *out, uint64_t v)
 {
     char tmp[20];
     size_t n = 0;
@@ -192,7 +192,7 @@ static size_t put_int(char *out, bool neg, uint64_t mag)
     size_t o = 0;
     if (neg)
         out[o++] = '-';
-    return o + put_uint(out + o, mag);
+    return o + tile_format_u64(out + o, mag);
 }
 
 /* ---- exact decimal rounding ---------------------------------------------- */
@@ -382,7 +382,7 @@ static size_t layout(bool neg, const char *dg, int nd, int x, char *out)
         int ax = x < 0 ? -x : x;
         if (ax < 10)
             out[o++] = '0';
-        return o + put_uint(out + o, (uint64_t)ax);
+        return o + tile_format_u64(out + o, (uint64_t)ax);
     }
     if (x < 0) {
         out[o++] = '0';
@@ -443,7 +443,7 @@ size_t tile_json_format_element(enum tile_dtype dtype, const void *elem, char *b
         return put_int(buf, v < 0, v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
     }
     case TILE_CLASS_UINT:
-        return put_uint(buf, load_bits(elem, tr->size));
+        return tile_format_u64(buf, load_bits(elem, tr->size));
     case TILE_CLASS_FLOAT:
     case TILE_CLASS_BFLOAT:
         return format_real(real_kind_of(tr), load_bits(elem, tr->size), buf);

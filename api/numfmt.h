@@ -39,6 +39,11 @@
  * Returns the length; 0 for strings and invalid dtypes. Thread-safe. */
 size_t tile_json_format_element(enum tile_dtype dtype, const void *elem, char *buf);
 
+/* Writes v in decimal at `out` (at most 20 bytes, no NUL); returns the
+ * count. The one unsigned formatter: elements, the access line, the
+ * reply's metrics. */
+size_t tile_format_u64(char *out, uint64_t v);
+
 /* Writes `s` as a quoted JSON string: '"' and '\\' escaped, control
  * characters as \n \t \r \b \f or \u00XX (upper-case hex, as jansson
  * writes), everything else (UTF-8 included) as is. Returns the full length

@@ -355,19 +355,29 @@ static void send_message(struct grpc_call *call)
 
 /* Replaces the reply with an error of kind `f` (the request is not with a
  * worker). */
+/* Replaces the reply with an error: a fault of the table (fault >= 0), or
+ * a plain HTTP status (fault < 0: `status`). */
+static void replace_reply(struct grpc_call *call, int fault, int status, const char *fmt, va_list ap)
+{
+    struct tiled_reply *r = &call->req->reply;
+    char msg[512];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    tiled_reply_free(r);
+    memset(r, 0, sizeof(*r));
+    if (fault >= 0)
+        tiled_reply_fault(r, (enum tiled_fault)fault, "%s", msg);
+    else
+        tiled_reply_error(r, status, "%s", msg);
+}
+
 static void set_error(struct grpc_call *call, enum tiled_fault f, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void set_error(struct grpc_call *call, enum tiled_fault f, const char *fmt, ...)
 {
-    struct tiled_reply *r = &call->req->reply;
-    char msg[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    replace_reply(call, (int)f, 0, fmt, ap);
     va_end(ap);
-    tiled_reply_free(r);
-    memset(r, 0, sizeof(*r));
-    tiled_reply_fault(r, f, "%s", msg);
 }
 
 /* Replaces the reply with a plain HTTP refusal (the request is not a gRPC
@@ -376,15 +386,10 @@ static void set_http_error(struct grpc_call *call, int status, const char *fmt, 
     __attribute__((format(printf, 3, 4)));
 static void set_http_error(struct grpc_call *call, int status, const char *fmt, ...)
 {
-    struct tiled_reply *r = &call->req->reply;
-    char msg[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    replace_reply(call, -1, status, fmt, ap);
     va_end(ap);
-    tiled_reply_free(r);
-    memset(r, 0, sizeof(*r));
-    tiled_reply_error(r, status, "%s", msg);
 }
 
 static bool admit_reply(struct grpc_call *call);

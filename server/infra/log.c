@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "numfmt.h"
 #include "otlp.h"
 #include "server.h"
 #include "text.h"
@@ -148,15 +149,7 @@ static char *put(char *o, const char *s, size_t n)
 
 static char *put_u64(char *o, uint64_t v)
 {
-    char tmp[20];
-    size_t n = 0;
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    while (n)
-        *o++ = tmp[--n];
-    return o;
+    return o + tile_format_u64(o, v);
 }
 
 /* The access line is written field by field into one buffer, not built
