@@ -18,31 +18,54 @@
 #include "text.h"
 #include "work.h"
 
+/* RFC 9110 12.5.1: a format's weight is that of the most specific range
+ * that matches it (its own media type, then "application" with any
+ * subtype, then any type; the first of equally specific ones), so JSON at
+ * q=0 before any type at q=1 refuses JSON even for a JSON request. The
+ * heaviest format above q 0 wins; of equally heavy ones, the one whose
+ * range comes first in the list, and of the formats one wildcard matches,
+ * the request's own (`dflt`). */
 int tiled_negotiate_format(const char *accept, enum tile_format dflt, enum tile_format *out)
 {
     if (!accept[0]) {
         *out = dflt;
         return 0;
     }
-    int best_q = 0;
-    int found = -1;
+    int q[TILE_FMT_COUNT] = {0}, spec[TILE_FMT_COUNT], pos[TILE_FMT_COUNT] = {0};
+    for (int f = 0; f < TILE_FMT_COUNT; f++)
+        spec[f] = -1;
     struct tiled_accept_elem el;
-    for (const char *p = accept; tiled_accept_next(&p, &el);) {
-        enum tile_format f;
-        int ok = tile_format_from_media_type(el.name, el.name_len, &f) == 0;
-        if (!ok && ((el.name_len == 3 && memcmp(el.name, "*/*", 3) == 0) ||
-                    (el.name_len == 13 && strncasecmp(el.name, "application/*", 13) == 0))) {
-            f = dflt;
-            ok = 1;
-        }
-        if (ok && el.q > best_q) {
-            best_q = el.q;
-            found = (int)f;
+    int i = 0;
+    for (const char *p = accept; tiled_accept_next(&p, &el); i++) {
+        enum tile_format one;
+        int s;
+        if (tile_format_from_media_type(el.name, el.name_len, &one) == 0)
+            s = 2;
+        else if (el.name_len == 13 && strncasecmp(el.name, "application/*", 13) == 0)
+            s = 1; /* every format is an application/ type */
+        else if (el.name_len == 3 && memcmp(el.name, "*/*", 3) == 0)
+            s = 0;
+        else
+            continue;
+        for (int f = 0; f < TILE_FMT_COUNT; f++) {
+            if ((s < 2 || f == (int)one) && s > spec[f]) {
+                spec[f] = s;
+                q[f] = el.q;
+                pos[f] = i;
+            }
         }
     }
-    if (found < 0)
+    int best = -1;
+    for (int f = 0; f < TILE_FMT_COUNT; f++) {
+        if (q[f] <= 0)
+            continue;
+        if (best < 0 || q[f] > q[best] || (q[f] == q[best] && (pos[f] < pos[best] ||
+                                                               (pos[f] == pos[best] && f == (int)dflt))))
+            best = f;
+    }
+    if (best < 0)
         return -1;
-    *out = (enum tile_format)found;
+    *out = (enum tile_format)best;
     return 0;
 }
 

@@ -1,7 +1,7 @@
 /* accept.c - Accept and Accept-Encoding elements and weights (see accept.h). */
 #include "accept.h"
 
-#include <string.h>
+#include <stdint.h>
 
 static bool is_ows(char c)
 {
@@ -23,6 +23,31 @@ static int qvalue(const char *s, size_t n)
     return q;
 }
 
+/* Length of s[0, n) up to its first `stop` outside a quoted string
+ * (RFC 9110 5.6.4: from '"' to '"', a backslash taking the next byte
+ * as it is), or
+ * up to n or the end of s. A parameter value such as charset="a,b;q=0"
+ * neither ends its element nor its parameter there; an unclosed quoted
+ * string runs to the end of the header. */
+static size_t span_to(const char *s, size_t n, char stop)
+{
+    bool quoted = false;
+    size_t i = 0;
+    for (; i < n && s[i]; i++) {
+        if (quoted) {
+            if (s[i] == '\\' && i + 1 < n && s[i + 1])
+                i++;
+            else if (s[i] == '"')
+                quoted = false;
+        } else if (s[i] == stop) {
+            break;
+        } else if (s[i] == '"') {
+            quoted = true;
+        }
+    }
+    return i;
+}
+
 bool tiled_accept_next(const char **p, struct tiled_accept_elem *el)
 {
     const char *s = *p;
@@ -32,11 +57,9 @@ bool tiled_accept_next(const char **p, struct tiled_accept_elem *el)
         *p = s;
         return false;
     }
-    size_t len = strcspn(s, ",");
+    size_t len = span_to(s, SIZE_MAX, ',');
     *p = s + len;
-    size_t name = strcspn(s, ";");
-    if (name > len)
-        name = len;
+    size_t name = span_to(s, len, ';');
     el->name = s;
     el->name_len = name;
     while (el->name_len && is_ows(s[el->name_len - 1]))
@@ -47,9 +70,7 @@ bool tiled_accept_next(const char **p, struct tiled_accept_elem *el)
         i++; /* the ';' */
         while (i < len && is_ows(s[i]))
             i++;
-        size_t end = i;
-        while (end < len && s[end] != ';')
-            end++;
+        size_t end = i + span_to(s + i, len - i, ';');
         size_t vend = end;
         while (vend > i && is_ows(s[vend - 1]))
             vend--;

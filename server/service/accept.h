@@ -6,6 +6,10 @@
  * `q=` anywhere else than as a parameter of its own ("xq=1") is not a
  * weight, and a weight that is not a qvalue ("q=2", "q=0.5000", "q=nan",
  * "q=1e0") makes its element unacceptable (q 0) rather than guessed at.
+ * A ',' or ';' inside a quoted parameter value (charset="a,b;q=0") is part
+ * of the value; an unclosed quoted string runs to the end of the header.
+ * tests/server/test_accept_differential.py compares both negotiations with
+ * werkzeug's reading of the same headers.
  */
 #ifndef TILED_ACCEPT_H
 #define TILED_ACCEPT_H

@@ -60,6 +60,19 @@ static void test_what_is_not_a_weight(void **state)
     expect("gzip;a=\"q=0\"", "gzip=1000");
 }
 
+/* A ',' or ';' inside a quoted parameter value belongs to the value: it
+ * neither ends the element nor starts a parameter (RFC 9110 5.6.4, 5.6.6). */
+static void test_quoted_strings(void **state)
+{
+    (void)state;
+    expect("text/plain;charset=\"utf-8;q=0\", gzip;q=0.5", "text/plain=1000 gzip=500");
+    expect("a;x=\"b,c\";q=0.2, d", "a=200 d=1000");
+    expect("a;x=\"b\\\",c;q=0\";q=0.3,d;q=0", "a=300 d=0");
+    expect("a;q=0.1;x=\",\", b", "a=100 b=1000");
+    expect("a;x=\"\\\\\";q=0, b", "a=0 b=1000");
+    expect("a;x=\"open, b;q=0", "a=1000");
+}
+
 static void test_coding_negotiation(void **state)
 {
     (void)state;
@@ -77,6 +90,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_elements_and_weights),
         cmocka_unit_test(test_what_is_not_a_weight),
+        cmocka_unit_test(test_quoted_strings),
         cmocka_unit_test(test_coding_negotiation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -96,6 +96,18 @@ static void negotiate(void **state)
     assert_int_equal(tiled_negotiate_format("text/html, */*;q=0.1", TILE_FMT_RAW, &f), 0);
     assert_int_equal(f, TILE_FMT_RAW);
     assert_int_equal(tiled_negotiate_format("text/html", TILE_FMT_JSON, &f), -1);
+    /* The most specific range decides a format's weight (RFC 9110 12.5.1). */
+    assert_int_equal(tiled_negotiate_format("application/json;q=0, */*", TILE_FMT_JSON, &f), 0);
+    assert_int_equal(f, TILE_FMT_RAW);
+    assert_int_equal(tiled_negotiate_format("*/*;q=0.9, application/json;q=0.5", TILE_FMT_JSON, &f), 0);
+    assert_int_equal(f, TILE_FMT_RAW);
+    assert_int_equal(tiled_negotiate_format("*/*, application/*;q=0.2, application/x-npy;q=0.1", TILE_FMT_NPY, &f), 0);
+    assert_int_equal(f, TILE_FMT_JSON);
+    assert_int_equal(tiled_negotiate_format("application/*;q=0.4, */*", TILE_FMT_RAW, &f), 0);
+    assert_int_equal(f, TILE_FMT_RAW);
+    assert_int_equal(tiled_negotiate_format("*/*;q=0.3, application/*;q=0", TILE_FMT_JSON, &f), -1);
+    assert_int_equal(tiled_negotiate_format("Application/JSON;q=0.5;level=1, application/x-npy;q=0.5", TILE_FMT_RAW, &f), 0);
+    assert_int_equal(f, TILE_FMT_JSON);
 }
 
 static void model_paths(void **state)
