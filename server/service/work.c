@@ -1,7 +1,9 @@
 /* work.c - where a request's heavy part runs, and how its body is built.
  *
- * DESIGN. Protocol handlers (v1.c, v2.c) check what is cheap on the HTTP
- * thread and set req->prepare (decode, plan, choose the encoder). Small
+ * DESIGN. Protocol handlers (v1.c, v2_infer.c for both v2 wires, and
+ * v2_grpc.c and v2_shm.c for messages they leave to a worker) check what
+ * is cheap on the transport's thread and set req->prepare (decode, plan,
+ * choose the encoder: the contract is in work.h). Small
  * requests, whose body and output both fit under --inline-max, are then
  * finished on the spot, because a thread hand-off costs more than the
  * work; everything else, compressed bodies included (their decoded size
