@@ -9,7 +9,7 @@
  *
  * Threads: a connection, its session and its calls belong to the loop
  * thread that accepted it (nghttp2 is not thread-safe); other threads
- * reach a call only through tiled_grpc_call_resume() (the service's
+ * reach a call only through grpc_call_resume() (the service's
  * ops->resume), which queues it on its loop's ready list under a lock.
  */
 #ifndef TILED_GRPC_H2_H
