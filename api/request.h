@@ -88,8 +88,8 @@ int tile_v1_json_decode(const char *body, size_t len, const struct tile_limits *
                         struct tile_error *e);
 /* Raw element bytes; dtype and shape come from `qt` (both required). Strings
  * use the 4-byte little-endian length prefix layout. */
-int tile_raw_decode(const void *body, size_t len, const struct tile_query_tensor *qt,
-                       const struct tile_limits *lim, struct tile_request *r, struct tile_error *e);
+int tile_raw_decode(const void *body, size_t len, const struct tile_query_tensor *qt, const struct tile_limits *lim,
+                    struct tile_request *r, struct tile_error *e);
 int tile_v1_npy_decode(const void *body, size_t len, const struct tile_limits *lim, struct tile_request *r,
                        struct tile_error *e);
 
