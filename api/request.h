@@ -55,7 +55,7 @@ int tile_request_spec(const struct tile_request *r, const struct tile_limits *li
 /* Applies one query parameter (`repeats`, `semantics`, `tiles`, `axis`,
  * and with `allow_tensor` also `dtype` and `shape`). Values are as in a URL
  * after percent-decoding: comma-separated integers for lists. Unknown keys
- * are an error naming the key. `dtype_out`/`shape` receive dtype and shape. */
+ * are an error naming the key. `qt` receives dtype and shape. */
 struct tile_query_tensor {
     bool has_dtype, has_shape;
     enum tile_dtype dtype;

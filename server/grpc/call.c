@@ -542,7 +542,7 @@ void grpc_call_head_done(struct grpc_call *call, bool end_stream)
     }
     if (call->req->route->streams) {
         call->streaming = true;
-        call->recv_deadline_us = 0; /* a message's own clock starts with its prefix (stream_read) */
+        call->recv_deadline_us = 0; /* a message's own clock starts with its prefix (stream_message_start) */
     }
     if (end_stream)
         grpc_call_request_end(call);

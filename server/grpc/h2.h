@@ -146,7 +146,7 @@ struct grpc_conn {
      * every stream it opened before it saw the notice, brings the final
      * GOAWAY with the last stream id, and each stream up to it is served.
      * The session ends once they are answered; the socket then lingers
-     * (written side shut) until the client closes or linger_until. */
+     * (written side shut) until the client closes or linger_until_us. */
     enum { GOAWAY_NONE, GOAWAY_NOTICE, GOAWAY_FINAL } goaway;
     uint64_t goaway_at_us;     /* when the notice was submitted */
     bool goaway_pinged;        /* the notice went, and its PING after it */
