@@ -81,7 +81,8 @@ static int produce(struct tiled_req *req, struct tile_error *e)
         return -1;
     }
     /* The body depends on Accept-Encoding, compressed or not: caches must
-     * key on it (an HTTP matter: gRPC replies are never compressed here). */
+     * key on it (an HTTP matter: the gRPC transport hides accept-encoding
+     * from the service, so its replies are never compressed here). */
     if (req->transport == TILED_TRANSPORT_HTTP)
         tiled_reply_header(r, "Vary", "Accept-Encoding");
     r->status = TILED_OK;
