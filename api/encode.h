@@ -1,4 +1,5 @@
-/* encode.h - response bodies for /v1/tile, produced as a sequential stream.
+/* encode.h - response bodies of a tile, produced as a sequential stream
+ * (/v1/tile's own formats; v2 and gRPC replies through a caller's frame).
  *
  * An encoder turns (plan, input) into the bytes of one response body in a
  * given format, with its exact length known before the first byte, and

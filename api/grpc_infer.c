@@ -3,8 +3,9 @@
  * DESIGN. The request is walked in place with the wire reader: strings and
  * raw contents stay views into the message. Each input's data is brought
  * to the raw layout (raw contents as they are, typed contents converted in
- * two passes: count, then fill) and handed to tile_raw_decode(), so size
- * checks and messages are those of HTTP binary data.
+ * two passes: count, then fill) and handed to tile_v2_raw_tensor() (the
+ * same tile_raw_decode() HTTP binary data goes through), so size checks
+ * and messages are those of HTTP binary data.
  *
  * Which typed field carries a datatype depends only on its class and
  * element width (INT8..INT32 share int_contents, narrowed to their low

@@ -32,10 +32,10 @@
  * malloc'd and copied, tensor payloads included) that the daemon would then
  * turn into tensors: 31% more instructions per small call and twice the peak memory
  * and copies for a large one than reading in place straight into the
- * tensors. The hand-kept part is this reader and writer (376 lines) and 36
+ * tensors. The hand-kept part is this reader and writer (377 lines) and 36
  * field-number constants in grpc_infer.c, grpc_msgs.c and grpc_reflect.c
  * beside the semantic rules they would need either way; protobuf-c would
- * replace the 376 with 9,404 generated lines, protoc-c at build time and
+ * replace the 377 with 9,404 generated lines, protoc-c at build time and
  * libprotobuf-c at run time. For a small fast C server that is the wrong
  * trade, so the codec stays hand-written, and its correctness is checked
  * against protobuf-c and the protobuf package instead: fuzz/fuzz_pbdiff.c

@@ -402,8 +402,8 @@ static int raw_check_len(size_t len, const struct tile_query_tensor *qt, struct 
                           len, shape, (unsigned long long)nelem, (unsigned long long)need);
 }
 
-int tile_raw_decode(const void *body, size_t len, const struct tile_query_tensor *qt,
-                       const struct tile_limits *lim, struct tile_request *r, struct tile_error *e)
+int tile_raw_decode(const void *body, size_t len, const struct tile_query_tensor *qt, const struct tile_limits *lim,
+                    struct tile_request *r, struct tile_error *e)
 {
     tile_tensor_free(&r->input);
     if (!qt || !qt->has_dtype)

@@ -1,8 +1,9 @@
-/* request.h - a decoded /v1/tile request, whatever format it arrived in.
+/* request.h - a decoded tile request, whatever format it arrived in.
  *
  * The three /v1 decoders (JSON body, raw body + query, .npy body + query)
- * all produce a struct tile_request; the server then plans and runs it
- * without knowing where it came from.
+ * produce a struct tile_request, and the Open Inference Protocol decoders
+ * (v2.h, grpc_infer.h) map their inputs onto one; the server then plans
+ * and runs it without knowing where it came from.
  * Ownership: the request owns `input` (and its string bytes); free it with
  * tile_request_free(). Decoders leave the request freeable on error.
  */
@@ -55,7 +56,7 @@ int tile_request_spec(const struct tile_request *r, const struct tile_limits *li
 /* Applies one query parameter (`repeats`, `semantics`, `tiles`, `axis`,
  * and with `allow_tensor` also `dtype` and `shape`). Values are as in a URL
  * after percent-decoding: comma-separated integers for lists. Unknown keys
- * are an error naming the key. `dtype_out`/`shape` receive dtype and shape. */
+ * are an error naming the key. `qt` receives dtype and shape. */
 struct tile_query_tensor {
     bool has_dtype, has_shape;
     enum tile_dtype dtype;
@@ -87,9 +88,10 @@ int tile_parse_int64(const char *s, size_t len, int64_t *out, const char *what, 
 int tile_v1_json_decode(const char *body, size_t len, const struct tile_limits *lim, struct tile_request *r,
                         struct tile_error *e);
 /* Raw element bytes; dtype and shape come from `qt` (both required). Strings
- * use the 4-byte little-endian length prefix layout. */
-int tile_raw_decode(const void *body, size_t len, const struct tile_query_tensor *qt,
-                       const struct tile_limits *lim, struct tile_request *r, struct tile_error *e);
+ * use the 4-byte little-endian length prefix layout. /v1 raw bodies, v2
+ * binary data and gRPC raw contents all go through it (tile_v2_raw_tensor). */
+int tile_raw_decode(const void *body, size_t len, const struct tile_query_tensor *qt, const struct tile_limits *lim,
+                    struct tile_request *r, struct tile_error *e);
 int tile_v1_npy_decode(const void *body, size_t len, const struct tile_limits *lim, struct tile_request *r,
                        struct tile_error *e);
 

@@ -150,8 +150,8 @@ int tile_v2_shm_uint(const char *what, int64_t n, uint64_t *out, struct tile_err
  * names the tensor ("input 'x'"). */
 int tile_v2_shm_ref_check(const struct tile_v2_shm_ref *ref, bool has_offset, const char *what, struct tile_error *e);
 
-/* Model metadata / config JSON for one version (NUL-terminated, malloc'd;
- * NULL when out of memory). */
+/* Model metadata / config JSON for one version, HTTP's documents (v2.c,
+ * not v2_model.c; NUL-terminated, malloc'd; NULL when out of memory). */
 char *tile_v2_model_metadata(int version);
 char *tile_v2_model_config(int version);
 

@@ -2,7 +2,7 @@
  *
  *   tiled tile ...              tile a .npy file offline (tile.c)
  *   tiled probe URL             exit 0 when URL answers 2xx (probe.c)
- *   tiled [serve] [options]     run the HTTP daemon (server/serve.c)
+ *   tiled [serve] [options]     run the daemon: HTTP, gRPC (server/serve.c)
  *
  * DESIGN. The CLI depends on core/ and api/ only. The daemon's entry point
  * is reached through one function with the signature every subcommand has

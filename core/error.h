@@ -6,7 +6,8 @@
  *   - the first error wins: a later tile_error_set() on a set error is a no-op,
  *     so the innermost (most specific) message survives;
  *   - messages are bounded and always NUL-terminated (truncated if needed).
- * Mapping codes to HTTP statuses happens once, in server/.
+ * Mapping codes to HTTP statuses and gRPC codes happens once, in the
+ * daemon's fault table (server/service/reply.c).
  */
 #ifndef TILE_ERROR_H
 #define TILE_ERROR_H

@@ -1,9 +1,10 @@
-/* grow.h - the one growable-buffer step every module uses.
+/* grow.h - the one growable-buffer step.
  *
- * Request bodies, encoded replies, protobuf messages, inflated data,
- * metrics text and the gRPC output queue all grow the same way: double the
- * capacity until the new bytes fit, never past a limit, and never let the
- * size arithmetic wrap (a wrapped capacity is a heap overflow on the next
+ * Request bodies (service.c), the encoder's pieces (encode.c), JSON data
+ * of unknown shape (jsondata.c), protobuf replies (grpc_msgs.c) and
+ * inflated bodies (compress.c) all grow the same way: double the capacity
+ * until the new bytes fit, never past a limit, and never let the size
+ * arithmetic wrap (a wrapped capacity is a heap overflow on the next
  * memcpy). Each module keeps its own struct (a pointer, a length, a
  * capacity) and calls this for the step that is the same everywhere.
  */

@@ -1,9 +1,12 @@
 /* pool.c - worker pool (see pool.h).
  *
- * DESIGN. One mutex guards two rings: `help` holds tasks posted by
- * tile_pool_parallel() and `jobs` holds submitted jobs. Workers always take
- * help first, so a running request that splits its work gets idle threads
- * before queued requests start (finishing work beats starting work). A
+ * DESIGN. One mutex guards two rings and a list: `help` holds tasks
+ * posted by tile_pool_parallel(), `jobs` holds submitted jobs, and the
+ * continuations of admitted work (tile_pool_continue) wait in a FIFO
+ * between them. Workers take help first, then continuations, then jobs,
+ * so a running request that splits its work, or streams its next chunk,
+ * gets idle threads before queued requests start (finishing work beats
+ * starting work). A
  * parallel section lives on the heap with a reference count: a helper that
  * is dequeued after the section finished finds no task left and just drops
  * its reference, so the caller never waits for helpers that are still

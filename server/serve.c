@@ -1,7 +1,7 @@
 /* serve.c - the daemon's lifecycle: configure, listen, drain, exit.
  *
  * DESIGN. Signals are blocked in every thread (the mask is inherited by
- * the pool and MHD threads created after it is set) and taken
+ * the pool's and the transports' threads created after it is set) and taken
  * synchronously by the main thread with sigwait, so shutdown logic runs in
  * ordinary code, not in a handler. Drain: stop accepting (quiesce), report
  * not-ready, wait for in-flight requests and for the gRPC connections to
@@ -168,7 +168,7 @@ static int serve(struct tiled_server *srv)
     drain(srv);
     /* Whatever is still in flight after the drain timeout is cut short:
      * suspended streams are woken to end, queued jobs still run (and resume
-     * their connections) while MHD is up, then MHD stops. */
+     * their connections) while the transports are up, then they stop. */
     pthread_mutex_lock(&srv->submit_lock);
     atomic_store(&srv->stopping, true);
     pthread_mutex_unlock(&srv->submit_lock);
@@ -177,7 +177,7 @@ static int serve(struct tiled_server *srv)
     tiled_grpc_stop(srv);
     tiled_http_stop(srv);
     tile_pool_free(srv->pool);
-    tiled_bodycache_free(srv->bodies); /* after MHD: it has given back every body */
+    tiled_bodycache_free(srv->bodies); /* after the transports: they have given back every body */
     tiled_shm_free(srv->shm); /* no request holds a region any more */
     srv->shm = NULL;
     tiled_trace_stop(); /* both transports are stopped: no request adds spans */

@@ -1,4 +1,5 @@
-/* serve.h - `tiled serve`: run the HTTP daemon until SIGTERM/SIGINT. */
+/* serve.h - `tiled serve`: run the daemon (HTTP, and gRPC with --grpc-port)
+ * until SIGTERM/SIGINT. */
 #ifndef TILED_SERVE_H
 #define TILED_SERVE_H
 

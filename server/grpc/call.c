@@ -1,5 +1,5 @@
 /* call.c - one gRPC call, an HTTP/2 stream, as one service request
- * (the interface is service.h; gRPC's rules are PROTOCOL-HTTP2.md).
+ * (the interface is service.h; gRPC's rules are its PROTOCOL-HTTP2.md).
  *
  * DESIGN. The call describes its metadata to the service like server/http/
  * describes an HTTP head, feeds the request message to it as DATA arrives
@@ -14,7 +14,8 @@
  * byte of the message: a content-type that is not gRPC (HTTP 415), a
  * grpc-encoding other than identity, gzip or deflate (UNIMPLEMENTED; a
  * compressed message is named to the service as the request's
- * content_encoding, and v2_grpc.c inflates it), a message above
+ * content_encoding, and the work path inflates it on a worker,
+ * inflate.c), a message above
  * --max-grpc-message (RESOURCE_EXHAUSTED, before it is allocated) and a
  * second message in a unary call. A call is not refused for the drain:
  * every stream the final GOAWAY covers is served (loop.c, conn.c).
@@ -546,7 +547,7 @@ void grpc_call_head_done(struct grpc_call *call, bool end_stream)
     }
     if (call->req->route->streams) {
         call->streaming = true;
-        call->recv_deadline_us = 0; /* a message's own clock starts with its prefix (stream_read) */
+        call->recv_deadline_us = 0; /* a message's own clock starts with its prefix (stream_message_start) */
     }
     if (end_stream)
         grpc_call_request_end(call);

@@ -9,7 +9,7 @@
  *
  * Threads: a connection, its session and its calls belong to the loop
  * thread that accepted it (nghttp2 is not thread-safe); other threads
- * reach a call only through tiled_grpc_call_resume() (the service's
+ * reach a call only through grpc_call_resume() (the service's
  * ops->resume), which queues it on its loop's ready list under a lock.
  */
 #ifndef TILED_GRPC_H2_H
@@ -146,7 +146,7 @@ struct grpc_conn {
      * every stream it opened before it saw the notice, brings the final
      * GOAWAY with the last stream id, and each stream up to it is served.
      * The session ends once they are answered; the socket then lingers
-     * (written side shut) until the client closes or linger_until. */
+     * (written side shut) until the client closes or linger_until_us. */
     enum { GOAWAY_NONE, GOAWAY_NOTICE, GOAWAY_FINAL } goaway;
     uint64_t goaway_at_us;     /* when the notice was submitted */
     bool goaway_pinged;        /* the notice went, and its PING after it */

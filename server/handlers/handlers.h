@@ -1,5 +1,6 @@
-/* handlers.h - the route handlers (v1.c, v2.c, ops.c): each turns a
- * request into a reply, or hands it to work.c to finish. */
+/* handlers.h - the route handlers the route table names (v1.c, v2.c,
+ * v2_shm.c, v2_grpc.c, ops.c): each turns a request into a reply, or hands
+ * it to work.c to finish. */
 #ifndef TILED_HANDLERS_H
 #define TILED_HANDLERS_H
 

@@ -7,7 +7,7 @@
  * pwrite would avoid the signal but costs the copy this extension exists to
  * remove. So the handler contains it instead:
  *   - SIGBUS is synchronous: it is delivered to the faulting thread, in the
- *     middle of the load or store (a pool worker's or the HTTP thread's);
+ *     middle of the load or store (a pool worker's or a transport's thread);
  *   - the handler looks the address up in a fixed table of mapped ranges
  *     (`slots`, read with atomics only: no lock, no allocation), and maps
  *     private anonymous memory over the rest of that range with MAP_FIXED

@@ -15,7 +15,7 @@
  *   - regions are reference-counted: one unregistered or replaced while a
  *     request uses it stays mapped until that request lets it go;
  *   - a client that shrinks its object while a request touches it would
- *     make the kernel raise SIGBUS on whichever thread (HTTP or worker)
+ *     make the kernel raise SIGBUS on whichever thread (a transport's or a worker)
  *     touches a page past the new end. A SIGBUS handler that finds the
  *     faulting address inside a mapped region maps anonymous memory over the
  *     rest of that region and marks it truncated, so the interrupted load or

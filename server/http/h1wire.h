@@ -2,9 +2,9 @@
  * connection (RFC 9112), for the transport's receive hook (wirehook.c).
  *
  * It follows the stream the client sends: each request head, checked line
- * by line against the rules that let two parties read one message two ways
- * (EDGES.md section 1), then its body by Content-Length or chunked coding,
- * to where the next head starts. It accepts only what libmicrohttpd frames
+ * by line against the rules that let two parties read one message two
+ * ways (docs/security.md, "HTTP framing"), then its body by Content-Length
+ * or chunked coding, to where the next head starts. It accepts only what libmicrohttpd frames
  * the same way (one Content-Length of digits; one Transfer-Encoding line
  * that is exactly "chunked"; CRLF line ends), so that on every accepted
  * stream the two agree byte for byte on where each message ends. The first

@@ -1,4 +1,4 @@
-/* clock.c - clocks and a bounded string copy (see clock.h). */
+/* clock.c - the daemon's clocks (see clock.h). */
 #include "clock.h"
 
 #include <string.h>

@@ -1,4 +1,5 @@
-/* clock.h - clocks and a bounded string copy, used by every server module. */
+/* clock.h - the daemon's clocks, used by every server module (the bounded
+ * string copy is text.h's). */
 #ifndef TILED_CLOCK_H
 #define TILED_CLOCK_H
 

@@ -21,7 +21,7 @@ struct tiled_config {
     char host[256];
     int64_t port;
     int64_t workers;          /* tiling worker threads; 0 = online CPUs */
-    int64_t http_threads;     /* libmicrohttpd event-loop threads */
+    int64_t http_threads;     /* event-loop threads of each transport (HTTP, gRPC) */
     int64_t grpc_port;        /* -1 = no gRPC listener, 0 = a free port */
     int64_t max_grpc_message; /* bytes of one gRPC message, either way */
     int64_t max_grpc_conn_memory; /* request-message and unsent reply bytes one gRPC connection's calls hold */
@@ -40,7 +40,7 @@ struct tiled_config {
     int64_t stream_threshold; /* bytes above which outputs are streamed */
     int64_t body_cache;       /* bytes of free response bodies kept (bodycache.h) */
     int64_t stream_chunk;     /* bytes per streamed chunk */
-    int64_t inline_max;       /* bytes of body/output handled on the HTTP thread */
+    int64_t inline_max;       /* bytes of body/output handled on a transport's thread */
     int64_t log_format;       /* enum tiled_log_format */
     int64_t log_level;        /* enum tiled_log_level */
     char api_key_file[256];   /* "" = no authentication */

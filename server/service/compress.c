@@ -5,8 +5,10 @@
  * --max-body *after* inflation so a small bomb cannot exhaust memory; a
  * response built in memory is compressed when Accept-Encoding prefers gzip
  * or deflate; a streamed response is deflated chunk by chunk as it is
- * produced (stream.c, with the same negotiation and window bits). All of
- * it runs on the worker side.
+ * produced (stream.c, with the same negotiation and window bits).
+ * Inflation runs on a worker only (inflate.c, called from the work path);
+ * compressing a small in-memory body (one within --inline-max, /metrics)
+ * may run on the transport's thread, a cost bounded by that size.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -21,8 +21,9 @@ bool tiled_inflate_needed(const struct tiled_req *req);
  * with `e` set (data that does not inflate, or too large), -2 when the
  * reply is already an error (an unsupported coding: 415 naming the
  * codings we take, as Triton answers; gRPC: a message that does not
- * inflate is INTERNAL). Every handler that reads a body calls it first
- * (the work path does). */
+ * inflate is INTERNAL). The work path calls it before req->prepare; a
+ * handler reads a body itself only when tiled_inflate_needed() is false,
+ * and otherwise leaves it to the work path (v2_grpc.c, v2_shm.c). */
 int tiled_inflate_body(struct tiled_req *req, struct tile_error *e);
 
 #endif

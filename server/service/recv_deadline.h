@@ -6,8 +6,9 @@
  * cannot tell them apart, since every byte restarts it.
  *
  * HTTP applies it to a request body, from the end of its head to its last
- * byte (server/http/headwatch.c); gRPC to a call's whole request, from its
- * stream's start (server/grpc/call.c). A timeout of 0 turns it off.
+ * byte (server/http/headwatch.c); gRPC to a unary call's whole request,
+ * from its stream's start, and to each message of a streaming call, from
+ * its prefix (server/grpc/call.c). A timeout of 0 turns it off.
  */
 #ifndef TILED_RECV_DEADLINE_H
 #define TILED_RECV_DEADLINE_H

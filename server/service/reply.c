@@ -1,4 +1,6 @@
-/* reply.c - building replies (see reply.h) and the Server-Timing value. */
+/* reply.c - building replies (see reply.h): the fault table, the one map
+ * from error kinds to HTTP status and gRPC code; the gRPC code of a bare
+ * HTTP status (Triton's mapping); and the Server-Timing value. */
 #include "reply.h"
 
 #include <stdarg.h>

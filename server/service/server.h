@@ -1,13 +1,15 @@
 /* server.h - shared state of the tiled daemon: the server and a request.
  *
- * DESIGN. A transport (server/http/ for HTTP through libmicrohttpd) turns
- * what it receives into a struct tiled_req (method, path, headers, body)
- * and hands it to the service (service.h), whose route handler
- * (handlers.h) fills a struct tiled_reply (reply.h: status, headers, body
- * bytes or a streamed encoder) that the transport sends. No file outside
- * server/http/ sees a libmicrohttpd type: the service reaches the
- * connection only through struct tiled_conn_ops. Each module declares its
- * functions in its own header; this one holds only types.
+ * DESIGN. A transport (server/http/ through libmicrohttpd, server/grpc/
+ * through nghttp2) turns what it receives into a struct tiled_req (method,
+ * path, headers, body) and hands it to the service (service.h), whose route
+ * handler (handlers.h) fills a struct tiled_reply (reply.h: status, headers,
+ * body bytes or a streamed encoder) that the transport sends. No file
+ * outside the transport folders (http/, grpc/, tls/) sees a libmicrohttpd,
+ * nghttp2 or GnuTLS type: the service reaches the connection only through
+ * struct tiled_conn_ops. Each
+ * module declares its functions in its own header; this one holds the
+ * types (and tiled_method_is, a one-line inline).
  */
 #ifndef TILED_SERVER_H
 #define TILED_SERVER_H
@@ -120,7 +122,8 @@ struct tiled_req {
     /* The query's dtype and shape, read by /v1 in the head check (v1.c). */
     struct tile_query_tensor v1_qt;
     struct tile_encoder *enc; /* owned; NULL until prepared, or once a stream has it */
-    /* Protocol-specific decode + plan + encoder choice (v1.c, v2.c). */
+    /* Protocol-specific decode + plan + encoder choice (v1.c, v2_infer.c;
+     * the contract is work.h's). */
     int (*prepare)(struct tiled_req *req, struct tile_error *e);
     int v2_version;           /* model version of a v2 infer request, else 0 */
     struct tile_v2_request v2;

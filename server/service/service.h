@@ -1,22 +1,25 @@
 /* service.h - a request's life in the daemon, whatever carries it.
  *
  * DESIGN. A transport (server/http/ adapts libmicrohttpd, server/grpc/
- * nghttp2) describes a request head
- * (struct tiled_head), feeds the body, and sends the struct tiled_reply it
- * gets back. Between those the service routes, checks the API key and the
+ * nghttp2) describes a request head (struct tiled_head), feeds the body,
+ * and sends the struct tiled_reply it gets back. Between those the service routes, checks the API key and the
  * body's size, runs the handler, and admits the heavy part to the worker
  * pool, parking the request through the transport's connection hooks
  * (struct tiled_conn_ops) until a worker has the reply. Nothing here knows
  * about sockets or HTTP framing; the handlers (handlers.h) only see the
  * request and fill its reply, errors included (reply.h: one error route).
  *
- *     req = tiled_req_new(srv, &head, &ops)
+ *     req = tiled_req_new(srv, &head, conn, &ops)
  *     tiled_service_route(req, authorization)     -> decided? send reply
  *     tiled_service_expect_body(req, length)      -> decided? send reply
+ *     tiled_service_check_head(req)               -> decided? send reply
  *     tiled_service_body(req, bytes, n) ...
  *     tiled_service_dispatch(req)                 -> ready? send reply;
  *                                                    else wait for ops->resume, then send
  *     tiled_service_end(req, status)              (logs, metrics, frees)
+ *
+ * (gRPC runs the head check with the call's head and expect_body once a
+ * message's length is known, from its 5-byte prefix.)
  */
 #ifndef TILED_SERVICE_H
 #define TILED_SERVICE_H
@@ -43,7 +46,8 @@ struct tiled_req *tiled_req_new(struct tiled_server *srv, const struct tiled_hea
 void tiled_req_add_query(struct tiled_req *req, const char *key, const char *value);
 
 /* Finds the route and checks the API key. True when the reply is decided
- * already (401, 404, 405): send it without reading the body. */
+ * already (401, 404, 405; 501 for an unknown gRPC method): send it without
+ * reading the body. */
 bool tiled_service_route(struct tiled_req *req, const char *authorization);
 /* Sizes the body buffer from the declared length (NULL: unknown). True
  * when the reply is decided (400 for a length that is not a number, 413

@@ -16,7 +16,7 @@
  * unknown up front and the body is sent chunked.
  *
  * The request takes the stream's timings when the body's last bytes are
- * handed to MHD (the request is alive until then), so statistics and
+ * handed to the transport (the request is alive until then), so statistics and
  * metrics count the tiling and formatting done while the body was sent.
  */
 #include <stdio.h>
@@ -41,7 +41,7 @@ struct tiled_stream {
     void *response; /* the transport's handle of the body being sent */
     struct tile_timings tm;
     bool tiles_directly;    /* producing is tiling (tile_us), not formatting (encode_us) */
-    struct tiled_req *req;  /* until the body's end is handed to MHD, then NULL */
+    struct tiled_req *req;  /* until the body's end is handed to the transport, then NULL */
     struct tile_encoder *enc;
     uint64_t size, chunk, produced, t_start;
     char *buf[NSLOTS];

@@ -1,7 +1,9 @@
 /* work.c - where a request's heavy part runs, and how its body is built.
  *
- * DESIGN. Protocol handlers (v1.c, v2.c) check what is cheap on the HTTP
- * thread and set req->prepare (decode, plan, choose the encoder). Small
+ * DESIGN. Protocol handlers (v1.c, v2_infer.c for both v2 wires, and
+ * v2_grpc.c and v2_shm.c for messages they leave to a worker) check what
+ * is cheap on the transport's thread and set req->prepare (decode, plan,
+ * choose the encoder: the contract is in work.h). Small
  * requests, whose body and output both fit under --inline-max, are then
  * finished on the spot, because a thread hand-off costs more than the
  * work; everything else, compressed bodies included (their decoded size
@@ -79,7 +81,8 @@ static int produce(struct tiled_req *req, struct tile_error *e)
         return -1;
     }
     /* The body depends on Accept-Encoding, compressed or not: caches must
-     * key on it (an HTTP matter: gRPC replies are never compressed here). */
+     * key on it (an HTTP matter: the gRPC transport hides accept-encoding
+     * from the service, so its replies are never compressed here). */
     if (req->transport == TILED_TRANSPORT_HTTP)
         tiled_reply_header(r, "Vary", "Accept-Encoding");
     r->status = TILED_OK;

@@ -1,4 +1,11 @@
-/* work.h - running a prepared request, inline or on a worker. */
+/* work.h - running a prepared request, inline or on a worker.
+ *
+ * The prepare contract: a handler that leaves work to this path sets
+ * req->prepare, which runs once the body is inflated (inline for a small
+ * plain body, else on a worker) and returns 0 with req->enc set (the
+ * reply's body is then produced here, or by req->produce), -1 with `e`
+ * set (the reply becomes that error), or -2 when it has decided the reply
+ * itself. */
 #ifndef TILED_WORK_H
 #define TILED_WORK_H
 
