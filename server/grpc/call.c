@@ -35,6 +35,7 @@
 #include "h2.h"
 
 #include "clock.h"
+#include "grow.h"
 #include "list.h"
 #include "pbwire.h"
 #include "recv_deadline.h"
@@ -1065,18 +1066,12 @@ static bool stream_data(struct grpc_call *call, const uint8_t *data, size_t len)
         call->backlog_len -= call->backlog_off;
         call->backlog_off = 0;
     }
-    if (call->backlog_len + len > call->backlog_cap) {
-        size_t cap = call->backlog_cap ? call->backlog_cap : 16384;
-        while (cap < call->backlog_len + len)
-            cap *= 2;
-        uint8_t *b = realloc(call->backlog, cap);
-        if (!b) {
-            stream_end(call, TILED_FAULT_UNAVAILABLE, "cannot allocate the request");
-            return false;
-        }
-        call->backlog = b;
-        call->backlog_cap = cap;
+    uint8_t *b = tile_grow(call->backlog, &call->backlog_cap, call->backlog_len, len, 1, 16384, SIZE_MAX);
+    if (!b) {
+        stream_end(call, TILED_FAULT_UNAVAILABLE, "cannot allocate the request");
+        return false;
     }
+    call->backlog = b;
     memcpy(call->backlog + call->backlog_len, data, len);
     call->backlog_len += len;
     stream_pump(call);

@@ -40,6 +40,7 @@
  * does not wait a round trip per 64 KiB as with the protocol's default.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,7 @@
 #include "h2.h"
 
 #include "clock.h"
+#include "grow.h"
 #include "list.h"
 #include "log.h"
 #include "metrics.h"
@@ -260,14 +262,14 @@ static bool write_pending(struct grpc_conn *c);
 static struct grpc_out *out_push(struct grpc_conn *c)
 {
     if (c->nout == c->out_segs_cap) {
-        int cap = c->out_segs_cap ? 2 * c->out_segs_cap : 64;
-        struct grpc_out *ns = realloc(c->out_segs, (size_t)cap * sizeof(*ns));
+        size_t cap = (size_t)c->out_segs_cap;
+        struct grpc_out *ns = tile_grow(c->out_segs, &cap, (size_t)c->nout, 1, sizeof(*ns), 64, INT_MAX);
         if (!ns) {
             c->dead = true;
             return NULL;
         }
         c->out_segs = ns;
-        c->out_segs_cap = cap;
+        c->out_segs_cap = (int)cap;
     }
     return &c->out_segs[c->nout++];
 }
@@ -276,18 +278,12 @@ static struct grpc_out *out_push(struct grpc_conn *c)
  * or SIZE_MAX when out of memory (the connection is then dead). */
 static size_t own_bytes(struct grpc_conn *c, const uint8_t *p, size_t n)
 {
-    if (c->own_cap - c->own_len < n) {
-        size_t cap = c->own_cap ? c->own_cap : 64 * 1024;
-        while (cap - c->own_len < n)
-            cap *= 2;
-        uint8_t *nb = realloc(c->own, cap);
-        if (!nb) {
-            c->dead = true;
-            return SIZE_MAX;
-        }
-        c->own = nb;
-        c->own_cap = cap;
+    uint8_t *nb = tile_grow(c->own, &c->own_cap, c->own_len, n, 1, 64 * 1024, SIZE_MAX);
+    if (!nb) {
+        c->dead = true;
+        return SIZE_MAX;
     }
+    c->own = nb;
     memcpy(c->own + c->own_len, p, n);
     c->own_len += n;
     return c->own_len - n;

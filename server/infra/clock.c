@@ -1,7 +1,6 @@
 /* clock.c - the daemon's clocks (see clock.h). */
 #include "clock.h"
 
-#include <string.h>
 #include <time.h>
 
 uint64_t tiled_now_us(void)

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "bodycache.h"
+#include "grow.h"
 #include "recv_deadline.h"
 #include "reply.h"
 #include "server.h"
@@ -181,13 +182,12 @@ static void put(struct out *o, const char *fmt, ...)
             o->len += (size_t)n;
             return;
         }
-        char *nb = realloc(o->buf, o->cap * 2 + (size_t)n);
+        char *nb = tile_grow(o->buf, &o->cap, o->len, (size_t)n + 1, 1, 4096, SIZE_MAX); /* + its NUL */
         if (!nb) {
             o->failed = 1;
             return;
         }
         o->buf = nb;
-        o->cap = o->cap * 2 + (size_t)n;
     }
 }
 

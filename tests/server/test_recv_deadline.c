@@ -39,5 +39,5 @@ int main(void)
         cmocka_unit_test(the_timeout_then_a_second_per_rate_bytes),
         cmocka_unit_test(huge_values_saturate),
     };
-    return cmocka_run_group_tests_name("recvrate", tests, NULL, NULL);
+    return cmocka_run_group_tests_name("recv_deadline", tests, NULL, NULL);
 }
