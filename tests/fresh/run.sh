@@ -7,7 +7,8 @@
 # commands: `make test`, then `make run` with a readiness probe on
 # 127.0.0.1:8080 and one tile request. From the host the root gets only the
 # machine's network setup: /etc/resolv.conf, apt's sources and Acquire
-# settings, the local CA certificates and /etc/pip.conf.
+# settings, the local CA certificates and /etc/pip.conf; /etc/hosts is written
+# as Debian's installer writes it.
 #
 #   sh tests/fresh/run.sh              the commit checked out here (HEAD)
 #   FRESH_REF=main sh tests/fresh/run.sh
@@ -83,6 +84,10 @@ debootstrap --variant=minbase bookworm "$root" "$mirror" > "$work/debootstrap.lo
 
 step "the host's network setup: resolv.conf, apt sources and Acquire settings, CA certificates, pip.conf"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# A Debian installation has /etc/hosts (its installer writes it; no package
+# owns the file, so debootstrap leaves it out): localhost resolves without
+# DNS, as chromedriver's client (tests/server/test_browser.py) needs.
+printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' > "$root/etc/hosts"
 rm -f "$root/etc/apt/sources.list"
 for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
   [ -r "$f" ] || continue
