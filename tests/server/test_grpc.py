@@ -392,7 +392,9 @@ class TritonClientGrpc(GrpcCase):
         self.grpc_infer(a, [2])
         self.grpc_infer(a, [3])
         self.http.infer("tile", triton_inputs(httpclient, a, [2]))
-        self.assertEqual(success(), (before[0] + 3, before[1] + 3))
+        # A request is counted as it ends, just after its answer is sent: wait for the count.
+        want_now = (before[0] + 3, before[1] + 3)
+        self.assertTrue(wait_until(lambda: success() == want_now), f"{success()} != {want_now}")
         want = self.http.get_inference_statistics("tile", "13")["model_stats"][0]
         self.assertEqual(success()[0], want["inference_stats"]["success"]["count"])
 

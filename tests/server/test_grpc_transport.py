@@ -315,11 +315,14 @@ def metric(d, name):
 def calls_settled(d, request_ids):
     """Every call of request_ids has been refused (its access line is
     written) or is done with the workers and holds its reply in flight:
-    the refused and the in-flight calls (less the scrape asking) add up to
-    them all, and no worker is busy or queued."""
+    the refused and the in-flight requests (less the scrape asking; a
+    scrape before it may not have ended yet) cover them all, and no worker
+    is busy or queued. The figures are kept in calls_settled.last."""
     refused = sum(1 for r in request_ids if access_lines(d, r))
-    return (metric(d, "tiled_busy_workers") == 0 and metric(d, "tiled_queue_depth") == 0
-            and refused + metric(d, "tiled_inflight_requests") - 1 == len(request_ids))
+    busy, queued, inflight = (metric(d, "tiled_busy_workers"), metric(d, "tiled_queue_depth"),
+                              metric(d, "tiled_inflight_requests"))
+    calls_settled.last = f"{refused} refused, {inflight} in flight, {busy} busy, {queued} queued"
+    return busy == 0 and queued == 0 and refused + inflight - 1 >= len(request_ids)
 
 
 def wait_for(cond, timeout=10):
@@ -995,7 +998,7 @@ class ReplyMemory(GrpcCase):
         self.assertTrue(wait_for(lambda: len(refused_ids()) >= self.calls - self.most, 60),
                         f"{len(refused_ids())} calls refused")
         self.assertTrue(wait_for(lambda: calls_settled(self.d, [f"grpc-unread-{k}" for k in range(self.calls)]), 60),
-                        "every call refused or holding its reply")
+                        f"every call refused or holding its reply: {calls_settled.last}")
         refused = refused_ids()
         admitted = [k for k in range(self.calls) if k not in refused]
         # Which calls get in depends on when each reply is ready against what the others hold
@@ -1050,7 +1053,8 @@ class ReplyMemory(GrpcCase):
             c.send(sid, small, end=True)
         c.uncork()
         # All eight are answered (refused, or the reply made and held) before anything is read.
-        self.assertTrue(wait_for(lambda: calls_settled(self.d, ids), 60), "every call refused or holding its reply")
+        self.assertTrue(wait_for(lambda: calls_settled(self.d, ids), 60),
+                        f"every call refused or holding its reply: {calls_settled.last}")
         results = [c.wait(sid, 60) for sid in sids]
         ok = [s for s in results if s.status() == (0, None)]
         self.assertTrue(1 <= len(ok) <= self.budget // self.reply, f"{len(ok)} replies admitted")
