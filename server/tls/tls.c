@@ -6,9 +6,11 @@
 #include <gnutls/x509.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "log.h"
 #include "text.h"
 
@@ -334,10 +336,9 @@ int tiled_tls_session_start(struct tiled_tls *t, void *session, int fd, bool h2)
         return -1;
     pthread_mutex_lock(&t->lock);
     if ((size_t)fd >= t->nheld) {
-        size_t n = t->nheld ? t->nheld : 64;
-        while (n <= (size_t)fd)
-            n *= 2;
-        struct tls_cred **held = realloc(t->held, n * sizeof(*held));
+        size_t n = t->nheld;
+        struct tls_cred **held =
+            tile_grow(t->held, &n, t->nheld, (size_t)fd + 1 - t->nheld, sizeof(*held), 64, SIZE_MAX);
         if (!held) {
             pthread_mutex_unlock(&t->lock);
             return -1;
