@@ -811,7 +811,7 @@ static void test_shared_memory(void **state)
     shm_decode_bad(&req, &src, "need 'shared_memory_region' (output 'output')");
 }
 
-/* ---- encodings other writers produce (EDGES.md §3) ----------------------- */
+/* ---- encodings other writers produce (protobuf's encoding rules) ---------- */
 
 /* One input decoded from `req`; fails the test on an error. */
 static void decode_one(const struct msg *req, struct tile_grpc_infer_request *r)

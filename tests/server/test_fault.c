@@ -22,8 +22,7 @@
 static const int listed[] = {TILED_STATUSES(TILED_STATUS_CODE_)};
 #undef TILED_STATUS_CODE_
 
-/* The (HTTP, gRPC) pairs with their sources (/work/shared/PROTOCOL.md
- * §1.7 and PROTOCOL-SHM-GRPC.md §2.7): Triton answers each of its error
+/* The (HTTP, gRPC) pairs with their sources: Triton answers each of its error
  * codes with one HTTP status (http_server.cc HttpCodeFromError) and one
  * gRPC code (grpc_utils.cc GrpcStatusUtil::CodeToStatus); gRPC's own
  * libraries answer a message over the limit, a message they cannot read,

@@ -1,6 +1,6 @@
 """HTTP/1.1 framing at the edge: request smuggling and heads two parties could read two ways.
 
-A table of raw requests (EDGES.md section 1, and PortSwigger's CL.TE, TE.CL and TE.TE
+A table of raw requests (docs/security.md, "HTTP framing", and PortSwigger's CL.TE, TE.CL and TE.TE
 obfuscations), each sent on one keep-alive connection followed by a probe request
 (`GET /v2/health/live` with its own X-Request-Id). A refused row must get exactly one
 answer, its status with tiled's JSON error and `Connection: close`, then the connection

@@ -761,7 +761,7 @@ def pb_group(number, inner=b""):
 
 class WireEncodings(GrpcCase):
     """Request bytes written by hand, as protobuf libraries other than
-    Python's may write them (EDGES.md §3), sent over a real channel with no
+    Python's may write them (the protobuf encoding's rules), sent over a real channel with no
     serializer; each reply parsed with the classes of the vendored protos.
     Each case is one class of the differences a protobuf parser would not
     have: every one failed before the decoder read them as protobuf does."""
