@@ -34,6 +34,8 @@ void *tile_alloc_buffer(uint64_t n)
         n = 1;
     if (n > SIZE_MAX / 2)
         return NULL;
+    if (n < 64) /* no vector fits: malloc's 16-byte alignment serves every dtype, at a fraction of memalign's cost */
+        return malloc((size_t)((n + 15) & ~(uint64_t)15));
     if (n < TILE_MMAP_THRESHOLD) {
         void *p = NULL;
         size_t rounded = (size_t)((n + 63) & ~(uint64_t)63);

@@ -52,8 +52,10 @@ static void drain(struct tiled_server *srv)
                     (json_int_t)srv->cfg.drain_timeout);
     uint64_t deadline = tiled_now_us() + (uint64_t)srv->cfg.drain_timeout * 1000000u;
     /* gRPC connections are waited for too: a stream the final GOAWAY
-     * covers may still arrive after the last call in flight ended. */
-    while ((atomic_load(&srv->inflight) > 0 || !tiled_grpc_drained(srv)) && tiled_now_us() < deadline) {
+     * covers may still arrive after the last call in flight ended; and
+     * both listeners, until the connections in their queues are taken. */
+    while ((!tiled_http_listener_closed(srv) || atomic_load(&srv->inflight) > 0 || !tiled_grpc_drained(srv)) &&
+           tiled_now_us() < deadline) {
         struct timespec ts = {0, 5 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
@@ -120,6 +122,9 @@ static int serve(struct tiled_server *srv)
     sigaddset(&sigs, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
+    /* Started after the mask: every thread inherits it, so the signals are sigwait()'s. */
+    if (tiled_log_start((unsigned)srv->cfg.log_flush_ms) < 0) /* lines are then written one by one */
+        tiled_log_event(TILED_LOG_WARN, "log", "{s:s}", "error", "cannot start the log flusher");
 
     struct tile_error e = {0};
     int rc = tiled_cors_check(srv->cfg.cors_origins, &e) < 0 ? -1 : tiled_auth_load(srv->cfg.api_key_file, &e);
@@ -144,6 +149,7 @@ static int serve(struct tiled_server *srv)
         tiled_tls_free(srv->tls);
         tiled_trace_stop();
         tiled_auth_free();
+        tiled_log_stop();
         return 1;
     }
     tiled_log_event(TILED_LOG_INFO, "listening", "{s:o, s:i, s:i, s:i}", "host", tiled_json_text(srv->cfg.host),
@@ -184,6 +190,7 @@ static int serve(struct tiled_server *srv)
     tiled_tls_free(srv->tls); /* both transports are stopped: no session holds it */
     srv->tls = NULL;
     tiled_auth_free();
+    tiled_log_stop(); /* every request has ended: its access line is written */
     tiled_log_event(TILED_LOG_INFO, "exit", "{s:i}", "status", 0);
     return 0;
 }

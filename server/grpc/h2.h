@@ -167,7 +167,7 @@ struct grpc_transport {
     atomic_bool quiescing, stopping;
     /* Drain (loop.c, "Going away"): the listener drops new connections'
      * SYNs from quiesce_at_us on, and is shut once its accept queue is
-     * empty and LISTEN_SETTLE_US passed. */
+     * empty and TILED_LISTEN_SETTLE_US (listener.h) passed. */
     uint64_t quiesce_at_us;
     atomic_bool listener_closed;
     int nloops;

@@ -36,7 +36,6 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <linux/filter.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -52,6 +51,7 @@
 
 #include "clock.h"
 #include "list.h"
+#include "listener.h"
 #include "log.h"
 #include "recv_deadline.h"
 #include "server.h"
@@ -59,13 +59,6 @@
 /* Free calls kept per loop for reuse: enough for a busy connection's
  * streams without returning memory to malloc on every call. */
 #define FREE_CALLS_MAX 256
-/* Drain: how long the listener, dropping new SYNs, still takes the
- * connections whose handshake was under way (a SYN let in before the
- * filter, its last ACK not yet back). A round trip to a proxy beside its
- * replicas is well under a millisecond; a handshake whose SYN-ACK was lost
- * (retransmitted after a second) may still be reset. Short, as a client
- * that connects meanwhile waits a second for its SYN's retransmission. */
-#define LISTEN_SETTLE_US (5u * 1000u)
 
 static char listener_tag, wake_tag; /* epoll data of the two non-connection fds */
 
@@ -261,33 +254,6 @@ static void wake_all(struct grpc_transport *t)
     }
 }
 
-/* Drops every TCP segment with SYN and without ACK (a new connection's
- * first) and keeps the rest: the last ACK of a handshake under way, and
- * the traffic of the connections accepted, which inherit the filter. A
- * classic BPF program on a TCP socket sees the TCP header from offset 0;
- * its 14th byte holds the flags. */
-static int drop_new_syns(int fd)
-{
-    struct sock_filter code[] = {
-        BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 13),
-        BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0x12),       /* SYN | ACK */
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x02, 0, 1), /* SYN alone */
-        BPF_STMT(BPF_RET | BPF_K, 0),                    /* dropped */
-        BPF_STMT(BPF_RET | BPF_K, 0xffffffffu),          /* kept whole */
-    };
-    struct sock_fprog prog = {.len = sizeof(code) / sizeof(code[0]), .filter = code};
-    return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog));
-}
-
-/* Connections the kernel completed that no loop accepted yet (Linux gives
- * a listener's accept queue as tcpi_unacked). */
-static unsigned accept_queue(int fd)
-{
-    struct tcp_info ti;
-    socklen_t len = sizeof(ti);
-    return getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 ? ti.tcpi_unacked : 0;
-}
-
 /* New SYNs are refused (RST) from now on: the client fails over at once. */
 static void close_listener(struct grpc_transport *t)
 {
@@ -297,7 +263,7 @@ static void close_listener(struct grpc_transport *t)
     wake_all(t); /* each loop takes it out of its epoll set */
 }
 
-/* Draining: the listener is shut once LISTEN_SETTLE_US passed and no
+/* Draining: the listener is shut once TILED_LISTEN_SETTLE_US passed and no
  * connection waits in its queue (none can enter it but a handshake still
  * under way), so no connection is reset; until then the loop wakes for it
  * (a connection waiting wakes a loop anyway: the listener is readable). */
@@ -306,10 +272,10 @@ static void listener_drain(struct grpc_loop *l, uint64_t now)
     struct grpc_transport *t = l->t;
     if (t->lfd < 0 || atomic_load(&t->listener_closed)) /* no listener: the fuzz driver */
         return;
-    uint64_t settled = t->quiesce_at_us + LISTEN_SETTLE_US;
+    uint64_t settled = t->quiesce_at_us + TILED_LISTEN_SETTLE_US;
     if (now < settled)
         grpc_loop_deadline(l, settled);
-    else if (accept_queue(t->lfd) == 0)
+    else if (tiled_listener_queued(t->lfd) == 0)
         close_listener(t);
 }
 
@@ -546,7 +512,7 @@ void tiled_grpc_quiesce(struct tiled_server *srv)
      * every connection (GOAWAY) at their next turn. */
     t->quiesce_at_us = tiled_now_us();
     atomic_store(&t->quiescing, true);
-    if (drop_new_syns(t->lfd) < 0)
+    if (tiled_listener_hold(t->lfd) < 0)
         close_listener(t); /* no filter: new connections must not come in the whole drain */
     wake_all(t);
 }

@@ -24,7 +24,8 @@
  * trickler's next piece gets the 408 rather than a bare cut. The pieces'
  * count and time are atomics the handler stores without the lock: one piece
  * usually carries a whole small body, and that path stays a clock read and
- * two stores. Once the body is complete the request is not watched until
+ * two stores. Every time here is the coarse clock's (clock.h): the
+ * deadlines are seconds, and it is read several times per request. Once the body is complete the request is not watched until
  * it ends: a worker's long tile or a slowly read reply is not a slow client.
  *
  * Each connection is watched from libmicrohttpd's "connection started"
@@ -117,7 +118,7 @@ static void cut(struct head_watch *w, atomic_uint_fast64_t *counter)
 
 static void sweep(struct tiled_headwatch *hw)
 {
-    uint64_t now = tiled_now_us();
+    uint64_t now = tiled_coarse_us();
     for (struct head_watch *w = hw->head; w; w = w->next) {
         if (w->cut)
             continue;
@@ -211,7 +212,7 @@ void tiled_headwatch_notify(void *cls, struct MHD_Connection *c, void **socket_c
         if (!w) /* unwatched: the idle timeout still applies */
             return;
         w->fd = ci->connect_fd;
-        w->armed_at_us = tiled_now_us();
+        w->armed_at_us = tiled_coarse_us();
         w->armed = true;
         pthread_mutex_lock(&hw->lock);
         TILE_LIST_PUSH(hw->head, w);
@@ -245,7 +246,7 @@ static bool set_armed(struct tiled_headwatch *hw, struct MHD_Connection *c, bool
         return false;
     pthread_mutex_lock(&hw->lock);
     w->armed = armed;
-    w->armed_at_us = tiled_now_us();
+    w->armed_at_us = tiled_coarse_us();
     w->kept_alive |= armed;
     w->in_body = false;
     bool cut = armed ? w->body_cut : w->cut;
@@ -264,7 +265,7 @@ void tiled_headwatch_body_start(struct tiled_headwatch *hw, struct MHD_Connectio
     struct head_watch *w = watch_of(hw, c);
     if (!w)
         return;
-    uint64_t now = tiled_now_us();
+    uint64_t now = tiled_coarse_us();
     pthread_mutex_lock(&hw->lock);
     w->body_since_us = now;
     atomic_store_explicit(&w->body_bytes, 0, memory_order_relaxed);
@@ -278,7 +279,7 @@ bool tiled_headwatch_body_piece(struct tiled_headwatch *hw, struct MHD_Connectio
     struct head_watch *w = watch_of(hw, c);
     if (!w || !w->in_body) /* in_body is only written on this thread */
         return true;
-    uint64_t now = tiled_now_us();
+    uint64_t now = tiled_coarse_us();
     if (now < body_deadline_us(hw, w)) {
         /* Only this thread writes them: a load and a store, not a locked add. */
         uint64_t bytes = atomic_load_explicit(&w->body_bytes, memory_order_relaxed);

@@ -26,6 +26,7 @@
 #include "clock.h"
 #include "cors.h"
 #include "headwatch.h"
+#include "listener.h"
 #include "log.h"
 #include "metrics.h"
 #include "recv_deadline.h"
@@ -40,6 +41,10 @@ struct mhd_transport {
     struct MHD_Daemon *daemon;
     struct tiled_headwatch *headwatch; /* NULL when --header-timeout is 0 */
     char hsts[48];                     /* Strict-Transport-Security value; "" = none */
+    /* Drain (listener.h), on the thread that drains: the listener held
+     * (new SYNs dropped) from held_at_us until it is quiesced. */
+    int held_fd;
+    uint64_t held_at_us;
 };
 
 static struct mhd_transport *transport_of(const struct tiled_server *srv)
@@ -550,6 +555,7 @@ int tiled_http_start(struct tiled_server *srv, struct tile_error *e)
     struct mhd_transport *t = calloc(1, sizeof(*t));
     if (!t)
         return tile_error_set(e, TILE_ENOMEM, "cannot allocate the HTTP transport");
+    t->held_fd = -1;
     if (srv->tls && srv->cfg.hsts_max_age > 0)
         snprintf(t->hsts, sizeof(t->hsts), "max-age=%lld", (long long)srv->cfg.hsts_max_age);
     t->headwatch = tiled_headwatch_start((unsigned)srv->cfg.header_timeout, (unsigned)srv->cfg.idle_timeout,
@@ -582,14 +588,36 @@ int tiled_http_start(struct tiled_server *srv, struct tile_error *e)
     return 0;
 }
 
-void tiled_http_quiesce(struct tiled_server *srv)
+/* libmicrohttpd stops accepting, and the listener is shut: a connection
+ * still trying gets a reset at once instead of waiting in the kernel's
+ * backlog for an accept that never comes. MHD_stop_daemon closes it. */
+static void close_listener(struct mhd_transport *t)
 {
-    /* Stop accepting, and make new connections fail at once instead of
-     * waiting in the kernel's backlog for an accept that never comes. The
-     * descriptor itself is closed by MHD_stop_daemon. */
-    MHD_socket fd = MHD_quiesce_daemon(transport_of(srv)->daemon);
+    MHD_socket fd = MHD_quiesce_daemon(t->daemon);
     if (fd != MHD_INVALID_SOCKET)
         shutdown(fd, SHUT_RDWR);
+    t->held_fd = -1;
+}
+
+void tiled_http_quiesce(struct tiled_server *srv)
+{
+    struct mhd_transport *t = transport_of(srv);
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(t->daemon, MHD_DAEMON_INFO_LISTEN_FD);
+    t->held_fd = di ? di->listen_fd : -1;
+    t->held_at_us = tiled_now_us();
+    if (t->held_fd < 0 || tiled_listener_hold(t->held_fd) < 0)
+        close_listener(t); /* no filter: new connections must not come in the whole drain */
+}
+
+bool tiled_http_listener_closed(struct tiled_server *srv)
+{
+    struct mhd_transport *t = transport_of(srv);
+    if (t->held_fd < 0)
+        return true;
+    if (tiled_now_us() - t->held_at_us < TILED_LISTEN_SETTLE_US || tiled_listener_queued(t->held_fd) > 0)
+        return false; /* libmicrohttpd still accepts them: each is served, with Connection: close */
+    close_listener(t);
+    return true;
 }
 
 void tiled_http_stop(struct tiled_server *srv)

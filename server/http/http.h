@@ -2,14 +2,20 @@
 #ifndef TILED_HTTP_H
 #define TILED_HTTP_H
 
+#include <stdbool.h>
+
 #include "error.h"
 
 struct tiled_server;
 
 /* Listens on cfg.host:cfg.port (TLS when configured). */
 int tiled_http_start(struct tiled_server *srv, struct tile_error *e);
-/* Stops accepting; requests in flight go on. */
+/* Starts the drain: new connections are held off (listener.h); requests in
+ * flight, and the connections already waiting to be accepted, go on. */
 void tiled_http_quiesce(struct tiled_server *srv);
+/* Whether the listener is shut; shuts it once its queue is empty (polled by
+ * the thread that called tiled_http_quiesce). */
+bool tiled_http_listener_closed(struct tiled_server *srv);
 void tiled_http_stop(struct tiled_server *srv);
 
 #endif

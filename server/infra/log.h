@@ -9,6 +9,13 @@
 struct tiled_req;
 
 void tiled_log_init(const struct tiled_config *cfg);
+/* From here on access lines are gathered and written together, at most
+ * `flush_ms` after the first of them (0: each as it is made); other lines
+ * are written at once, after the gathered ones. -1 if no thread could start
+ * (lines are then written as they are made). */
+int tiled_log_start(unsigned flush_ms);
+/* Writes what is gathered and stops gathering (the flusher is joined). */
+void tiled_log_stop(void);
 /* Logs `event` with the fields jansson's json_pack() builds from `fmt` and
  * the arguments (an object format: "{s:i, s:s}"; NULL for no fields). */
 void tiled_log_event(enum tiled_log_level level, const char *event, const char *fmt, ...);

@@ -213,7 +213,19 @@ class RawExchange:
         return s, Responses(s)
 
     def access(self):
-        return [json.loads(x) for x in self.d.log_lines() if '"event":"access"' in x]
+        """Every access line of the requests answered so far: a marker request is sent last and
+        its line waited for (lines are written in the order their requests ended, together, up to
+        --log-flush-ms later), so a line missing now was never to come."""
+        self.markers = getattr(self, "markers", 0) + 1
+        marker = f"marker-{os.getpid()}-{id(self)}-{self.markers}"
+        s = self.connect()
+        try:
+            s.sendall(f"GET /v2/health/live HTTP/1.1\r\nHost: t\r\nX-Request-Id: {marker}\r\n\r\n".encode())
+            self.assertEqual(Responses(s).next()[0], 200)
+        finally:
+            s.close()
+        self.assertTrue(self.d.access_lines(lambda a: a["request_id"] == marker), "the marker's access line")
+        return self.d.access_lines(count=0)
 
     def check_refused(self, name, raw, status, fragment):
         s, r = self.exchange(name, raw)
@@ -308,9 +320,9 @@ class Framing(RawExchange, unittest.TestCase):
             self.check_refused(f"count-{name}", raw, status, fragment)
         for name, code in rows.items():
             self.assertEqual(counted(code), before[code] + 1, (name, code))
-        lines = [a for a in self.access() if a["status"] == 414]
+        lines = self.d.access_lines(lambda a: a["status"] == 414)
         self.assertTrue(lines and lines[-1]["method"] == "GET" and lines[-1]["path"].startswith("/aaaa"), lines[-1:])
-        lines = [a for a in self.access() if a["status"] == 505]
+        lines = self.d.access_lines(lambda a: a["status"] == 505)
         self.assertEqual((lines[-1]["method"], lines[-1]["path"]), ("GET", "/v2/health/live"))
 
 

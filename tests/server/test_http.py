@@ -96,6 +96,18 @@ class Daemon:
         self.log.seek(0)
         return self.log.read().decode(errors="replace").splitlines()
 
+    def access_lines(self, keep=lambda a: True, count=1, deadline=60):
+        """The access lines (parsed) that `keep` selects, once there are at least `count` of them:
+        access lines are written together, up to --log-flush-ms after their request ended. The
+        deadline is for a hang only."""
+        end = time.monotonic() + deadline
+        while True:
+            lines = [json.loads(l) for l in self.log_lines() if '"event":"access"' in l]
+            lines = [a for a in lines if keep(a)]
+            if len(lines) >= count or time.monotonic() > end:
+                return lines
+            time.sleep(0.005)  # a poll interval: the count decides
+
 
 def to_json_value(x, dtype):
     """A numpy element as tiled's JSON form."""

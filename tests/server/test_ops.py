@@ -5,6 +5,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -307,6 +308,39 @@ class Logs(unittest.TestCase):
         self.assertEqual(access[1]["status"], 400)
         self.assertTrue(access[1]["path"].startswith("/raw/"), access[1]["path"])
         self.assertEqual((access[2]["path"], access[2]["status"]), ("/no/\ufffd\ufffd\ufffd", 404))
+
+    def test_gathered_access_lines_keep_their_order_and_all_reach_the_log(self):
+        # Access lines wait up to --log-flush-ms to be written together; any other line is written
+        # at once and after them, and the stop writes whatever is still gathered. With a 10 s
+        # interval the error line of a failed key reload arrives long before the interval ends:
+        # the access lines made before it must already be in the log, above it.
+        keys = f"/tmp/tiled-test-keys-{os.getpid()}"
+        with open(keys, "w") as f:
+            f.write("gathered-key\n")
+        d = Daemon("--log-flush-ms", "10000", "--api-key-file", keys)
+        try:
+            auth = {"Authorization": "Bearer gathered-key"}
+            for i in range(20):
+                resp, _ = d.request("GET", "/v2/health/live", headers={**auth, "X-Request-Id": f"before-{i}"})
+                self.assertEqual(resp.status, 200)
+            os.unlink(keys)
+            d.proc.send_signal(signal.SIGHUP)
+            def failed(e):
+                return e["event"] == "api_keys" and e["level"] == "error"
+
+            wait_for(lambda: any(failed(json.loads(l)) for l in d.log_lines()), "the failed reload's error line")
+            events = [json.loads(l) for l in d.log_lines()]
+            at = next(i for i, e in enumerate(events) if failed(e))
+            self.assertEqual([e.get("request_id") for e in events[at - 20:at]], [f"before-{i}" for i in range(20)])
+            resp, _ = d.request("GET", "/v2/health/live", headers={**auth, "X-Request-Id": "after"})
+            self.assertEqual(resp.status, 200)  # the old keys are kept
+        finally:
+            self.assertEqual(d.stop(), 0)
+            if os.path.exists(keys):
+                os.unlink(keys)
+        order = [(e["event"], e.get("request_id")) for e in map(json.loads, d.log_lines())]
+        self.assertLess(order.index(("access", "after")), order.index(("exit", None)))
+        self.assertEqual(sum(1 for ev, _ in order if ev == "access"), 21)
 
     def test_text_format(self):
         d = Daemon("--log-format", "text")

@@ -742,6 +742,46 @@ class Drain(unittest.TestCase):
                 d.proc.wait()
 
 
+class DrainQueued(unittest.TestCase):
+    def test_drain_serves_the_connections_waiting_to_be_accepted(self):
+        """A client sends its request as soon as connect() returns, so a connection the kernel
+        completed but the daemon has not accepted yet may hold a request when the drain begins.
+        Each such connection is accepted and its request answered (with Connection: close unless
+        it was taken before the daemon read the signal), then closed. The daemon is stopped (SIGSTOP) while the clients connect and send, so their connections wait
+        in the listener's queue until it takes the SIGTERM. (Before, the drain shut the listener at
+        once, which resets every connection in its queue.)"""
+        d = Daemon("--drain-timeout", "20")
+        socks = []
+        try:
+            resp, body = d.request("POST", SMALL_PATH, SMALL_IN, RAW)  # accepting
+            self.assertEqual((resp.status, body), (200, SMALL_OUT))
+            d.proc.send_signal(signal.SIGSTOP)
+            try:
+                for i in range(300):  # well within the listen backlog (1024)
+                    s = socket.create_connection((d.host, d.port), timeout=60 * SLACK)
+                    socks.append(s)
+                    s.sendall(b"POST %s HTTP/1.1\r\nHost: t\r\nX-Request-Id: queued-%d\r\n"
+                              b"Content-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n%s"
+                              % (SMALL_PATH.encode(), i, len(SMALL_IN), SMALL_IN))
+                d.proc.send_signal(signal.SIGTERM)
+            finally:
+                d.proc.send_signal(signal.SIGCONT)
+            for i, s in enumerate(socks):
+                data, closed = read_until_close(s)
+                head, _, body = data.partition(b"\r\n\r\n")
+                self.assertTrue(head.startswith(b"HTTP/1.1 200 "), f"connection {i}: {data[:200]!r}")
+                self.assertEqual(body, SMALL_OUT)
+            self.assertEqual(d.proc.wait(60 * SLACK), 0)
+            access = [json.loads(l) for l in d.log_lines() if '"access"' in l]
+            self.assertEqual(sorted(a["request_id"] for a in access if a["request_id"].startswith("queued-")),
+                             sorted(f"queued-{i}" for i in range(300)))
+        finally:
+            for s in socks:
+                s.close()
+            d.proc.send_signal(signal.SIGCONT)
+            d.stop()
+
+
 def gzip_stream(pieces):
     """gzip of the concatenated byte strings, compressed a piece at a time (the whole is never built)."""
     z = zlib.compressobj(6, zlib.DEFLATED, 31)
