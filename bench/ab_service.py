@@ -6,7 +6,7 @@ The service rows of `make bench-peers` (bench/peers/run.py: the same small JSON,
 v2 requests, each answer checked first; servers pinned to core 0, wrk with one thread on core 1),
 for a before/after question such as "what does this change cost a small request", with every
 feature on as by default (the access log included: --log-level info, where bench-peers runs
-warn): nginx
+warn), and the CPU time each server spent per request, user and system apart: nginx
 `return 200`, the OLD and the NEW daemon run side by side and are loaded back to back at each
 point, `--reps` times, so both builds see the same background load. Prints the median requests
 per second and p99 of each, and the ratios NEW/nginx and OLD/nginx. Traffic goes to 127.0.0.1
@@ -21,6 +21,13 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "peers"))
 import run as peers  # noqa: E402  (bench/peers/run.py)
 
+
+
+def proc_cpu_ticks(pid):
+    """(user, system) clock ticks the process has used, all its threads together (/proc/PID/stat)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]), int(fields[12])  # utime, stime: fields 14 and 15 of proc(5)
 
 
 def main():
@@ -52,6 +59,7 @@ def main():
                    "--log-level", a.log_level]
             live.append((name, peers.Server(name, cmd, "http://127.0.0.1:%d/v2/health/ready" % port, a.work), port))
         servers = [s for _, s, _ in live]
+        server_of = {name: srv for name, srv, _ in live}
         for name, _, port in live[1:]:
             for fmt, (path, ctype, body, check) in reqs.items():
                 status, resp = peers.post("http://127.0.0.1:%d%s" % (port, path), ctype, body)
@@ -64,12 +72,18 @@ def main():
                 for _ in range(a.reps):
                     for name, _, port in live:
                         p = "/small" if name == "nginx" else path
+                        pid = server_of[name].pid()
+                        t0 = proc_cpu_ticks(pid)
                         r = peers.wrk(a.work, "http://127.0.0.1:%d" % port, p, ctype, body, conns, a.dur,
                                       "%s-%s" % (name, fmt))
+                        t1 = proc_cpu_ticks(pid)
+                        hz = os.sysconf("SC_CLK_TCK")
+                        r["user_us"], r["sys_us"] = ((b - a_) * 1e6 / hz / r["requests"] for a_, b in zip(t0, t1))
                         if r["errors"]:
                             raise RuntimeError("%s %s c=%d: %d errors" % (name, fmt, conns, r["errors"]))
                         got[name].append(r)
-                med = {n: (statistics.median(r["rps"] for r in rs), statistics.median(r["p99_us"] for r in rs))
+                med = {n: (statistics.median(r["rps"] for r in rs), statistics.median(r["p99_us"] for r in rs),
+                           statistics.median(r["user_us"] for r in rs), statistics.median(r["sys_us"] for r in rs))
                        for n, rs in got.items()}
                 rows.append((fmt, conns, med))
                 print("%-5s c=%-3d nginx %7.0f/s  old %7.0f/s p99 %5.0f us (%.2fx)  new %7.0f/s p99 %5.0f us "
@@ -83,6 +97,11 @@ def main():
             print("| %s | %d | %.0f | %.0f (%.2f) | %.0f (%.2f) | %.3f | %.0f / %.0f |"
                   % (fmt, conns, med["nginx"][0], med["old"][0], med["old"][0] / med["nginx"][0], med["new"][0],
                      med["new"][0] / med["nginx"][0], med["new"][0] / med["old"][0], med["old"][1], med["new"][1]))
+        print("\nCPU per request, microseconds of the server's process (user + system, from /proc/PID/stat; "
+              "medians):\n\n| request | conns | nginx | old | new |\n|---|---:|---:|---:|---:|")
+        for fmt, conns, med in rows:
+            print("| %s | %d | %s |" % (fmt, conns, " | ".join("%.1f + %.1f" % (med[n][2], med[n][3])
+                                                              for n in ("nginx", "old", "new"))))
         print("\ncommand: python3 bench/ab_service.py %s %s --dur %d --reps %d --conns %s --log-level %s"
               % (peers.short(a.old), peers.short(a.new), a.dur, a.reps, a.conns, a.log_level))
     finally:
