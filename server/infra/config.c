@@ -121,8 +121,9 @@ static const struct tiled_option tiled_options[] = {
      .def = "info", .enums = log_levels, .help = "error, warn, info or debug; access logs are info"},
     {.flag = "log-flush-ms", .env = "TILED_LOG_FLUSH_MS", .type = OPT_INT, .offset = OFF(log_flush_ms),
      .def = "10", .min = 0, .max = 10000,
-     .help = "access lines are written together, at most this many milliseconds after the first (other lines at "
-             "once, after them); 0 = each as it is made"},
+     .help = "access lines are written together: by the event loop that made them before it waits again, else "
+             "at most this many milliseconds after the first (other lines at once, after them); 0 = each as it is "
+             "made"},
     {.flag = "api-key-file", .env = "TILED_API_KEY_FILE", .type = OPT_STRING, .offset = OFF(api_key_file),
      .def = "",
      .help = "file of API keys, one per line; when set, every route but health needs Authorization: Bearer KEY "

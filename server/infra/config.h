@@ -43,7 +43,7 @@ struct tiled_config {
     int64_t inline_max;       /* bytes of body/output handled on a transport's thread */
     int64_t log_format;       /* enum tiled_log_format */
     int64_t log_level;        /* enum tiled_log_level */
-    int64_t log_flush_ms;     /* access lines gathered this long at most (0: each written at once) */
+    int64_t log_flush_ms;     /* access lines off the loops gathered this long at most (0: none gathered) */
     char api_key_file[256];   /* "" = no authentication */
     char tls_cert[256];       /* PEM files; both or neither */
     char tls_key[256];

@@ -13,19 +13,23 @@
  * Output. Lines go to stderr whole (one write(2) never splits a line, so
  * lines from different threads never interleave), in the order they were
  * made. Once tiled_log_start() has run with a flush interval, access lines
- * are gathered in one buffer and written together: by a flusher thread at
- * most the interval after the first of them, at once when the buffer is
- * full, and before any other line (an event or error is never held back,
- * and never overtakes an access line made before it). A write per request
- * was a fifth of a small request's system time; nginx's `access_log ...
- * buffer= flush=` and Envoy's flush interval make the same trade: a
- * process killed outright loses at most the last interval's access lines.
- */
+ * are gathered in one buffer and written together: by the transport thread
+ * that made them before it waits for more events (tiled_log_flush, called
+ * from the event-wait hook, waithook.c), at once when the buffer is full,
+ * and before any other line (an event or error is never held back, and
+ * never overtakes an access line made before it). A line made on another
+ * thread is written by a flusher thread at most the interval later. A
+ * write per request was a fifth of a small request's system time; a busy
+ * loop now writes the lines of all the requests one wait returned at once,
+ * and an idle one still writes each line as its request ends. A process
+ * killed outright loses the lines of the requests since its loop's last
+ * wait (nginx's `access_log ... buffer=` makes the same trade). */
 #include "log.h"
 
 #include <errno.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,14 +92,20 @@ static void timestamp(char buf[25])
 
 static struct {
     pthread_mutex_t lock;
-    pthread_cond_t wake;   /* the flusher's: a first line, or the stop */
-    bool running;          /* a flusher gathers access lines (under lock) */
+    pthread_cond_t wake;   /* the flusher's: a line it must write, or the stop */
+    bool running;          /* access lines are gathered (under lock) */
     bool stop;
+    bool flusher_due;      /* a line was gathered on a thread that does not flush */
+    atomic_bool pending;   /* len > 0: read without the lock by tiled_log_flush */
     unsigned flush_ms;
     pthread_t flusher;
     size_t len;
     char buf[LOG_BUFFER];
 } out = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
+
+/* Set on a thread once it has called tiled_log_flush: it writes what it
+ * gathers before it waits, so its lines need no flusher. */
+static _Thread_local bool flushes_itself;
 
 static void write_all(const char *p, size_t n)
 {
@@ -115,6 +125,18 @@ static void flush_locked(void)
 {
     write_all(out.buf, out.len);
     out.len = 0;
+    out.flusher_due = false;
+    atomic_store_explicit(&out.pending, false, memory_order_relaxed);
+}
+
+void tiled_log_flush(void)
+{
+    flushes_itself = true;
+    if (!atomic_load_explicit(&out.pending, memory_order_relaxed))
+        return; /* the usual case under no load, and a load-and-branch */
+    pthread_mutex_lock(&out.lock);
+    flush_locked();
+    pthread_mutex_unlock(&out.lock);
 }
 
 /* One whole line (ending in '\n'): gathered when `gather` and a flusher
@@ -125,10 +147,13 @@ static void put_line(const char *line, size_t n, bool gather)
     if (gather && out.running && n <= LOG_BUFFER) {
         if (out.len + n > LOG_BUFFER)
             flush_locked();
-        if (out.len == 0)
-            pthread_cond_signal(&out.wake);
         memcpy(out.buf + out.len, line, n);
         out.len += n;
+        atomic_store_explicit(&out.pending, true, memory_order_relaxed);
+        if (!flushes_itself && !out.flusher_due) {
+            out.flusher_due = true;
+            pthread_cond_signal(&out.wake);
+        }
     } else {
         flush_locked();
         write_all(line, n);
@@ -141,12 +166,12 @@ static void *flusher_main(void *arg)
     (void)arg;
     pthread_mutex_lock(&out.lock);
     while (!out.stop) {
-        if (out.len == 0) {
+        if (!out.flusher_due) {
             pthread_cond_wait(&out.wake, &out.lock);
             continue;
         }
-        /* The first line of a batch arrived: wait out the interval (or the
-         * stop), then write whatever has gathered by then. */
+        /* A line no loop will write arrived: wait out the interval (or the
+         * stop, or a loop writing it first), then write what has gathered. */
         struct timespec until;
         clock_gettime(CLOCK_MONOTONIC, &until);
         until.tv_sec += out.flush_ms / 1000;
@@ -155,9 +180,10 @@ static void *flusher_main(void *arg)
             until.tv_sec++;
             until.tv_nsec -= 1000000000L;
         }
-        while (!out.stop && out.len > 0 && pthread_cond_timedwait(&out.wake, &out.lock, &until) != ETIMEDOUT)
+        while (!out.stop && out.flusher_due && pthread_cond_timedwait(&out.wake, &out.lock, &until) != ETIMEDOUT)
             ;
-        flush_locked();
+        if (out.flusher_due)
+            flush_locked();
     }
     flush_locked();
     pthread_mutex_unlock(&out.lock);

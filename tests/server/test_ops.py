@@ -310,10 +310,11 @@ class Logs(unittest.TestCase):
         self.assertEqual((access[2]["path"], access[2]["status"]), ("/no/\ufffd\ufffd\ufffd", 404))
 
     def test_gathered_access_lines_keep_their_order_and_all_reach_the_log(self):
-        # Access lines wait up to --log-flush-ms to be written together; any other line is written
-        # at once and after them, and the stop writes whatever is still gathered. With a 10 s
-        # interval the error line of a failed key reload arrives long before the interval ends:
-        # the access lines made before it must already be in the log, above it.
+        # Access lines are gathered and written together (by the loop that made them before it
+        # waits again, else up to --log-flush-ms later); any other line is written at once and
+        # after them, and the stop writes whatever is still gathered: the access lines made
+        # before the error line of a failed key reload are in the log above it, and the last
+        # request's is there at the exit. (test_log.c holds lines back to check the order.)
         keys = f"/tmp/tiled-test-keys-{os.getpid()}"
         with open(keys, "w") as f:
             f.write("gathered-key\n")

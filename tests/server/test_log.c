@@ -1,0 +1,131 @@
+/* test_log.c - the log's output order (log.c): access lines gathered once
+ * tiled_log_start() has run are written before any other line, by the
+ * thread's own tiled_log_flush(), when the buffer fills, and at the stop;
+ * none is lost and none overtakes another. stderr is a file here, read
+ * back after each step. No event loop runs in this test, so nothing but
+ * the steps below writes a gathered line (the flusher waits 10 s). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "config.h"
+#include "log.h"
+#include "server.h"
+
+static int saved_stderr = -1;
+static FILE *sink;
+
+/* The request ids of the lines written so far ("event:" plus the event for
+ * lines that are not access lines), in order, as one string. */
+static char *written(void)
+{
+    static char out[1 << 16];
+    size_t o = 0;
+    out[0] = '\0';
+    fflush(sink);
+    rewind(sink);
+    char line[8192];
+    while (fgets(line, sizeof(line), sink)) {
+        json_error_t err;
+        json_t *j = json_loads(line, 0, &err);
+        assert_non_null(j);
+        const char *ev = json_string_value(json_object_get(j, "event"));
+        const char *id = json_string_value(json_object_get(j, "request_id"));
+        assert_non_null(ev);
+        o += (size_t)snprintf(out + o, sizeof(out) - o, "%s%s%s", o ? " " : "",
+                              strcmp(ev, "access") == 0 ? "" : "event:", strcmp(ev, "access") == 0 ? id : ev);
+        json_decref(j);
+        assert_true(o < sizeof(out));
+    }
+    return out;
+}
+
+/* Checks what is written, with stderr back on the terminal for the
+ * assertion's message. */
+static void expect_written(const char *want)
+{
+    char *got = written();
+    dup2(saved_stderr, STDERR_FILENO);
+    assert_string_equal(got, want);
+    dup2(fileno(sink), STDERR_FILENO);
+}
+
+static void access_line(const char *id)
+{
+    static struct tiled_req req;
+    memset(&req, 0, sizeof(req));
+    snprintf(req.request_id, sizeof(req.request_id), "%s", id);
+    snprintf(req.method, sizeof(req.method), "GET");
+    snprintf(req.remote, sizeof(req.remote), "127.0.0.1");
+    req.path = "/v2/health/live";
+    tiled_log_access(&req, 200);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    struct tiled_config cfg = {.log_level = TILED_LOG_INFO, .log_format = TILED_LOG_JSON};
+    tiled_log_init(&cfg);
+    sink = tmpfile();
+    if (!sink)
+        return -1;
+    fflush(stderr);
+    saved_stderr = dup(STDERR_FILENO);
+    return dup2(fileno(sink), STDERR_FILENO) < 0 ? -1 : 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    dup2(saved_stderr, STDERR_FILENO);
+    close(saved_stderr);
+    fclose(sink);
+    return 0;
+}
+
+static void gathered_lines_keep_their_order(void **state)
+{
+    (void)state;
+    assert_int_equal(tiled_log_start(10000), 0);
+    access_line("a");
+    access_line("b");
+    access_line("c");
+    /* An error is written at once, after the lines gathered before it. */
+    tiled_log_error("boom", "something failed");
+    expect_written("a b c event:boom");
+    access_line("d");
+    tiled_log_flush(); /* a loop's flush before it waits */
+    expect_written("a b c event:boom d");
+    /* A full buffer is written as the next line comes; the stop writes the rest. */
+    char id[64];
+    for (int i = 0; i < 600; i++) {
+        snprintf(id, sizeof(id), "fill-%03d-%s", i, "padding-padding-padding-padding-padding");
+        access_line(id);
+    }
+    access_line("last");
+    tiled_log_stop();
+    char *want = malloc(1 << 16);
+    assert_non_null(want);
+    size_t o = (size_t)snprintf(want, 1 << 16, "a b c event:boom d");
+    for (int i = 0; i < 600; i++)
+        o += (size_t)snprintf(want + o, (1 << 16) - o, " fill-%03d-%s", i, "padding-padding-padding-padding-padding");
+    snprintf(want + o, (1 << 16) - o, " last");
+    expect_written(want);
+    free(want);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(gathered_lines_keep_their_order, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
