@@ -37,6 +37,7 @@
 #include "clock.h"
 #include "grow.h"
 #include "list.h"
+#include "numfmt.h"
 #include "pbwire.h"
 #include "recv_deadline.h"
 #include "server.h"
@@ -762,7 +763,7 @@ bool grpc_call_data(struct grpc_call *call, const uint8_t *data, size_t len)
             call->req->content_encoding = field(call, "grpc-encoding");
         if (pc.start) {
             char n[24];
-            snprintf(n, sizeof(n), "%zu", pc.msg_len);
+            n[tile_format_u64(n, pc.msg_len)] = '\0';
             if (!admit_message(call, pc.msg_len))
                 return false;
             if (tiled_service_expect_body(call->req, n)) {
@@ -993,7 +994,7 @@ static void stream_message_start(struct grpc_call *call, const struct tile_grpc_
     }
     if (pc->compressed)
         call->req->content_encoding = field(call, "grpc-encoding");
-    snprintf(n, sizeof(n), "%zu", pc->msg_len);
+    n[tile_format_u64(n, pc->msg_len)] = '\0';
     call->msg_refused = tiled_service_route(call->req, field(call, "authorization")) ||
                         tiled_service_check_head(call->req) || !admit_message(call, pc->msg_len) ||
                         tiled_service_expect_body(call->req, n);

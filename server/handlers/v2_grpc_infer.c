@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "grpc_infer.h"
+#include "numfmt.h"
 #include "server.h"
 #include "text.h"
 #include "v2_grpc.h"
@@ -66,11 +67,11 @@ static int grpc_decode(struct tiled_req *req, const struct tile_v2_shm_source *s
 static int grpc_frame(struct tiled_req *req, uint64_t raw_len, char *head, size_t cap, struct tile_encode_frame *f,
                       enum tile_format *fmt, struct tile_error *e)
 {
-    char version[16];
-    snprintf(version, sizeof(version), "%d", req->v2.version);
+    char version[24];
+    size_t version_len = tile_format_u64(version, (uint64_t)req->v2.version); /* 13, 6 or 1 */
     const struct tile_grpc_infer_reply r = {
         .model_name = {"tile", 4},
-        .model_version = {version, strlen(version)},
+        .model_version = {version, version_len},
         .id = {req->v2.id, req->v2.id_len},
         .output_name = {"output", 6},
         .dtype = req->plan.dtype,
