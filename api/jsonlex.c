@@ -38,18 +38,27 @@ enum lex_state {
     ST_DONE            /* the top-level value is complete */
 };
 
-/* Byte classes inside a string: 0 is an ordinary ASCII byte. */
+/* Byte classes inside a string: 0 is an ordinary ASCII byte. A table, as
+ * the scan of a string's bytes is the lexer's innermost loop. */
 enum { SC_PLAIN, SC_QUOTE, SC_ESCAPE, SC_CONTROL, SC_HIGH };
+
+#define SC_ROW(c) c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c
+static const uint8_t str_classes[256] = {
+    SC_ROW(SC_CONTROL), SC_ROW(SC_CONTROL), /* 0x00-0x1f */
+    SC_PLAIN, SC_PLAIN, SC_QUOTE, SC_PLAIN, SC_PLAIN, SC_PLAIN, SC_PLAIN, SC_PLAIN, /* 0x20-0x27: '"' */
+    SC_PLAIN, SC_PLAIN, SC_PLAIN, SC_PLAIN, SC_PLAIN, SC_PLAIN, SC_PLAIN, SC_PLAIN,
+    SC_ROW(SC_PLAIN), SC_ROW(SC_PLAIN), /* 0x30-0x4f */
+    SC_PLAIN, SC_PLAIN, SC_PLAIN, SC_PLAIN, SC_PLAIN, SC_PLAIN, SC_PLAIN, SC_PLAIN, /* 0x50-0x5f: '\\' */
+    SC_PLAIN, SC_PLAIN, SC_PLAIN, SC_PLAIN, SC_ESCAPE, SC_PLAIN, SC_PLAIN, SC_PLAIN,
+    SC_ROW(SC_PLAIN), SC_ROW(SC_PLAIN), /* 0x60-0x7f */
+    SC_ROW(SC_HIGH), SC_ROW(SC_HIGH), SC_ROW(SC_HIGH), SC_ROW(SC_HIGH), /* 0x80-0xff */
+    SC_ROW(SC_HIGH), SC_ROW(SC_HIGH), SC_ROW(SC_HIGH), SC_ROW(SC_HIGH),
+};
+#undef SC_ROW
 
 static uint8_t str_class(unsigned char c)
 {
-    if (c == '"')
-        return SC_QUOTE;
-    if (c == '\\')
-        return SC_ESCAPE;
-    if (c < 0x20)
-        return SC_CONTROL;
-    return c >= 0x80 ? SC_HIGH : SC_PLAIN;
+    return str_classes[c];
 }
 
 static bool is_digit(char c)
@@ -228,9 +237,17 @@ size_t tile_json_unescape(const struct tile_json_token *tok, char *out)
 
 bool tile_json_string_equals(const struct tile_json_token *tok, const char *s)
 {
+    if (!(tok->flags & TILE_JSON_TOK_ESCAPED)) {
+        /* Byte by byte, with no strlen: object keys are matched against a
+         * table of names this way, and most differ in the first byte. */
+        size_t i = 0;
+        for (; i < tok->len; i++) {
+            if (tok->ptr[i] != s[i] || s[i] == '\0')
+                return false;
+        }
+        return s[i] == '\0';
+    }
     size_t n = strlen(s);
-    if (!(tok->flags & TILE_JSON_TOK_ESCAPED))
-        return tok->len == n && memcmp(tok->ptr, s, n) == 0;
     char buf[256];
     if (tok->len > sizeof(buf) || tok->len < n) /* escapes only shrink a string */
         return false;
@@ -308,13 +325,13 @@ static int scan_literal(struct tile_json_lexer *lx, struct tile_json_token *tok,
 
 /* ---- the state machine ------------------------------------------------ */
 
-static void skip_ws(struct tile_json_lexer *lx)
+/* The four whitespace bytes RFC 8259 allows, from b[i]. Compact documents
+ * have none, so one comparison usually settles it. */
+static size_t skip_ws_at(const char *b, size_t i, size_t len)
 {
-    const char *b = lx->buf;
-    size_t i = lx->pos;
-    while (i < lx->len && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t'))
+    while (i < len && (unsigned char)b[i] <= ' ' && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t'))
         i++;
-    lx->pos = i;
+    return i;
 }
 
 static void after_value(struct tile_json_lexer *lx)
@@ -359,19 +376,24 @@ static int unexpected(struct tile_json_lexer *lx, struct tile_error *e, const ch
 
 static int read_value(struct tile_json_lexer *lx, struct tile_json_token *tok, struct tile_error *e)
 {
-    char c = lx->buf[lx->pos];
     int rc;
-    if (c == '{' || c == '[')
-        return open_container(lx, tok, c == '{', e);
-    if (c == '"') {
+    switch (lx->buf[lx->pos]) {
+    case '{':
+        return open_container(lx, tok, true, e);
+    case '[':
+        return open_container(lx, tok, false, e);
+    case '"':
         tok->type = TILE_JSON_STRING;
         rc = scan_string(lx, tok, e);
-    } else if (c == '-' || is_digit(c)) {
+        break;
+    case '-': case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8': case '9':
         tok->type = TILE_JSON_NUMBER;
         rc = scan_number(lx, tok, e);
-    } else if (c == 't' || c == 'f' || c == 'n') {
+        break;
+    case 't': case 'f': case 'n':
         rc = scan_literal(lx, tok, e);
-    } else {
+        break;
+    default:
         return unexpected(lx, e, "a value");
     }
     if (rc == 0)
@@ -386,7 +408,7 @@ static int read_key(struct tile_json_lexer *lx, struct tile_json_token *tok, str
     tok->type = TILE_JSON_KEY;
     if (scan_string(lx, tok, e) < 0)
         return -1;
-    skip_ws(lx);
+    lx->pos = skip_ws_at(lx->buf, lx->pos, lx->len);
     if (lx->pos == lx->len)
         return lex_fail(lx, e, lx->pos, "unexpected end of input");
     if (lx->buf[lx->pos] != ':')
@@ -396,66 +418,59 @@ static int read_key(struct tile_json_lexer *lx, struct tile_json_token *tok, str
     return 0;
 }
 
-/* After a value inside a container: ',' (then loop for the next token) or
- * the container's end. Returns 1 when a comma was consumed. */
-static int read_after(struct tile_json_lexer *lx, struct tile_json_token *tok, struct tile_error *e)
-{
-    bool obj = top_is_object(lx);
-    char c = lx->buf[lx->pos];
-    if (c == ',') {
-        lx->pos++;
-        lx->state = obj ? ST_KEY : ST_VALUE;
-        return 1;
-    }
-    if (c == (obj ? '}' : ']'))
-        return close_container(lx, tok);
-    return unexpected(lx, e, obj ? "',' or '}'" : "',' or ']'");
-}
-
+/* One token from a local copy of the position: the state after a value is
+ * settled first (a ',' moves on to the next token, anything else is the
+ * token), then the token at the position is read by state. */
 int tile_json_next(struct tile_json_lexer *lx, struct tile_json_token *tok, struct tile_error *e)
 {
     if (lx->failed)
         return tile_error_set(e, TILE_EINVAL, "invalid JSON (reading past an earlier error)");
-    for (;;) {
-        skip_ws(lx);
-        tok->pos = lx->pos;
-        tok->ptr = lx->buf + lx->pos;
-        tok->len = 1;
-        tok->flags = 0;
-        if (lx->pos == lx->len) {
-            if (lx->state != ST_DONE)
-                return lex_fail(lx, e, lx->pos, "unexpected end of input");
-            tok->type = TILE_JSON_END;
-            tok->len = 0;
-            return 0;
-        }
-        char c = lx->buf[lx->pos];
-        switch (lx->state) {
-        case ST_DONE:
-            return lex_fail(lx, e, lx->pos, "unexpected data after the top-level value");
-        case ST_AFTER: {
-            int rc = read_after(lx, tok, e);
-            if (rc == 1)
-                continue;
-            return rc;
-        }
-        case ST_KEY_OR_CLOSE:
-            if (c == '}')
+    const char *b = lx->buf;
+    size_t len = lx->len, i = skip_ws_at(b, lx->pos, len);
+    tok->flags = 0;
+    tok->len = 1;
+    if (lx->state == ST_AFTER && i < len) { /* after a value inside a container */
+        bool obj = top_is_object(lx);
+        if (b[i] == ',') {
+            lx->state = obj ? ST_KEY : ST_VALUE;
+            i = skip_ws_at(b, i + 1, len);
+        } else {
+            lx->pos = tok->pos = i;
+            tok->ptr = b + i;
+            if (b[i] == (obj ? '}' : ']'))
                 return close_container(lx, tok);
-            return read_key(lx, tok, e);
-        case ST_KEY:
-            if (c == '}')
-                return lex_fail(lx, e, lx->pos, "trailing comma before '}'");
-            return read_key(lx, tok, e);
-        case ST_VALUE_OR_CLOSE:
-            if (c == ']')
-                return close_container(lx, tok);
-            return read_value(lx, tok, e);
-        default:
-            if (c == ']' && lx->depth > 0 && !top_is_object(lx))
-                return lex_fail(lx, e, lx->pos, "trailing comma before ']'");
-            return read_value(lx, tok, e);
+            return unexpected(lx, e, obj ? "',' or '}'" : "',' or ']'");
         }
+    }
+    lx->pos = tok->pos = i;
+    tok->ptr = b + i;
+    if (i == len) {
+        if (lx->state != ST_DONE)
+            return lex_fail(lx, e, i, "unexpected end of input");
+        tok->type = TILE_JSON_END;
+        tok->len = 0;
+        return 0;
+    }
+    char c = b[i];
+    switch (lx->state) {
+    case ST_DONE:
+        return lex_fail(lx, e, i, "unexpected data after the top-level value");
+    case ST_KEY_OR_CLOSE:
+        if (c == '}')
+            return close_container(lx, tok);
+        return read_key(lx, tok, e);
+    case ST_KEY:
+        if (c == '}')
+            return lex_fail(lx, e, i, "trailing comma before '}'");
+        return read_key(lx, tok, e);
+    case ST_VALUE_OR_CLOSE:
+        if (c == ']')
+            return close_container(lx, tok);
+        return read_value(lx, tok, e);
+    default:
+        if (c == ']' && lx->depth > 0 && !top_is_object(lx))
+            return lex_fail(lx, e, i, "trailing comma before ']'");
+        return read_value(lx, tok, e);
     }
 }
 
@@ -593,8 +608,65 @@ static int integral_value(const struct decimal *d, uint64_t *mag)
     return TILE_JSON_NUM_OK;
 }
 
+/* The common short numbers in one pass, without struct decimal: true when
+ * `s` (a JSON number as the lexer produced it) is at most TILE_QUICK_LEN
+ * bytes with at most 19 significant digits; then its value is exactly
+ * (-1)^neg * m * 10^e10, and *count is its significant digits (0 for
+ * zero). Anything longer takes decimal_split. */
+#define TILE_QUICK_LEN 40
+
+static bool quick_decimal(const char *s, size_t len, bool *neg, uint64_t *m, int *e10, int *count)
+{
+    if (len > TILE_QUICK_LEN)
+        return false;
+    size_t i = len && s[0] == '-';
+    uint64_t v = 0;
+    int n = 0, scale = 0;
+    *neg = i;
+    for (; i < len && is_digit(s[i]); i++) {
+        if ((n || s[i] != '0') && ++n > 19)
+            return false;
+        v = v * 10 + (uint64_t)(s[i] - '0');
+    }
+    if (i < len && s[i] == '.') {
+        for (i++; i < len && is_digit(s[i]); i++, scale--) {
+            if ((n || s[i] != '0') && ++n > 19)
+                return false;
+            v = v * 10 + (uint64_t)(s[i] - '0');
+        }
+    }
+    if (i < len) { /* 'e' or 'E', an optional sign, digits */
+        i++;
+        bool eneg = i < len && s[i] == '-';
+        i += i < len && (s[i] == '-' || s[i] == '+');
+        int x = 0;
+        for (; i < len && x < 100000; i++)
+            x = x * 10 + (s[i] - '0');
+        if (i < len)
+            return false;
+        scale += eneg ? -x : x;
+    }
+    *m = v;
+    *e10 = scale;
+    *count = n;
+    return true;
+}
+
 int tile_json_number_integer(const char *s, size_t len, unsigned flags, bool *neg, uint64_t *mag)
 {
+    /* Plain integers of at most 19 digits (below 10^19 < 2^64) first: the
+     * usual case, read digit by digit. */
+    size_t i = len && s[0] == '-';
+    if (len - i <= 19) {
+        uint64_t v = 0;
+        for (; i < len && is_digit(s[i]); i++)
+            v = v * 10 + (uint64_t)(s[i] - '0');
+        if (i == len) {
+            *neg = len && s[0] == '-';
+            *mag = v;
+            return TILE_JSON_NUM_OK;
+        }
+    }
     struct decimal d;
     decimal_split(s, len, &d);
     *neg = d.neg;
@@ -709,8 +781,38 @@ static bool fast_float(const struct decimal *d, float *out)
     return true;
 }
 
+/* Clinger's fast path on quick_decimal's parts: m * 10^e10 in one correctly
+ * rounded operation when m < 10^15 < 2^53 and |e10| <= 22, as fast_double. */
+static bool quick_double(const char *s, size_t len, double *out)
+{
+#if FLT_EVAL_METHOD == 0
+    bool neg;
+    uint64_t m;
+    int e10, count;
+    if (!quick_decimal(s, len, &neg, &m, &e10, &count))
+        return false;
+    if (count == 0) {
+        *out = neg ? -0.0 : 0.0;
+        return true;
+    }
+    if (count > 15 || e10 < -22 || e10 > 22)
+        return false;
+    double v = (double)m, p = pow10_exact[e10 < 0 ? -e10 : e10];
+    v = e10 < 0 ? v / p : v * p;
+    *out = neg ? -v : v;
+    return true;
+#else
+    (void)s;
+    (void)len;
+    (void)out;
+    return false;
+#endif
+}
+
 int tile_json_number_double(const char *s, size_t len, double *out)
 {
+    if (quick_double(s, len, out))
+        return TILE_JSON_NUM_OK;
     struct decimal d;
     decimal_split(s, len, &d);
     if (d.first < 0) {
@@ -727,6 +829,11 @@ int tile_json_number_double(const char *s, size_t len, double *out)
 
 int tile_json_number_float(const char *s, size_t len, float *out)
 {
+    double v; /* as fast_float: exact unless v is a float halfway point */
+    if (quick_double(s, len, &v) && (v == 0 || (fabs(v) >= FLT_MIN && fabs(v) <= FLT_MAX && !is_float_tie(v)))) {
+        *out = (float)v;
+        return TILE_JSON_NUM_OK;
+    }
     struct decimal d;
     decimal_split(s, len, &d);
     if (d.first < 0) {

@@ -665,9 +665,46 @@ static int parse_int(const struct tile_dtype_traits *tr, const struct tile_json_
     return 0;
 }
 
+/* A float32 or float64 element written as a plain integer of at most 15
+ * digits ("1", "-20"): the usual tensor data, converted without the general
+ * path's layers. Such an integer is below 10^15 < 2^53, so the double is
+ * exact and rounding it to float is the one correct rounding. False (and
+ * nothing stored) for anything else. */
+static bool small_int_real(const struct tile_dtype_traits *tr, const struct tile_json_token *tok, void *elem)
+{
+#if FLT_EVAL_METHOD == 0
+    const char *s = tok->ptr;
+    size_t i = tok->len && s[0] == '-';
+    if (tok->type != TILE_JSON_NUMBER || tok->len - i > 15 || i == tok->len || tr->cls != TILE_CLASS_FLOAT ||
+        (tr->size != 4 && tr->size != 8))
+        return false;
+    uint64_t m = 0;
+    for (; i < tok->len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        m = m * 10 + (uint64_t)(s[i] - '0');
+    }
+    double v = s[0] == '-' ? -(double)m : (double)m; /* "-0" is -0.0, as the general path reads it */
+    if (tr->size == 4) {
+        float f = (float)v;
+        memcpy(elem, &f, sizeof(f));
+    } else {
+        memcpy(elem, &v, sizeof(v));
+    }
+    return true;
+#else
+    (void)tr;
+    (void)tok;
+    (void)elem;
+    return false;
+#endif
+}
+
 static int parse_real(const struct tile_dtype_traits *tr, const struct tile_json_token *tok, void *elem,
                       const struct tile_json_path *where, struct tile_error *e)
 {
+    if (small_int_real(tr, tok, elem))
+        return 0;
     const struct real_kind *k = real_kind_of(tr);
     uint64_t bits;
     double special;
