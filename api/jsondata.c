@@ -24,6 +24,7 @@
  */
 #include "jsondata.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,12 +51,6 @@ struct reader {
     size_t part_size;   /* bytes one scalar fills */
     int max_rank;
 
-    /* shape inference */
-    int level;                         /* open arrays */
-    int rank;                          /* -1 until the first element or empty array */
-    int64_t dims[TILE_MAX_RANK];       /* -1 until the first array at the level closed */
-    uint64_t pos[TILE_MAX_RANK + 1];   /* index of the latest child per open array (+1 for a part) */
-
     /* parts */
     char *items;        /* the tensor's buffer (fixed) or a growing one */
     uint64_t nparts, cap_parts;
@@ -65,6 +60,15 @@ struct reader {
     /* string bytes */
     char *blob;
     uint64_t blob_len, blob_cap;
+
+    /* shape inference; the arrays last, as reader_init leaves them to be
+     * written level by level (a small document uses one or two levels) */
+    int level;                         /* open arrays */
+    int rank;                          /* -1 until the first element or empty array */
+    int levels_seen;                   /* dims[0, levels_seen) are set */
+    int64_t dims[TILE_MAX_RANK];       /* -1 until the first array at the level closed */
+    uint64_t pos[TILE_MAX_RANK + 1];   /* index of the latest child per open array (+1 for a part);
+                                          pos[k] is written when level k opens */
 };
 
 #define TILE_PATH_TEXT 160
@@ -169,6 +173,8 @@ static int open_array(struct reader *r)
     if (r->level >= r->max_rank)
         return tile_error_set(r->e, TILE_EINVAL, "%s nests arrays deeper than the maximum rank %d",
                               path_text(r, r->level, path), r->max_rank);
+    if (r->level == r->levels_seen) /* the first array at this level */
+        r->dims[r->levels_seen++] = -1;
     r->pos[r->level++] = UINT64_MAX; /* no child yet */
     return 0;
 }
@@ -357,7 +363,7 @@ static int finish(struct reader *r, struct tile_tensor *out)
 static int reader_init(struct reader *r, struct tile_json_lexer *lx, const struct tile_json_data_opts *o,
                        struct tile_tensor *out, struct tile_error *e)
 {
-    memset(r, 0, sizeof(*r));
+    memset(r, 0, offsetof(struct reader, dims)); /* dims and pos: see open_array */
     r->lx = lx;
     r->o = o;
     r->e = e;
@@ -370,8 +376,6 @@ static int reader_init(struct reader *r, struct tile_json_lexer *lx, const struc
     r->part_size = r->tr->size / r->tr->parts;
     r->max_rank = o->max_rank > 0 && o->max_rank < TILE_MAX_RANK ? o->max_rank : TILE_MAX_RANK;
     r->rank = -1;
-    for (int i = 0; i < TILE_MAX_RANK; i++)
-        r->dims[i] = -1;
     if (r->is_string && grow(&r->blob, &r->blob_cap, 0, 1, 1, 0, "the string data", e) < 0)
         return -1;
     if (o->rank < 0)

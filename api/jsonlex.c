@@ -82,7 +82,7 @@ void tile_json_lexer_init(struct tile_json_lexer *lx, const char *buf, size_t le
     lx->state = ST_VALUE;
 }
 
-static int lex_fail(struct tile_json_lexer *lx, struct tile_error *e, size_t pos, const char *what)
+static int lex_fail(struct tile_json_lexer *restrict lx, struct tile_error *restrict e, size_t pos, const char *what)
 {
     lx->failed = true;
     return tile_error_set(e, TILE_EINVAL, "invalid JSON: %s at byte %zu", what, pos);
@@ -127,7 +127,7 @@ static size_t esc_fail(struct tile_json_lexer *lx, struct tile_error *e, size_t 
 }
 
 /* Validates the escape at buf[i] == '\\'; returns its length or 0 (error set). */
-static size_t check_escape(struct tile_json_lexer *lx, size_t i, struct tile_error *e)
+static size_t check_escape(struct tile_json_lexer *restrict lx, size_t i, struct tile_error *restrict e)
 {
     const char *b = lx->buf;
     size_t left = lx->len - i;
@@ -154,7 +154,7 @@ static size_t check_escape(struct tile_json_lexer *lx, size_t i, struct tile_err
 }
 
 /* Scans the string whose '"' is at lx->pos; fills ptr/len/flags. */
-static int scan_string(struct tile_json_lexer *lx, struct tile_json_token *tok, struct tile_error *e)
+static int scan_string(struct tile_json_lexer *restrict lx, struct tile_json_token *restrict tok, struct tile_error *restrict e)
 {
     const unsigned char *b = (const unsigned char *)lx->buf;
     size_t start = lx->pos + 1, i = start, len = lx->len;
@@ -264,7 +264,7 @@ static size_t skip_digits(const char *b, size_t i, size_t len)
     return i;
 }
 
-static int scan_number(struct tile_json_lexer *lx, struct tile_json_token *tok, struct tile_error *e)
+static int scan_number(struct tile_json_lexer *restrict lx, struct tile_json_token *restrict tok, struct tile_error *restrict e)
 {
     const char *b = lx->buf;
     size_t i = lx->pos, len = lx->len;
@@ -300,7 +300,7 @@ static int scan_number(struct tile_json_lexer *lx, struct tile_json_token *tok, 
     return 0;
 }
 
-static int scan_literal(struct tile_json_lexer *lx, struct tile_json_token *tok, struct tile_error *e)
+static int scan_literal(struct tile_json_lexer *restrict lx, struct tile_json_token *restrict tok, struct tile_error *restrict e)
 {
     static const struct {
         const char *text;
@@ -334,12 +334,12 @@ static size_t skip_ws_at(const char *b, size_t i, size_t len)
     return i;
 }
 
-static void after_value(struct tile_json_lexer *lx)
+static void after_value(struct tile_json_lexer *restrict lx)
 {
     lx->state = lx->depth == 0 ? ST_DONE : ST_AFTER;
 }
 
-static int open_container(struct tile_json_lexer *lx, struct tile_json_token *tok, bool object, struct tile_error *e)
+static int open_container(struct tile_json_lexer *restrict lx, struct tile_json_token *restrict tok, bool object, struct tile_error *restrict e)
 {
     if (lx->depth >= lx->max_depth) {
         lx->failed = true;
@@ -354,7 +354,7 @@ static int open_container(struct tile_json_lexer *lx, struct tile_json_token *to
     return 0;
 }
 
-static int close_container(struct tile_json_lexer *lx, struct tile_json_token *tok)
+static int close_container(struct tile_json_lexer *restrict lx, struct tile_json_token *restrict tok)
 {
     tok->type = top_is_object(lx) ? TILE_JSON_OBJECT_END : TILE_JSON_ARRAY_END;
     lx->depth--;
@@ -363,7 +363,7 @@ static int close_container(struct tile_json_lexer *lx, struct tile_json_token *t
     return 0;
 }
 
-static int unexpected(struct tile_json_lexer *lx, struct tile_error *e, const char *expected)
+static int unexpected(struct tile_json_lexer *restrict lx, struct tile_error *restrict e, const char *expected)
 {
     unsigned char c = (unsigned char)lx->buf[lx->pos];
     char what[120];
@@ -374,7 +374,7 @@ static int unexpected(struct tile_json_lexer *lx, struct tile_error *e, const ch
     return lex_fail(lx, e, lx->pos, what);
 }
 
-static int read_value(struct tile_json_lexer *lx, struct tile_json_token *tok, struct tile_error *e)
+static int read_value(struct tile_json_lexer *restrict lx, struct tile_json_token *restrict tok, struct tile_error *restrict e)
 {
     int rc;
     switch (lx->buf[lx->pos]) {
@@ -401,7 +401,7 @@ static int read_value(struct tile_json_lexer *lx, struct tile_json_token *tok, s
     return rc;
 }
 
-static int read_key(struct tile_json_lexer *lx, struct tile_json_token *tok, struct tile_error *e)
+static int read_key(struct tile_json_lexer *restrict lx, struct tile_json_token *restrict tok, struct tile_error *restrict e)
 {
     if (lx->buf[lx->pos] != '"')
         return unexpected(lx, e, "a string key");
@@ -421,7 +421,7 @@ static int read_key(struct tile_json_lexer *lx, struct tile_json_token *tok, str
 /* One token from a local copy of the position: the state after a value is
  * settled first (a ',' moves on to the next token, anything else is the
  * token), then the token at the position is read by state. */
-int tile_json_next(struct tile_json_lexer *lx, struct tile_json_token *tok, struct tile_error *e)
+int tile_json_next(struct tile_json_lexer *restrict lx, struct tile_json_token *restrict tok, struct tile_error *restrict e)
 {
     if (lx->failed)
         return tile_error_set(e, TILE_EINVAL, "invalid JSON (reading past an earlier error)");
@@ -451,25 +451,26 @@ int tile_json_next(struct tile_json_lexer *lx, struct tile_json_token *tok, stru
         tok->len = 0;
         return 0;
     }
+    /* One call site each for read_key and read_value, so both are inlined. */
     char c = b[i];
     switch (lx->state) {
     case ST_DONE:
         return lex_fail(lx, e, i, "unexpected data after the top-level value");
     case ST_KEY_OR_CLOSE:
-        if (c == '}')
-            return close_container(lx, tok);
-        return read_key(lx, tok, e);
     case ST_KEY:
-        if (c == '}')
-            return lex_fail(lx, e, i, "trailing comma before '}'");
-        return read_key(lx, tok, e);
-    case ST_VALUE_OR_CLOSE:
-        if (c == ']')
+        if (c == '}') {
+            if (lx->state == ST_KEY)
+                return lex_fail(lx, e, i, "trailing comma before '}'");
             return close_container(lx, tok);
-        return read_value(lx, tok, e);
-    default:
-        if (c == ']' && lx->depth > 0 && !top_is_object(lx))
-            return lex_fail(lx, e, i, "trailing comma before ']'");
+        }
+        return read_key(lx, tok, e);
+    default: /* ST_VALUE, ST_VALUE_OR_CLOSE */
+        if (c == ']') {
+            if (lx->state == ST_VALUE_OR_CLOSE)
+                return close_container(lx, tok);
+            if (lx->depth > 0 && !top_is_object(lx))
+                return lex_fail(lx, e, i, "trailing comma before ']'");
+        }
         return read_value(lx, tok, e);
     }
 }

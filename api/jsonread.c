@@ -7,11 +7,6 @@
 /* Longest piece of offending input quoted in a message. */
 #define TILE_JR_SHOWN 40
 
-int tile_jr_next(struct tile_jr *r, struct tile_json_token *t)
-{
-    return tile_json_next(&r->lx, t, r->e);
-}
-
 static const char *label(char *buf, size_t cap, const char *what, int idx)
 {
     if (idx < 0)
@@ -115,8 +110,18 @@ int tile_jr_array(struct tile_jr *r, void *ctx, int (*fn)(void *ctx), const char
 
 static int find_key(const struct tile_jr_key *keys, int n, const struct tile_json_token *t)
 {
+    if (t->flags & TILE_JSON_TOK_ESCAPED) {
+        for (int k = 0; k < n; k++) {
+            if (tile_json_string_equals(t, keys[k].name))
+                return k;
+        }
+        return -1;
+    }
+    /* An unescaped key is its bytes: length and first byte rule out most
+     * names before the comparison. */
     for (int k = 0; k < n; k++) {
-        if (tile_json_string_equals(t, keys[k].name))
+        if (keys[k].len == t->len && t->len && keys[k].name[0] == t->ptr[0] &&
+            memcmp(keys[k].name, t->ptr, t->len) == 0)
             return k;
     }
     return -1;

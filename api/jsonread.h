@@ -19,13 +19,20 @@ struct tile_jr {
     struct tile_error *e;
 };
 
-/* Object keys and what to do with each; fn reads the value. */
+/* Object keys and what to do with each; fn reads the value. Written with
+ * TILE_JR_KEY, which records the name's length for the key match. */
 struct tile_jr_key {
     const char *name;
+    size_t len; /* strlen(name) */
     int (*fn)(void *ctx);
 };
+#define TILE_JR_KEY(name, fn) {name, sizeof(name) - 1, fn}
 
-int tile_jr_next(struct tile_jr *r, struct tile_json_token *t);
+/* The next token (inline: it is called once per token). */
+static inline int tile_jr_next(struct tile_jr *r, struct tile_json_token *t)
+{
+    return tile_json_next(&r->lx, t, r->e);
+}
 /* Converts a token already read to an int64 (integers only). `idx` >= 0
  * makes messages say what[idx]. */
 int tile_jr_int_token(struct tile_jr *r, const struct tile_json_token *t, const char *what, int idx, int64_t *out);
