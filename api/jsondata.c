@@ -137,6 +137,8 @@ static int store_scalar(struct reader *r, const struct tile_json_token *t, int d
     void *slot = next_part(r);
     if (!slot)
         return -1;
+    if (tile_json_parse_plain_int(r->tr, t, slot))
+        return 0;
     struct tile_json_path where = {r->name, r->pos, depth};
     if (tile_json_parse_element(r->o->dtype, t, slot, &where, r->e) < 0)
         return -1;

@@ -18,6 +18,17 @@ static const char *label(char *buf, size_t cap, const char *what, int idx)
 
 int tile_jr_int_token(struct tile_jr *r, const struct tile_json_token *t, const char *what, int idx, int64_t *out)
 {
+    /* Plain integers of at most 18 digits fit: read here, the usual case. */
+    size_t i = t->len && t->ptr[0] == '-';
+    if (t->type == TILE_JSON_NUMBER && i < t->len && t->len - i <= 18) {
+        int64_t v = 0;
+        for (; i < t->len && t->ptr[i] >= '0' && t->ptr[i] <= '9'; i++)
+            v = v * 10 + (t->ptr[i] - '0');
+        if (i == t->len) {
+            *out = t->ptr[0] == '-' ? -v : v;
+            return 0;
+        }
+    }
     char name[64];
     if (t->type != TILE_JSON_NUMBER)
         return tile_error_set(r->e, TILE_EINVAL, "%s must be an integer, not %s", label(name, sizeof(name), what, idx),

@@ -665,18 +665,12 @@ static int parse_int(const struct tile_dtype_traits *tr, const struct tile_json_
     return 0;
 }
 
-/* A float32 or float64 element written as a plain integer of at most 15
- * digits ("1", "-20"): the usual tensor data, converted without the general
- * path's layers. Such an integer is below 10^15 < 2^53, so the double is
- * exact and rounding it to float is the one correct rounding. False (and
- * nothing stored) for anything else. */
-static bool small_int_real(const struct tile_dtype_traits *tr, const struct tile_json_token *tok, void *elem)
+bool tile_json_parse_plain_int(const struct tile_dtype_traits *tr, const struct tile_json_token *tok, void *elem)
 {
-#if FLT_EVAL_METHOD == 0
     const char *s = tok->ptr;
-    size_t i = tok->len && s[0] == '-';
-    if (tok->type != TILE_JSON_NUMBER || tok->len - i > 15 || i == tok->len || tr->cls != TILE_CLASS_FLOAT ||
-        (tr->size != 4 && tr->size != 8))
+    bool neg = tok->len && s[0] == '-';
+    size_t i = neg;
+    if (tok->type != TILE_JSON_NUMBER || i == tok->len || tok->len - i > 15)
         return false;
     uint64_t m = 0;
     for (; i < tok->len; i++) {
@@ -684,27 +678,47 @@ static bool small_int_real(const struct tile_dtype_traits *tr, const struct tile
             return false;
         m = m * 10 + (uint64_t)(s[i] - '0');
     }
-    double v = s[0] == '-' ? -(double)m : (double)m; /* "-0" is -0.0, as the general path reads it */
-    if (tr->size == 4) {
-        float f = (float)v;
-        memcpy(elem, &f, sizeof(f));
-    } else {
-        memcpy(elem, &v, sizeof(v));
+    switch (tr->cls) {
+    case TILE_CLASS_INT:
+    case TILE_CLASS_UINT: { /* as parse_int; out of range goes to it for the message */
+        unsigned bits = (unsigned)(8 * tr->size);
+        uint64_t max = bits == 64 ? UINT64_MAX : (UINT64_C(1) << bits) - 1;
+        if (tr->cls == TILE_CLASS_INT)
+            max >>= 1;
+        if (neg ? (tr->cls == TILE_CLASS_INT ? m > max + 1 : m != 0) : m > max)
+            return false;
+        uint64_t u = neg ? 0 - m : m;
+        memcpy(elem, &u, tr->size);
+        return true;
     }
-    return true;
-#else
-    (void)tr;
-    (void)tok;
-    (void)elem;
-    return false;
+    case TILE_CLASS_FLOAT:
+    case TILE_CLASS_COMPLEX: {
+#if FLT_EVAL_METHOD == 0
+        /* Below 10^15 < 2^53 the double is exact, so rounding it to float
+         * is the one correct rounding; "-0" is -0.0 as the general path
+         * reads it. */
+        size_t width = tr->size / tr->parts;
+        double v = neg ? -(double)m : (double)m;
+        if (width == 4) {
+            float f = (float)v;
+            memcpy(elem, &f, sizeof(f));
+            return true;
+        }
+        if (width == 8) {
+            memcpy(elem, &v, sizeof(v));
+            return true;
+        }
 #endif
+        return false;
+    }
+    default:
+        return false;
+    }
 }
 
 static int parse_real(const struct tile_dtype_traits *tr, const struct tile_json_token *tok, void *elem,
                       const struct tile_json_path *where, struct tile_error *e)
 {
-    if (small_int_real(tr, tok, elem))
-        return 0;
     const struct real_kind *k = real_kind_of(tr);
     uint64_t bits;
     double special;
@@ -727,6 +741,8 @@ int tile_json_parse_element(enum tile_dtype dtype, const struct tile_json_token 
     const struct tile_dtype_traits *tr = tile_dtype_traits(dtype);
     if (!tr)
         return tile_error_set(e, TILE_EINVAL, "invalid dtype");
+    if (tile_json_parse_plain_int(tr, tok, elem))
+        return 0;
     switch (tr->cls) {
     case TILE_CLASS_BOOL:
         return parse_bool(tr, tok, elem, where, e);
