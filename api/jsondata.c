@@ -394,8 +394,15 @@ int tile_json_read_data(struct tile_json_lexer *lx, const struct tile_json_data_
                         struct tile_error *e)
 {
     struct reader r;
-    memset(out, 0, sizeof(*out));
+    /* What tile_tensor_free reads: every path ends in tile_tensor_init or
+     * tile_tensor_free, which clear the whole tensor (its shape included). */
     out->dtype = TILE_DTYPE_INVALID;
+    out->rank = 0;
+    out->data = NULL;
+    out->nelem = 0;
+    out->owns_data = false;
+    out->blob = NULL;
+    out->blob_len = 0;
     int rc = reader_init(&r, lx, o, out, e);
     if (rc == 0)
         rc = walk(&r);

@@ -82,7 +82,8 @@ void tile_json_lexer_init(struct tile_json_lexer *lx, const char *buf, size_t le
     lx->state = ST_VALUE;
 }
 
-static int lex_fail(struct tile_json_lexer *restrict lx, struct tile_error *restrict e, size_t pos, const char *what)
+/* Errors are out of line (cold): the token loop keeps its registers. */
+__attribute__((cold, noinline)) static int lex_fail(struct tile_json_lexer *restrict lx, struct tile_error *restrict e, size_t pos, const char *what)
 {
     lx->failed = true;
     return tile_error_set(e, TILE_EINVAL, "invalid JSON: %s at byte %zu", what, pos);
@@ -363,7 +364,7 @@ static int close_container(struct tile_json_lexer *restrict lx, struct tile_json
     return 0;
 }
 
-static int unexpected(struct tile_json_lexer *restrict lx, struct tile_error *restrict e, const char *expected)
+__attribute__((cold, noinline)) static int unexpected(struct tile_json_lexer *restrict lx, struct tile_error *restrict e, const char *expected)
 {
     unsigned char c = (unsigned char)lx->buf[lx->pos];
     char what[120];

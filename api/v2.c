@@ -114,13 +114,12 @@ static int in_data(void *p)
 {
     struct v2_ctx *c = p;
     struct tile_json_token t;
-    struct tile_json_lexer at = c->jr.lx; /* read once datatype and shape are known */
+    c->cur->data_at = c->jr.lx; /* read from here once datatype and shape are known (if has_data) */
     if (tile_jr_next(&c->jr, &t) < 0)
         return -1;
     if (t.type == TILE_JSON_NULL)
         return 0; /* "data": null is no data (the binary case, as KServe sends it) */
     c->cur->has_data = true;
-    c->cur->data_at = at;
     return tile_json_skip_value(&c->jr.lx, &t, c->jr.e);
 }
 
@@ -343,7 +342,6 @@ static int key_model_version(void *p)
 
 static int read_json_tensor(struct v2_ctx *c, struct v2_input *in)
 {
-    struct tile_jr jr = {in->data_at, c->jr.e};
     struct tile_json_data_opts o = {
         .dtype = in->dtype,
         .rank = in->rank,
@@ -353,7 +351,7 @@ static int read_json_tensor(struct v2_ctx *c, struct v2_input *in)
         .max_bytes = c->lim.max_body,
         .name = "data",
     };
-    return tile_json_read_data(&jr.lx, &o, &in->t, c->jr.e);
+    return tile_json_read_data(&in->data_at, &o, &in->t, c->jr.e); /* read once: the copy is used up */
 }
 
 static int read_binary_tensor(struct v2_ctx *c, struct v2_input *in, const void *bytes, uint64_t len)
