@@ -41,6 +41,7 @@ struct v2_input {
     char name[32];
     size_t name_len;
     bool has_name, has_shape, has_dtype, has_data, has_binary;
+    bool data_read; /* t holds the data, read where they stood (in_data) */
     enum tile_dtype dtype;
     int rank;
     uint64_t binary_size;
@@ -110,16 +111,36 @@ static int in_datatype(void *p)
     return 0;
 }
 
+static int read_json_tensor(struct v2_ctx *c, struct v2_input *in, struct tile_json_lexer *lx, struct tile_error *e);
+
 static int in_data(void *p)
 {
     struct v2_ctx *c = p;
+    struct v2_input *in = c->cur;
     struct tile_json_token t;
-    c->cur->data_at = c->jr.lx; /* read from here once datatype and shape are known (if has_data) */
+    in->data_at = c->jr.lx; /* read from here once datatype and shape are known (if has_data) */
     if (tile_jr_next(&c->jr, &t) < 0)
         return -1;
     if (t.type == TILE_JSON_NULL)
         return 0; /* "data": null is no data (the binary case, as KServe sends it) */
-    c->cur->has_data = true;
+    in->has_data = true;
+    /* Clients send datatype and shape first: then the data are read where
+     * they stand, from a copy of the position, instead of being skipped and
+     * read again. Only a success counts; otherwise the data are skipped and
+     * read_tensors reads them again, so every error (and which error comes
+     * first) is what it is without this shortcut; hence the error of the
+     * attempt goes to a scratch error, as the first error set is kept. */
+    if (in->has_dtype && in->has_shape && !in->has_binary && !in->shm.used) {
+        struct tile_json_lexer lx = in->data_at;
+        struct tile_error scratch;
+        tile_error_clear(&scratch);
+        if (read_json_tensor(c, in, &lx, &scratch) == 0) {
+            in->data_read = true;
+            in->t_owned = &in->t;
+            c->jr.lx = lx; /* just after the value, as after the skip */
+            return 0;
+        }
+    }
     return tile_json_skip_value(&c->jr.lx, &t, c->jr.e);
 }
 
@@ -340,7 +361,7 @@ static int key_model_version(void *p)
 
 /* ---- tensors ----------------------------------------------------------- */
 
-static int read_json_tensor(struct v2_ctx *c, struct v2_input *in)
+static int read_json_tensor(struct v2_ctx *c, struct v2_input *in, struct tile_json_lexer *lx, struct tile_error *e)
 {
     struct tile_json_data_opts o = {
         .dtype = in->dtype,
@@ -351,7 +372,7 @@ static int read_json_tensor(struct v2_ctx *c, struct v2_input *in)
         .max_bytes = c->lim.max_body,
         .name = "data",
     };
-    return tile_json_read_data(&in->data_at, &o, &in->t, c->jr.e); /* read once: the copy is used up */
+    return tile_json_read_data(lx, &o, &in->t, e);
 }
 
 static int read_binary_tensor(struct v2_ctx *c, struct v2_input *in, const void *bytes, uint64_t len)
@@ -382,7 +403,7 @@ static int read_tensors(struct v2_ctx *c, const char *blob, uint64_t blob_len)
         struct v2_input *in = &c->in[i];
         if (in->has_data) { /* tile_json_read_data clears the tensor first, whatever happens */
             in->t_owned = &in->t;
-            if (read_json_tensor(c, in) < 0)
+            if (!in->data_read && read_json_tensor(c, in, &in->data_at, c->jr.e) < 0) /* the copy is used up */
                 return -1;
             continue;
         }
