@@ -476,6 +476,18 @@ int tile_json_next(struct tile_json_lexer *restrict lx, struct tile_json_token *
     }
 }
 
+bool tile_json_at_array_end(const struct tile_json_lexer *lx)
+{
+    /* Where tile_json_next reads a ']' as the array's end: after '[' or
+     * after an element, inside an array (ST_VALUE, after a comma, would be
+     * the trailing-comma error). */
+    if (lx->failed || lx->depth == 0 || top_is_object(lx) ||
+        (lx->state != ST_VALUE_OR_CLOSE && lx->state != ST_AFTER))
+        return false;
+    size_t i = skip_ws_at(lx->buf, lx->pos, lx->len);
+    return i < lx->len && lx->buf[i] == ']';
+}
+
 bool tile_json_is_scalar(enum tile_json_type type)
 {
     return type == TILE_JSON_STRING || type == TILE_JSON_NUMBER || type == TILE_JSON_TRUE ||

@@ -108,12 +108,10 @@ int tile_jr_array(struct tile_jr *r, void *ctx, int (*fn)(void *ctx), const char
     if (t.type != TILE_JSON_ARRAY_BEGIN)
         return tile_error_set(r->e, TILE_EINVAL, "%s must be an array, not %s", what, tile_json_type_name(t.type));
     for (;;) {
-        struct tile_json_lexer before = r->lx;
-        if (tile_jr_next(r, &t) < 0)
-            return -1;
-        if (t.type == TILE_JSON_ARRAY_END)
-            return 0;
-        r->lx = before; /* hand the element to fn from its first token */
+        /* Anything but the end (an error included) is left for fn to read
+         * as its first token. */
+        if (tile_json_at_array_end(&r->lx))
+            return tile_jr_next(r, &t);
         if (fn(ctx) < 0)
             return -1;
     }

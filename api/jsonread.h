@@ -43,7 +43,10 @@ int tile_jr_int_list(struct tile_jr *r, const char *what, int64_t *out, int max,
 int tile_jr_string(struct tile_jr *r, const char *what, char *buf, size_t cap, size_t *len);
 int tile_jr_bool(struct tile_jr *r, const char *what, bool *out);
 /* Reads an array ('[' not yet read), calling fn(ctx) once per element with
- * the lexer just before it, so fn reads the element itself. */
+ * the lexer just before it, so fn reads the element itself. fn is called
+ * whenever the next token is not the array's end, so its first read is
+ * where a malformed element (or a trailing comma) is found: fn must read a
+ * token before reporting anything of its own. */
 int tile_jr_array(struct tile_jr *r, void *ctx, int (*fn)(void *ctx), const char *what);
 
 /* Reads an object's members ('{' not yet read) through `keys`; duplicates

@@ -222,8 +222,15 @@ static int read_input(void *p)
     static const struct tile_jr_key keys[] = {TILE_JR_KEY("name", in_name), TILE_JR_KEY("shape", in_shape),
                                               TILE_JR_KEY("datatype", in_datatype),
                                               TILE_JR_KEY("parameters", in_parameters), TILE_JR_KEY("data", in_data)};
-    if (c->nin == V2_MAX_INPUTS)
+    if (c->nin == V2_MAX_INPUTS) {
+        /* tile_jr_array leaves the element's first token to us: a syntax
+         * error there comes first, as it does for every element. */
+        struct tile_json_lexer lx = c->jr.lx;
+        struct tile_json_token t;
+        if (tile_json_next(&lx, &t, c->jr.e) < 0)
+            return -1;
         return tile_error_set(c->jr.e, TILE_EINVAL, "too many inputs (the tile model takes at most 3)");
+    }
     c->cur = &c->in[c->nin++];
     memset(c->cur, 0, offsetof(struct v2_input, shape)); /* small requests: clear only what is read */
     if (tile_jr_object(&c->jr, c, keys, 5, "an input", "name, shape, datatype, parameters or data", true) < 0)
