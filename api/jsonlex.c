@@ -23,6 +23,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,7 +76,7 @@ static bool is_word_char(char c)
 
 void tile_json_lexer_init(struct tile_json_lexer *lx, const char *buf, size_t len, int max_depth)
 {
-    memset(lx, 0, sizeof(*lx));
+    memset(lx, 0, offsetof(struct tile_json_lexer, is_object)); /* a level's bit is set as it opens */
     lx->buf = buf;
     lx->len = len;
     lx->max_depth = max_depth <= 0 || max_depth > TILE_JSON_MAX_DEPTH ? TILE_JSON_MAX_DEPTH : max_depth;

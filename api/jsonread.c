@@ -16,19 +16,11 @@ static const char *label(char *buf, size_t cap, const char *what, int idx)
     return buf;
 }
 
-int tile_jr_int_token(struct tile_jr *r, const struct tile_json_token *t, const char *what, int idx, int64_t *out)
+/* Everything but a plain integer: out of line, as its message buffer would
+ * cost the common case a stack frame. */
+__attribute__((noinline)) static int int_token_general(struct tile_jr *r, const struct tile_json_token *t,
+                                                       const char *what, int idx, int64_t *out)
 {
-    /* Plain integers of at most 18 digits fit: read here, the usual case. */
-    size_t i = t->len && t->ptr[0] == '-';
-    if (t->type == TILE_JSON_NUMBER && i < t->len && t->len - i <= 18) {
-        int64_t v = 0;
-        for (; i < t->len && t->ptr[i] >= '0' && t->ptr[i] <= '9'; i++)
-            v = v * 10 + (t->ptr[i] - '0');
-        if (i == t->len) {
-            *out = t->ptr[0] == '-' ? -v : v;
-            return 0;
-        }
-    }
     char name[64];
     if (t->type != TILE_JSON_NUMBER)
         return tile_error_set(r->e, TILE_EINVAL, "%s must be an integer, not %s", label(name, sizeof(name), what, idx),
@@ -42,6 +34,22 @@ int tile_jr_int_token(struct tile_jr *r, const struct tile_json_token *t, const 
         return tile_error_set(r->e, TILE_EINVAL, "%s is %.*s, outside the 64-bit integer range",
                               label(name, sizeof(name), what, idx), shown, t->ptr);
     return 0;
+}
+
+int tile_jr_int_token(struct tile_jr *r, const struct tile_json_token *t, const char *what, int idx, int64_t *out)
+{
+    /* Plain integers of at most 18 digits fit: read here, the usual case. */
+    size_t i = t->len && t->ptr[0] == '-';
+    if (t->type == TILE_JSON_NUMBER && i < t->len && t->len - i <= 18) {
+        int64_t v = 0;
+        for (; i < t->len && t->ptr[i] >= '0' && t->ptr[i] <= '9'; i++)
+            v = v * 10 + (t->ptr[i] - '0');
+        if (i == t->len) {
+            *out = t->ptr[0] == '-' ? -v : v;
+            return 0;
+        }
+    }
+    return int_token_general(r, t, what, idx, out);
 }
 
 int tile_jr_int(struct tile_jr *r, const char *what, int64_t *out)
@@ -129,8 +137,12 @@ static int find_key(const struct tile_jr_key *keys, int n, const struct tile_jso
     /* An unescaped key is its bytes: length and first byte rule out most
      * names before the comparison. */
     for (int k = 0; k < n; k++) {
-        if (keys[k].len == t->len && t->len && keys[k].name[0] == t->ptr[0] &&
-            memcmp(keys[k].name, t->ptr, t->len) == 0)
+        if (keys[k].len != t->len || !t->len || keys[k].name[0] != t->ptr[0])
+            continue;
+        size_t i = 1; /* names are short: no memcmp call */
+        while (i < t->len && keys[k].name[i] == t->ptr[i])
+            i++;
+        if (i == t->len)
             return k;
     }
     return -1;

@@ -17,6 +17,7 @@
  * (jsondata.c). Whether the fields fit the chosen semantics (repeats vs
  * tiles/axis) is tile_request_spec()'s business.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "jsondata.h"
@@ -24,13 +25,14 @@
 #include "request.h"
 
 struct v1_ctx {
-    struct tile_jr jr; /* the lexer and the error */
     struct tile_limits lim;
     struct tile_request *r;
     /* the input object */
     bool has_input, has_dtype, has_shape, has_data, data_read, data_shaped;
     enum tile_dtype dtype;
     int rank;
+    /* Set before they are read, so not cleared (tile_v1_json_decode): */
+    struct tile_jr jr; /* the lexer and the error */
     int64_t shape[TILE_MAX_RANK];
     struct tile_json_lexer data_at; /* before the "data" value, when it came before "dtype" */
 };
@@ -171,7 +173,7 @@ int tile_v1_json_decode(const char *body, size_t len, const struct tile_limits *
     };
     struct v1_ctx c;
     struct tile_json_token t;
-    memset(&c, 0, sizeof(c));
+    memset(&c, 0, offsetof(struct v1_ctx, jr));
     if (lim)
         c.lim = *lim;
     c.r = r;
