@@ -420,10 +420,144 @@ static int read_key(struct tile_json_lexer *restrict lx, struct tile_json_token 
     return 0;
 }
 
+static void set_token(struct tile_json_token *restrict tok, enum tile_json_type type, size_t pos, const char *ptr,
+                      size_t len)
+{
+    tok->type = type;
+    tok->ptr = ptr;
+    tok->len = len;
+    tok->pos = pos;
+    tok->flags = 0;
+}
+
+/* The tokens of compact, ordinary documents, on local copies of the
+ * position and state: a ',' and the token after it, keys and strings
+ * without escapes or non-ASCII bytes, integers, brackets. Returns false
+ * with the lexer untouched for anything else (whitespace inside a key's
+ * ':' aside), which next_general then reads as it always has: every error,
+ * every message and every other token come from there. */
+static inline __attribute__((always_inline)) bool next_fast(struct tile_json_lexer *restrict lx,
+                                                            struct tile_json_token *restrict tok)
+{
+    const char *b = lx->buf;
+    size_t len = lx->len, i = skip_ws_at(b, lx->pos, len);
+    int state = lx->state;
+    if (lx->failed || i >= len)
+        return false;
+    char c = b[i];
+    if (state == ST_AFTER) {
+        bool obj = top_is_object(lx);
+        if (c == (obj ? '}' : ']')) {
+            set_token(tok, obj ? TILE_JSON_OBJECT_END : TILE_JSON_ARRAY_END, i, b + i, 1);
+            lx->depth--;
+            lx->pos = i + 1;
+            lx->state = lx->depth == 0 ? ST_DONE : ST_AFTER;
+            return true;
+        }
+        if (c != ',')
+            return false;
+        state = obj ? ST_KEY : ST_VALUE;
+        i = skip_ws_at(b, i + 1, len);
+        if (i >= len)
+            return false;
+        c = b[i];
+    }
+    if (state == ST_KEY || state == ST_KEY_OR_CLOSE) {
+        if (c == '}' && state == ST_KEY_OR_CLOSE) {
+            set_token(tok, TILE_JSON_OBJECT_END, i, b + i, 1);
+            lx->depth--;
+            lx->pos = i + 1;
+            lx->state = lx->depth == 0 ? ST_DONE : ST_AFTER;
+            return true;
+        }
+        if (c != '"')
+            return false;
+        size_t j = i + 1;
+        while (j < len && str_classes[(unsigned char)b[j]] == SC_PLAIN)
+            j++;
+        if (j >= len || b[j] != '"')
+            return false;
+        size_t colon = skip_ws_at(b, j + 1, len);
+        if (colon >= len || b[colon] != ':')
+            return false;
+        set_token(tok, TILE_JSON_KEY, i, b + i + 1, j - i - 1);
+        lx->pos = colon + 1;
+        lx->state = ST_VALUE;
+        return true;
+    }
+    if (state != ST_VALUE && state != ST_VALUE_OR_CLOSE)
+        return false;
+    size_t j = i + 1;
+    switch (c) {
+    case '"':
+        while (j < len && str_classes[(unsigned char)b[j]] == SC_PLAIN)
+            j++;
+        if (j >= len || b[j] != '"')
+            return false;
+        set_token(tok, TILE_JSON_STRING, i, b + i + 1, j - i - 1);
+        j++;
+        break;
+    case '-': case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8': case '9':
+        /* [-]digits, no leading zero, ended by what follows a value in a
+         * compact document (anything else, a fraction or an exponent
+         * included, is left to scan_number) */
+        if (c == '-') {
+            if (j >= len || !is_digit(b[j]))
+                return false;
+            c = b[j++];
+        }
+        if (c != '0') {
+            while (j < len && is_digit(b[j]))
+                j++;
+        }
+        if (j < len && b[j] != ',' && b[j] != ']' && b[j] != '}')
+            return false;
+        set_token(tok, TILE_JSON_NUMBER, i, b + i, j - i);
+        break;
+    case '[':
+    case '{': {
+        if (lx->depth >= lx->max_depth) /* the nesting error */
+            return false;
+        bool object = c == '{';
+        int d = lx->depth++;
+        uint8_t bit = (uint8_t)(1u << (d & 7));
+        lx->is_object[d >> 3] = (uint8_t)(object ? lx->is_object[d >> 3] | bit : lx->is_object[d >> 3] & ~bit);
+        set_token(tok, object ? TILE_JSON_OBJECT_BEGIN : TILE_JSON_ARRAY_BEGIN, i, b + i, 1);
+        lx->pos = i + 1;
+        lx->state = object ? ST_KEY_OR_CLOSE : ST_VALUE_OR_CLOSE;
+        return true;
+    }
+    case ']':
+        if (state != ST_VALUE_OR_CLOSE) /* after a comma: the trailing-comma error */
+            return false;
+        set_token(tok, TILE_JSON_ARRAY_END, i, b + i, 1);
+        lx->depth--;
+        lx->pos = i + 1;
+        lx->state = lx->depth == 0 ? ST_DONE : ST_AFTER;
+        return true;
+    default:
+        return false;
+    }
+    lx->pos = j;
+    lx->state = lx->depth == 0 ? ST_DONE : ST_AFTER;
+    return true;
+}
+
+static int next_general(struct tile_json_lexer *restrict lx, struct tile_json_token *restrict tok,
+                        struct tile_error *restrict e);
+
+int tile_json_next(struct tile_json_lexer *restrict lx, struct tile_json_token *restrict tok, struct tile_error *restrict e)
+{
+    if (next_fast(lx, tok))
+        return 0;
+    return next_general(lx, tok, e);
+}
+
 /* One token from a local copy of the position: the state after a value is
  * settled first (a ',' moves on to the next token, anything else is the
  * token), then the token at the position is read by state. */
-int tile_json_next(struct tile_json_lexer *restrict lx, struct tile_json_token *restrict tok, struct tile_error *restrict e)
+__attribute__((noinline)) static int next_general(struct tile_json_lexer *restrict lx,
+                                                  struct tile_json_token *restrict tok, struct tile_error *restrict e)
 {
     if (lx->failed)
         return tile_error_set(e, TILE_EINVAL, "invalid JSON (reading past an earlier error)");
