@@ -10,6 +10,14 @@
  * straight copy loop, and integers are read digit by digit, exactly, over the
  * full 64-bit range.
  *
+ * Small documents: most tokens of a compact request (a ',' and what follows
+ * it, keys and strings of plain ASCII, integers, brackets) are read by
+ * next_fast on local copies of the position, which gives up - touching
+ * nothing - on anything else; the general state machine then reads that
+ * token as it always has, so every error comes from one place. Numbers of
+ * at most TILE_QUICK_LEN bytes are converted in one pass (quick_decimal)
+ * instead of through struct decimal.
+ *
  * Doubles: short numbers (<= 15 significant digits, power of ten <= 22)
  * take the exact fast path (one correctly rounded IEEE multiply or divide of
  * two exact doubles), and so do floats unless that double sits exactly on a

@@ -3,7 +3,9 @@
  * DESIGN. The JSON header is read in one pass with the pull lexer. A
  * tensor's "data" may come before its "datatype" and "shape", so its lexer
  * position is remembered and read once the object is complete (as /v1
- * does). Binary inputs are sliced from the bytes after the header in the
+ * does); data that come after both, as clients send them, are read where
+ * they stand when that succeeds (in_data), and only otherwise skipped and
+ * read again later, so errors are reported the same either way. Binary inputs are sliced from the bytes after the header in the
  * order their inputs appear, as Triton's extension specifies, and every
  * byte must be accounted for. Decoded tensors are then mapped onto a plain
  * struct tile_request, so planning and encoding are the same as for /v1.
