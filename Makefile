@@ -72,7 +72,7 @@ TEST_HELP  := $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out $(TEST_SRC),$(wildcar
 BENCH_BIN  := $(BUILD)/bench/bench_kernel
 
 .PHONY: all install deps deps-build deps-test deps-bench deps-fuzz check fresh-test test test-tsan test-valgrind test-unit \
-        test-asan check-clang run bench bench-perf-analyzer clean help lib cli-only layer-flags grpc-stubs grpc-descriptors
+        test-asan check-clang run bench bench-perf-analyzer bench-jsondecode clean help lib cli-only layer-flags grpc-stubs grpc-descriptors
 
 all: $(BUILD)/tiled $(BUILD)/tests/h1wire_dump
 
@@ -85,6 +85,7 @@ help:
 	@echo "make run        build and start the daemon on 127.0.0.1:8080"
 	@echo "make bench      kernel benchmark (and daemon benchmark when available)"
 	@echo "make bench-perf-analyzer  Triton's perf_analyzer against the daemon"
+	@echo "make bench-jsondecode  callgrind instructions per decode of the small JSON bodies"
 	@echo "make grpc-stubs Python stubs of api/proto/ into build/grpc (needs the test venv)"
 	@echo "make grpc-descriptors  regenerate api/grpc_descriptors.c (reflection) from api/proto/"
 	@echo "make clean      remove build outputs"
@@ -271,6 +272,12 @@ bench-perf-analyzer: $(BUILD)/tiled
 	TILED_BIN=$(BUILD)/tiled sh bench/perf_analyzer.sh
 	TILED_BIN=$(BUILD)/tiled sh bench/perf_analyzer.sh 1000 grpc
 	TILED_BIN=$(BUILD)/tiled sh bench/perf_analyzer.sh 1000 grpc-streaming
+
+# Instructions per decode of the small /v1 and Open Inference Protocol JSON
+# bodies, under callgrind (bench/bench_jsondecode.c).
+JSONDECODE_N ?= 2000
+bench-jsondecode: $(BUILD)/bench/bench_jsondecode
+	sh bench/jsondecode.sh $< $(JSONDECODE_N)
 
 clean:
 	rm -rf build build-address build-thread build-clang

@@ -24,6 +24,7 @@
  */
 #include "jsondata.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,12 +51,6 @@ struct reader {
     size_t part_size;   /* bytes one scalar fills */
     int max_rank;
 
-    /* shape inference */
-    int level;                         /* open arrays */
-    int rank;                          /* -1 until the first element or empty array */
-    int64_t dims[TILE_MAX_RANK];       /* -1 until the first array at the level closed */
-    uint64_t pos[TILE_MAX_RANK + 1];   /* index of the latest child per open array (+1 for a part) */
-
     /* parts */
     char *items;        /* the tensor's buffer (fixed) or a growing one */
     uint64_t nparts, cap_parts;
@@ -65,6 +60,15 @@ struct reader {
     /* string bytes */
     char *blob;
     uint64_t blob_len, blob_cap;
+
+    /* shape inference; the arrays last, as reader_init leaves them to be
+     * written level by level (a small document uses one or two levels) */
+    int level;                         /* open arrays */
+    int rank;                          /* -1 until the first element or empty array */
+    int levels_seen;                   /* dims[0, levels_seen) are set */
+    int64_t dims[TILE_MAX_RANK];       /* -1 until the first array at the level closed */
+    uint64_t pos[TILE_MAX_RANK + 1];   /* index of the latest child per open array (+1 for a part);
+                                          pos[k] is written when level k opens */
 };
 
 #define TILE_PATH_TEXT 160
@@ -133,6 +137,8 @@ static int store_scalar(struct reader *r, const struct tile_json_token *t, int d
     void *slot = next_part(r);
     if (!slot)
         return -1;
+    if (tile_json_parse_plain_int(r->tr, t, slot))
+        return 0;
     struct tile_json_path where = {r->name, r->pos, depth};
     if (tile_json_parse_element(r->o->dtype, t, slot, &where, r->e) < 0)
         return -1;
@@ -169,6 +175,8 @@ static int open_array(struct reader *r)
     if (r->level >= r->max_rank)
         return tile_error_set(r->e, TILE_EINVAL, "%s nests arrays deeper than the maximum rank %d",
                               path_text(r, r->level, path), r->max_rank);
+    if (r->level == r->levels_seen) /* the first array at this level */
+        r->dims[r->levels_seen++] = -1;
     r->pos[r->level++] = UINT64_MAX; /* no child yet */
     return 0;
 }
@@ -357,7 +365,7 @@ static int finish(struct reader *r, struct tile_tensor *out)
 static int reader_init(struct reader *r, struct tile_json_lexer *lx, const struct tile_json_data_opts *o,
                        struct tile_tensor *out, struct tile_error *e)
 {
-    memset(r, 0, sizeof(*r));
+    memset(r, 0, offsetof(struct reader, dims)); /* dims and pos: see open_array */
     r->lx = lx;
     r->o = o;
     r->e = e;
@@ -370,8 +378,6 @@ static int reader_init(struct reader *r, struct tile_json_lexer *lx, const struc
     r->part_size = r->tr->size / r->tr->parts;
     r->max_rank = o->max_rank > 0 && o->max_rank < TILE_MAX_RANK ? o->max_rank : TILE_MAX_RANK;
     r->rank = -1;
-    for (int i = 0; i < TILE_MAX_RANK; i++)
-        r->dims[i] = -1;
     if (r->is_string && grow(&r->blob, &r->blob_cap, 0, 1, 1, 0, "the string data", e) < 0)
         return -1;
     if (o->rank < 0)
@@ -388,8 +394,15 @@ int tile_json_read_data(struct tile_json_lexer *lx, const struct tile_json_data_
                         struct tile_error *e)
 {
     struct reader r;
-    memset(out, 0, sizeof(*out));
+    /* What tile_tensor_free reads: every path ends in tile_tensor_init or
+     * tile_tensor_free, which clear the whole tensor (its shape included). */
     out->dtype = TILE_DTYPE_INVALID;
+    out->rank = 0;
+    out->data = NULL;
+    out->nelem = 0;
+    out->owns_data = false;
+    out->blob = NULL;
+    out->blob_len = 0;
     int rc = reader_init(&r, lx, o, out, e);
     if (rc == 0)
         rc = walk(&r);

@@ -10,6 +10,14 @@
  * straight copy loop, and integers are read digit by digit, exactly, over the
  * full 64-bit range.
  *
+ * Small documents: most tokens of a compact request (a ',' and what follows
+ * it, keys and strings of plain ASCII, integers, brackets) are read by
+ * next_fast on local copies of the position, which gives up - touching
+ * nothing - on anything else; the general state machine then reads that
+ * token as it always has, so every error comes from one place. Numbers of
+ * at most TILE_QUICK_LEN bytes are converted in one pass (quick_decimal)
+ * instead of through struct decimal.
+ *
  * Doubles: short numbers (<= 15 significant digits, power of ten <= 22)
  * take the exact fast path (one correctly rounded IEEE multiply or divide of
  * two exact doubles), and so do floats unless that double sits exactly on a
@@ -23,6 +31,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,18 +47,27 @@ enum lex_state {
     ST_DONE            /* the top-level value is complete */
 };
 
-/* Byte classes inside a string: 0 is an ordinary ASCII byte. */
+/* Byte classes inside a string: 0 is an ordinary ASCII byte. A table, as
+ * the scan of a string's bytes is the lexer's innermost loop. */
 enum { SC_PLAIN, SC_QUOTE, SC_ESCAPE, SC_CONTROL, SC_HIGH };
+
+#define SC_ROW(c) c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c
+static const uint8_t str_classes[256] = {
+    SC_ROW(SC_CONTROL), SC_ROW(SC_CONTROL), /* 0x00-0x1f */
+    SC_PLAIN, SC_PLAIN, SC_QUOTE, SC_PLAIN, SC_PLAIN, SC_PLAIN, SC_PLAIN, SC_PLAIN, /* 0x20-0x27: '"' */
+    SC_PLAIN, SC_PLAIN, SC_PLAIN, SC_PLAIN, SC_PLAIN, SC_PLAIN, SC_PLAIN, SC_PLAIN,
+    SC_ROW(SC_PLAIN), SC_ROW(SC_PLAIN), /* 0x30-0x4f */
+    SC_PLAIN, SC_PLAIN, SC_PLAIN, SC_PLAIN, SC_PLAIN, SC_PLAIN, SC_PLAIN, SC_PLAIN, /* 0x50-0x5f: '\\' */
+    SC_PLAIN, SC_PLAIN, SC_PLAIN, SC_PLAIN, SC_ESCAPE, SC_PLAIN, SC_PLAIN, SC_PLAIN,
+    SC_ROW(SC_PLAIN), SC_ROW(SC_PLAIN), /* 0x60-0x7f */
+    SC_ROW(SC_HIGH), SC_ROW(SC_HIGH), SC_ROW(SC_HIGH), SC_ROW(SC_HIGH), /* 0x80-0xff */
+    SC_ROW(SC_HIGH), SC_ROW(SC_HIGH), SC_ROW(SC_HIGH), SC_ROW(SC_HIGH),
+};
+#undef SC_ROW
 
 static uint8_t str_class(unsigned char c)
 {
-    if (c == '"')
-        return SC_QUOTE;
-    if (c == '\\')
-        return SC_ESCAPE;
-    if (c < 0x20)
-        return SC_CONTROL;
-    return c >= 0x80 ? SC_HIGH : SC_PLAIN;
+    return str_classes[c];
 }
 
 static bool is_digit(char c)
@@ -66,14 +84,15 @@ static bool is_word_char(char c)
 
 void tile_json_lexer_init(struct tile_json_lexer *lx, const char *buf, size_t len, int max_depth)
 {
-    memset(lx, 0, sizeof(*lx));
+    memset(lx, 0, offsetof(struct tile_json_lexer, is_object)); /* a level's bit is set as it opens */
     lx->buf = buf;
     lx->len = len;
     lx->max_depth = max_depth <= 0 || max_depth > TILE_JSON_MAX_DEPTH ? TILE_JSON_MAX_DEPTH : max_depth;
     lx->state = ST_VALUE;
 }
 
-static int lex_fail(struct tile_json_lexer *lx, struct tile_error *e, size_t pos, const char *what)
+/* Errors are out of line (cold): the token loop keeps its registers. */
+__attribute__((cold, noinline)) static int lex_fail(struct tile_json_lexer *restrict lx, struct tile_error *restrict e, size_t pos, const char *what)
 {
     lx->failed = true;
     return tile_error_set(e, TILE_EINVAL, "invalid JSON: %s at byte %zu", what, pos);
@@ -118,7 +137,7 @@ static size_t esc_fail(struct tile_json_lexer *lx, struct tile_error *e, size_t 
 }
 
 /* Validates the escape at buf[i] == '\\'; returns its length or 0 (error set). */
-static size_t check_escape(struct tile_json_lexer *lx, size_t i, struct tile_error *e)
+static size_t check_escape(struct tile_json_lexer *restrict lx, size_t i, struct tile_error *restrict e)
 {
     const char *b = lx->buf;
     size_t left = lx->len - i;
@@ -145,7 +164,7 @@ static size_t check_escape(struct tile_json_lexer *lx, size_t i, struct tile_err
 }
 
 /* Scans the string whose '"' is at lx->pos; fills ptr/len/flags. */
-static int scan_string(struct tile_json_lexer *lx, struct tile_json_token *tok, struct tile_error *e)
+static int scan_string(struct tile_json_lexer *restrict lx, struct tile_json_token *restrict tok, struct tile_error *restrict e)
 {
     const unsigned char *b = (const unsigned char *)lx->buf;
     size_t start = lx->pos + 1, i = start, len = lx->len;
@@ -228,9 +247,17 @@ size_t tile_json_unescape(const struct tile_json_token *tok, char *out)
 
 bool tile_json_string_equals(const struct tile_json_token *tok, const char *s)
 {
+    if (!(tok->flags & TILE_JSON_TOK_ESCAPED)) {
+        /* Byte by byte, with no strlen: object keys are matched against a
+         * table of names this way, and most differ in the first byte. */
+        size_t i = 0;
+        for (; i < tok->len; i++) {
+            if (tok->ptr[i] != s[i] || s[i] == '\0')
+                return false;
+        }
+        return s[i] == '\0';
+    }
     size_t n = strlen(s);
-    if (!(tok->flags & TILE_JSON_TOK_ESCAPED))
-        return tok->len == n && memcmp(tok->ptr, s, n) == 0;
     char buf[256];
     if (tok->len > sizeof(buf) || tok->len < n) /* escapes only shrink a string */
         return false;
@@ -247,7 +274,7 @@ static size_t skip_digits(const char *b, size_t i, size_t len)
     return i;
 }
 
-static int scan_number(struct tile_json_lexer *lx, struct tile_json_token *tok, struct tile_error *e)
+static int scan_number(struct tile_json_lexer *restrict lx, struct tile_json_token *restrict tok, struct tile_error *restrict e)
 {
     const char *b = lx->buf;
     size_t i = lx->pos, len = lx->len;
@@ -283,7 +310,7 @@ static int scan_number(struct tile_json_lexer *lx, struct tile_json_token *tok, 
     return 0;
 }
 
-static int scan_literal(struct tile_json_lexer *lx, struct tile_json_token *tok, struct tile_error *e)
+static int scan_literal(struct tile_json_lexer *restrict lx, struct tile_json_token *restrict tok, struct tile_error *restrict e)
 {
     static const struct {
         const char *text;
@@ -308,21 +335,21 @@ static int scan_literal(struct tile_json_lexer *lx, struct tile_json_token *tok,
 
 /* ---- the state machine ------------------------------------------------ */
 
-static void skip_ws(struct tile_json_lexer *lx)
+/* The four whitespace bytes RFC 8259 allows, from b[i]. Compact documents
+ * have none, so one comparison usually settles it. */
+static size_t skip_ws_at(const char *b, size_t i, size_t len)
 {
-    const char *b = lx->buf;
-    size_t i = lx->pos;
-    while (i < lx->len && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t'))
+    while (i < len && (unsigned char)b[i] <= ' ' && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t'))
         i++;
-    lx->pos = i;
+    return i;
 }
 
-static void after_value(struct tile_json_lexer *lx)
+static void after_value(struct tile_json_lexer *restrict lx)
 {
     lx->state = lx->depth == 0 ? ST_DONE : ST_AFTER;
 }
 
-static int open_container(struct tile_json_lexer *lx, struct tile_json_token *tok, bool object, struct tile_error *e)
+static int open_container(struct tile_json_lexer *restrict lx, struct tile_json_token *restrict tok, bool object, struct tile_error *restrict e)
 {
     if (lx->depth >= lx->max_depth) {
         lx->failed = true;
@@ -337,7 +364,7 @@ static int open_container(struct tile_json_lexer *lx, struct tile_json_token *to
     return 0;
 }
 
-static int close_container(struct tile_json_lexer *lx, struct tile_json_token *tok)
+static int close_container(struct tile_json_lexer *restrict lx, struct tile_json_token *restrict tok)
 {
     tok->type = top_is_object(lx) ? TILE_JSON_OBJECT_END : TILE_JSON_ARRAY_END;
     lx->depth--;
@@ -346,7 +373,7 @@ static int close_container(struct tile_json_lexer *lx, struct tile_json_token *t
     return 0;
 }
 
-static int unexpected(struct tile_json_lexer *lx, struct tile_error *e, const char *expected)
+__attribute__((cold, noinline)) static int unexpected(struct tile_json_lexer *restrict lx, struct tile_error *restrict e, const char *expected)
 {
     unsigned char c = (unsigned char)lx->buf[lx->pos];
     char what[120];
@@ -357,21 +384,26 @@ static int unexpected(struct tile_json_lexer *lx, struct tile_error *e, const ch
     return lex_fail(lx, e, lx->pos, what);
 }
 
-static int read_value(struct tile_json_lexer *lx, struct tile_json_token *tok, struct tile_error *e)
+static int read_value(struct tile_json_lexer *restrict lx, struct tile_json_token *restrict tok, struct tile_error *restrict e)
 {
-    char c = lx->buf[lx->pos];
     int rc;
-    if (c == '{' || c == '[')
-        return open_container(lx, tok, c == '{', e);
-    if (c == '"') {
+    switch (lx->buf[lx->pos]) {
+    case '{':
+        return open_container(lx, tok, true, e);
+    case '[':
+        return open_container(lx, tok, false, e);
+    case '"':
         tok->type = TILE_JSON_STRING;
         rc = scan_string(lx, tok, e);
-    } else if (c == '-' || is_digit(c)) {
+        break;
+    case '-': case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8': case '9':
         tok->type = TILE_JSON_NUMBER;
         rc = scan_number(lx, tok, e);
-    } else if (c == 't' || c == 'f' || c == 'n') {
+        break;
+    case 't': case 'f': case 'n':
         rc = scan_literal(lx, tok, e);
-    } else {
+        break;
+    default:
         return unexpected(lx, e, "a value");
     }
     if (rc == 0)
@@ -379,14 +411,14 @@ static int read_value(struct tile_json_lexer *lx, struct tile_json_token *tok, s
     return rc;
 }
 
-static int read_key(struct tile_json_lexer *lx, struct tile_json_token *tok, struct tile_error *e)
+static int read_key(struct tile_json_lexer *restrict lx, struct tile_json_token *restrict tok, struct tile_error *restrict e)
 {
     if (lx->buf[lx->pos] != '"')
         return unexpected(lx, e, "a string key");
     tok->type = TILE_JSON_KEY;
     if (scan_string(lx, tok, e) < 0)
         return -1;
-    skip_ws(lx);
+    lx->pos = skip_ws_at(lx->buf, lx->pos, lx->len);
     if (lx->pos == lx->len)
         return lex_fail(lx, e, lx->pos, "unexpected end of input");
     if (lx->buf[lx->pos] != ':')
@@ -396,67 +428,207 @@ static int read_key(struct tile_json_lexer *lx, struct tile_json_token *tok, str
     return 0;
 }
 
-/* After a value inside a container: ',' (then loop for the next token) or
- * the container's end. Returns 1 when a comma was consumed. */
-static int read_after(struct tile_json_lexer *lx, struct tile_json_token *tok, struct tile_error *e)
+static void set_token(struct tile_json_token *restrict tok, enum tile_json_type type, size_t pos, const char *ptr,
+                      size_t len)
 {
-    bool obj = top_is_object(lx);
-    char c = lx->buf[lx->pos];
-    if (c == ',') {
-        lx->pos++;
-        lx->state = obj ? ST_KEY : ST_VALUE;
-        return 1;
-    }
-    if (c == (obj ? '}' : ']'))
-        return close_container(lx, tok);
-    return unexpected(lx, e, obj ? "',' or '}'" : "',' or ']'");
+    tok->type = type;
+    tok->ptr = ptr;
+    tok->len = len;
+    tok->pos = pos;
+    tok->flags = 0;
 }
 
-int tile_json_next(struct tile_json_lexer *lx, struct tile_json_token *tok, struct tile_error *e)
+/* The tokens of compact, ordinary documents, on local copies of the
+ * position and state: a ',' and the token after it, keys and strings
+ * without escapes or non-ASCII bytes, integers, brackets. Returns false
+ * with the lexer untouched for anything else (whitespace inside a key's
+ * ':' aside), which next_general then reads as it always has: every error,
+ * every message and every other token come from there. */
+static inline __attribute__((always_inline)) bool next_fast(struct tile_json_lexer *restrict lx,
+                                                            struct tile_json_token *restrict tok)
+{
+    const char *b = lx->buf;
+    size_t len = lx->len, i = skip_ws_at(b, lx->pos, len);
+    int state = lx->state;
+    if (lx->failed || i >= len)
+        return false;
+    char c = b[i];
+    if (state == ST_AFTER) {
+        bool obj = top_is_object(lx);
+        if (c == (obj ? '}' : ']')) {
+            set_token(tok, obj ? TILE_JSON_OBJECT_END : TILE_JSON_ARRAY_END, i, b + i, 1);
+            lx->depth--;
+            lx->pos = i + 1;
+            lx->state = lx->depth == 0 ? ST_DONE : ST_AFTER;
+            return true;
+        }
+        if (c != ',')
+            return false;
+        state = obj ? ST_KEY : ST_VALUE;
+        i = skip_ws_at(b, i + 1, len);
+        if (i >= len)
+            return false;
+        c = b[i];
+    }
+    if (state == ST_KEY || state == ST_KEY_OR_CLOSE) {
+        if (c == '}' && state == ST_KEY_OR_CLOSE) {
+            set_token(tok, TILE_JSON_OBJECT_END, i, b + i, 1);
+            lx->depth--;
+            lx->pos = i + 1;
+            lx->state = lx->depth == 0 ? ST_DONE : ST_AFTER;
+            return true;
+        }
+        if (c != '"')
+            return false;
+        size_t j = i + 1;
+        while (j < len && str_classes[(unsigned char)b[j]] == SC_PLAIN)
+            j++;
+        if (j >= len || b[j] != '"')
+            return false;
+        size_t colon = skip_ws_at(b, j + 1, len);
+        if (colon >= len || b[colon] != ':')
+            return false;
+        set_token(tok, TILE_JSON_KEY, i, b + i + 1, j - i - 1);
+        lx->pos = colon + 1;
+        lx->state = ST_VALUE;
+        return true;
+    }
+    if (state != ST_VALUE && state != ST_VALUE_OR_CLOSE)
+        return false;
+    size_t j = i + 1;
+    switch (c) {
+    case '"':
+        while (j < len && str_classes[(unsigned char)b[j]] == SC_PLAIN)
+            j++;
+        if (j >= len || b[j] != '"')
+            return false;
+        set_token(tok, TILE_JSON_STRING, i, b + i + 1, j - i - 1);
+        j++;
+        break;
+    case '-': case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8': case '9':
+        /* [-]digits, no leading zero, ended by what follows a value in a
+         * compact document (anything else, a fraction or an exponent
+         * included, is left to scan_number) */
+        if (c == '-') {
+            if (j >= len || !is_digit(b[j]))
+                return false;
+            c = b[j++];
+        }
+        if (c != '0') {
+            while (j < len && is_digit(b[j]))
+                j++;
+        }
+        if (j < len && b[j] != ',' && b[j] != ']' && b[j] != '}')
+            return false;
+        set_token(tok, TILE_JSON_NUMBER, i, b + i, j - i);
+        break;
+    case '[':
+    case '{': {
+        if (lx->depth >= lx->max_depth) /* the nesting error */
+            return false;
+        bool object = c == '{';
+        int d = lx->depth++;
+        uint8_t bit = (uint8_t)(1u << (d & 7));
+        lx->is_object[d >> 3] = (uint8_t)(object ? lx->is_object[d >> 3] | bit : lx->is_object[d >> 3] & ~bit);
+        set_token(tok, object ? TILE_JSON_OBJECT_BEGIN : TILE_JSON_ARRAY_BEGIN, i, b + i, 1);
+        lx->pos = i + 1;
+        lx->state = object ? ST_KEY_OR_CLOSE : ST_VALUE_OR_CLOSE;
+        return true;
+    }
+    case ']':
+        if (state != ST_VALUE_OR_CLOSE) /* after a comma: the trailing-comma error */
+            return false;
+        set_token(tok, TILE_JSON_ARRAY_END, i, b + i, 1);
+        lx->depth--;
+        lx->pos = i + 1;
+        lx->state = lx->depth == 0 ? ST_DONE : ST_AFTER;
+        return true;
+    default:
+        return false;
+    }
+    lx->pos = j;
+    lx->state = lx->depth == 0 ? ST_DONE : ST_AFTER;
+    return true;
+}
+
+static int next_general(struct tile_json_lexer *restrict lx, struct tile_json_token *restrict tok,
+                        struct tile_error *restrict e);
+
+int tile_json_next(struct tile_json_lexer *restrict lx, struct tile_json_token *restrict tok, struct tile_error *restrict e)
+{
+    if (next_fast(lx, tok))
+        return 0;
+    return next_general(lx, tok, e);
+}
+
+/* One token from a local copy of the position: the state after a value is
+ * settled first (a ',' moves on to the next token, anything else is the
+ * token), then the token at the position is read by state. */
+__attribute__((noinline)) static int next_general(struct tile_json_lexer *restrict lx,
+                                                  struct tile_json_token *restrict tok, struct tile_error *restrict e)
 {
     if (lx->failed)
         return tile_error_set(e, TILE_EINVAL, "invalid JSON (reading past an earlier error)");
-    for (;;) {
-        skip_ws(lx);
-        tok->pos = lx->pos;
-        tok->ptr = lx->buf + lx->pos;
-        tok->len = 1;
-        tok->flags = 0;
-        if (lx->pos == lx->len) {
-            if (lx->state != ST_DONE)
-                return lex_fail(lx, e, lx->pos, "unexpected end of input");
-            tok->type = TILE_JSON_END;
-            tok->len = 0;
-            return 0;
-        }
-        char c = lx->buf[lx->pos];
-        switch (lx->state) {
-        case ST_DONE:
-            return lex_fail(lx, e, lx->pos, "unexpected data after the top-level value");
-        case ST_AFTER: {
-            int rc = read_after(lx, tok, e);
-            if (rc == 1)
-                continue;
-            return rc;
-        }
-        case ST_KEY_OR_CLOSE:
-            if (c == '}')
+    const char *b = lx->buf;
+    size_t len = lx->len, i = skip_ws_at(b, lx->pos, len);
+    tok->flags = 0;
+    tok->len = 1;
+    if (lx->state == ST_AFTER && i < len) { /* after a value inside a container */
+        bool obj = top_is_object(lx);
+        if (b[i] == ',') {
+            lx->state = obj ? ST_KEY : ST_VALUE;
+            i = skip_ws_at(b, i + 1, len);
+        } else {
+            lx->pos = tok->pos = i;
+            tok->ptr = b + i;
+            if (b[i] == (obj ? '}' : ']'))
                 return close_container(lx, tok);
-            return read_key(lx, tok, e);
-        case ST_KEY:
-            if (c == '}')
-                return lex_fail(lx, e, lx->pos, "trailing comma before '}'");
-            return read_key(lx, tok, e);
-        case ST_VALUE_OR_CLOSE:
-            if (c == ']')
-                return close_container(lx, tok);
-            return read_value(lx, tok, e);
-        default:
-            if (c == ']' && lx->depth > 0 && !top_is_object(lx))
-                return lex_fail(lx, e, lx->pos, "trailing comma before ']'");
-            return read_value(lx, tok, e);
+            return unexpected(lx, e, obj ? "',' or '}'" : "',' or ']'");
         }
     }
+    lx->pos = tok->pos = i;
+    tok->ptr = b + i;
+    if (i == len) {
+        if (lx->state != ST_DONE)
+            return lex_fail(lx, e, i, "unexpected end of input");
+        tok->type = TILE_JSON_END;
+        tok->len = 0;
+        return 0;
+    }
+    /* One call site each for read_key and read_value, so both are inlined. */
+    char c = b[i];
+    switch (lx->state) {
+    case ST_DONE:
+        return lex_fail(lx, e, i, "unexpected data after the top-level value");
+    case ST_KEY_OR_CLOSE:
+    case ST_KEY:
+        if (c == '}') {
+            if (lx->state == ST_KEY)
+                return lex_fail(lx, e, i, "trailing comma before '}'");
+            return close_container(lx, tok);
+        }
+        return read_key(lx, tok, e);
+    default: /* ST_VALUE, ST_VALUE_OR_CLOSE */
+        if (c == ']') {
+            if (lx->state == ST_VALUE_OR_CLOSE)
+                return close_container(lx, tok);
+            if (lx->depth > 0 && !top_is_object(lx))
+                return lex_fail(lx, e, i, "trailing comma before ']'");
+        }
+        return read_value(lx, tok, e);
+    }
+}
+
+bool tile_json_at_array_end(const struct tile_json_lexer *lx)
+{
+    /* Where tile_json_next reads a ']' as the array's end: after '[' or
+     * after an element, inside an array (ST_VALUE, after a comma, would be
+     * the trailing-comma error). */
+    if (lx->failed || lx->depth == 0 || top_is_object(lx) ||
+        (lx->state != ST_VALUE_OR_CLOSE && lx->state != ST_AFTER))
+        return false;
+    size_t i = skip_ws_at(lx->buf, lx->pos, lx->len);
+    return i < lx->len && lx->buf[i] == ']';
 }
 
 bool tile_json_is_scalar(enum tile_json_type type)
@@ -593,8 +765,65 @@ static int integral_value(const struct decimal *d, uint64_t *mag)
     return TILE_JSON_NUM_OK;
 }
 
+/* The common short numbers in one pass, without struct decimal: true when
+ * `s` (a JSON number as the lexer produced it) is at most TILE_QUICK_LEN
+ * bytes with at most 19 significant digits; then its value is exactly
+ * (-1)^neg * m * 10^e10, and *count is its significant digits (0 for
+ * zero). Anything longer takes decimal_split. */
+#define TILE_QUICK_LEN 40
+
+static bool quick_decimal(const char *s, size_t len, bool *neg, uint64_t *m, int *e10, int *count)
+{
+    if (len > TILE_QUICK_LEN)
+        return false;
+    size_t i = len && s[0] == '-';
+    uint64_t v = 0;
+    int n = 0, scale = 0;
+    *neg = i;
+    for (; i < len && is_digit(s[i]); i++) {
+        if ((n || s[i] != '0') && ++n > 19)
+            return false;
+        v = v * 10 + (uint64_t)(s[i] - '0');
+    }
+    if (i < len && s[i] == '.') {
+        for (i++; i < len && is_digit(s[i]); i++, scale--) {
+            if ((n || s[i] != '0') && ++n > 19)
+                return false;
+            v = v * 10 + (uint64_t)(s[i] - '0');
+        }
+    }
+    if (i < len) { /* 'e' or 'E', an optional sign, digits */
+        i++;
+        bool eneg = i < len && s[i] == '-';
+        i += i < len && (s[i] == '-' || s[i] == '+');
+        int x = 0;
+        for (; i < len && x < 100000; i++)
+            x = x * 10 + (s[i] - '0');
+        if (i < len)
+            return false;
+        scale += eneg ? -x : x;
+    }
+    *m = v;
+    *e10 = scale;
+    *count = n;
+    return true;
+}
+
 int tile_json_number_integer(const char *s, size_t len, unsigned flags, bool *neg, uint64_t *mag)
 {
+    /* Plain integers of at most 19 digits (below 10^19 < 2^64) first: the
+     * usual case, read digit by digit. */
+    size_t i = len && s[0] == '-';
+    if (len - i <= 19) {
+        uint64_t v = 0;
+        for (; i < len && is_digit(s[i]); i++)
+            v = v * 10 + (uint64_t)(s[i] - '0');
+        if (i == len) {
+            *neg = len && s[0] == '-';
+            *mag = v;
+            return TILE_JSON_NUM_OK;
+        }
+    }
     struct decimal d;
     decimal_split(s, len, &d);
     *neg = d.neg;
@@ -709,8 +938,38 @@ static bool fast_float(const struct decimal *d, float *out)
     return true;
 }
 
+/* Clinger's fast path on quick_decimal's parts: m * 10^e10 in one correctly
+ * rounded operation when m < 10^15 < 2^53 and |e10| <= 22, as fast_double. */
+static bool quick_double(const char *s, size_t len, double *out)
+{
+#if FLT_EVAL_METHOD == 0
+    bool neg;
+    uint64_t m;
+    int e10, count;
+    if (!quick_decimal(s, len, &neg, &m, &e10, &count))
+        return false;
+    if (count == 0) {
+        *out = neg ? -0.0 : 0.0;
+        return true;
+    }
+    if (count > 15 || e10 < -22 || e10 > 22)
+        return false;
+    double v = (double)m, p = pow10_exact[e10 < 0 ? -e10 : e10];
+    v = e10 < 0 ? v / p : v * p;
+    *out = neg ? -v : v;
+    return true;
+#else
+    (void)s;
+    (void)len;
+    (void)out;
+    return false;
+#endif
+}
+
 int tile_json_number_double(const char *s, size_t len, double *out)
 {
+    if (quick_double(s, len, out))
+        return TILE_JSON_NUM_OK;
     struct decimal d;
     decimal_split(s, len, &d);
     if (d.first < 0) {
@@ -727,6 +986,11 @@ int tile_json_number_double(const char *s, size_t len, double *out)
 
 int tile_json_number_float(const char *s, size_t len, float *out)
 {
+    double v; /* as fast_float: exact unless v is a float halfway point */
+    if (quick_double(s, len, &v) && (v == 0 || (fabs(v) >= FLT_MIN && fabs(v) <= FLT_MAX && !is_float_tie(v)))) {
+        *out = (float)v;
+        return TILE_JSON_NUM_OK;
+    }
     struct decimal d;
     decimal_split(s, len, &d);
     if (d.first < 0) {

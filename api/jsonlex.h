@@ -90,6 +90,11 @@ int tile_json_next(struct tile_json_lexer *lx, struct tile_json_token *tok, stru
  * read): nothing for a scalar, up to the matching end for a container. */
 int tile_json_skip_value(struct tile_json_lexer *lx, const struct tile_json_token *first, struct tile_error *e);
 
+/* True when the next token is the ']' that closes the innermost open
+ * array (only whitespace before it); reads nothing. When false, the next
+ * token is anything else, an error included. */
+bool tile_json_at_array_end(const struct tile_json_lexer *lx);
+
 /* True for string, number, true, false and null tokens. */
 bool tile_json_is_scalar(enum tile_json_type type);
 

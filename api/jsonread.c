@@ -7,11 +7,6 @@
 /* Longest piece of offending input quoted in a message. */
 #define TILE_JR_SHOWN 40
 
-int tile_jr_next(struct tile_jr *r, struct tile_json_token *t)
-{
-    return tile_json_next(&r->lx, t, r->e);
-}
-
 static const char *label(char *buf, size_t cap, const char *what, int idx)
 {
     if (idx < 0)
@@ -21,7 +16,10 @@ static const char *label(char *buf, size_t cap, const char *what, int idx)
     return buf;
 }
 
-int tile_jr_int_token(struct tile_jr *r, const struct tile_json_token *t, const char *what, int idx, int64_t *out)
+/* Everything but a plain integer: out of line, as its message buffer would
+ * cost the common case a stack frame. */
+__attribute__((noinline)) static int int_token_general(struct tile_jr *r, const struct tile_json_token *t,
+                                                       const char *what, int idx, int64_t *out)
 {
     char name[64];
     if (t->type != TILE_JSON_NUMBER)
@@ -36,6 +34,22 @@ int tile_jr_int_token(struct tile_jr *r, const struct tile_json_token *t, const 
         return tile_error_set(r->e, TILE_EINVAL, "%s is %.*s, outside the 64-bit integer range",
                               label(name, sizeof(name), what, idx), shown, t->ptr);
     return 0;
+}
+
+int tile_jr_int_token(struct tile_jr *r, const struct tile_json_token *t, const char *what, int idx, int64_t *out)
+{
+    /* Plain integers of at most 18 digits fit: read here, the usual case. */
+    size_t i = t->len && t->ptr[0] == '-';
+    if (t->type == TILE_JSON_NUMBER && i < t->len && t->len - i <= 18) {
+        int64_t v = 0;
+        for (; i < t->len && t->ptr[i] >= '0' && t->ptr[i] <= '9'; i++)
+            v = v * 10 + (t->ptr[i] - '0');
+        if (i == t->len) {
+            *out = t->ptr[0] == '-' ? -v : v;
+            return 0;
+        }
+    }
+    return int_token_general(r, t, what, idx, out);
 }
 
 int tile_jr_int(struct tile_jr *r, const char *what, int64_t *out)
@@ -102,12 +116,10 @@ int tile_jr_array(struct tile_jr *r, void *ctx, int (*fn)(void *ctx), const char
     if (t.type != TILE_JSON_ARRAY_BEGIN)
         return tile_error_set(r->e, TILE_EINVAL, "%s must be an array, not %s", what, tile_json_type_name(t.type));
     for (;;) {
-        struct tile_json_lexer before = r->lx;
-        if (tile_jr_next(r, &t) < 0)
-            return -1;
-        if (t.type == TILE_JSON_ARRAY_END)
-            return 0;
-        r->lx = before; /* hand the element to fn from its first token */
+        /* Anything but the end (an error included) is left for fn to read
+         * as its first token. */
+        if (tile_json_at_array_end(&r->lx))
+            return tile_jr_next(r, &t);
         if (fn(ctx) < 0)
             return -1;
     }
@@ -115,8 +127,22 @@ int tile_jr_array(struct tile_jr *r, void *ctx, int (*fn)(void *ctx), const char
 
 static int find_key(const struct tile_jr_key *keys, int n, const struct tile_json_token *t)
 {
+    if (t->flags & TILE_JSON_TOK_ESCAPED) {
+        for (int k = 0; k < n; k++) {
+            if (tile_json_string_equals(t, keys[k].name))
+                return k;
+        }
+        return -1;
+    }
+    /* An unescaped key is its bytes: length and first byte rule out most
+     * names before the comparison. */
     for (int k = 0; k < n; k++) {
-        if (tile_json_string_equals(t, keys[k].name))
+        if (keys[k].len != t->len || !t->len || keys[k].name[0] != t->ptr[0])
+            continue;
+        size_t i = 1; /* names are short: no memcmp call */
+        while (i < t->len && keys[k].name[i] == t->ptr[i])
+            i++;
+        if (i == t->len)
             return k;
     }
     return -1;

@@ -19,13 +19,20 @@ struct tile_jr {
     struct tile_error *e;
 };
 
-/* Object keys and what to do with each; fn reads the value. */
+/* Object keys and what to do with each; fn reads the value. Written with
+ * TILE_JR_KEY, which records the name's length for the key match. */
 struct tile_jr_key {
     const char *name;
+    size_t len; /* strlen(name) */
     int (*fn)(void *ctx);
 };
+#define TILE_JR_KEY(name, fn) {name, sizeof(name) - 1, fn}
 
-int tile_jr_next(struct tile_jr *r, struct tile_json_token *t);
+/* The next token (inline: it is called once per token). */
+static inline int tile_jr_next(struct tile_jr *r, struct tile_json_token *t)
+{
+    return tile_json_next(&r->lx, t, r->e);
+}
 /* Converts a token already read to an int64 (integers only). `idx` >= 0
  * makes messages say what[idx]. */
 int tile_jr_int_token(struct tile_jr *r, const struct tile_json_token *t, const char *what, int idx, int64_t *out);
@@ -36,7 +43,10 @@ int tile_jr_int_list(struct tile_jr *r, const char *what, int64_t *out, int max,
 int tile_jr_string(struct tile_jr *r, const char *what, char *buf, size_t cap, size_t *len);
 int tile_jr_bool(struct tile_jr *r, const char *what, bool *out);
 /* Reads an array ('[' not yet read), calling fn(ctx) once per element with
- * the lexer just before it, so fn reads the element itself. */
+ * the lexer just before it, so fn reads the element itself. fn is called
+ * whenever the next token is not the array's end, so its first read is
+ * where a malformed element (or a trailing comma) is found: fn must read a
+ * token before reporting anything of its own. */
 int tile_jr_array(struct tile_jr *r, void *ctx, int (*fn)(void *ctx), const char *what);
 
 /* Reads an object's members ('{' not yet read) through `keys`; duplicates

@@ -665,6 +665,57 @@ static int parse_int(const struct tile_dtype_traits *tr, const struct tile_json_
     return 0;
 }
 
+bool tile_json_parse_plain_int(const struct tile_dtype_traits *tr, const struct tile_json_token *tok, void *elem)
+{
+    const char *s = tok->ptr;
+    bool neg = tok->len && s[0] == '-';
+    size_t i = neg;
+    if (tok->type != TILE_JSON_NUMBER || i == tok->len || tok->len - i > 15)
+        return false;
+    uint64_t m = 0;
+    for (; i < tok->len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        m = m * 10 + (uint64_t)(s[i] - '0');
+    }
+    switch (tr->cls) {
+    case TILE_CLASS_INT:
+    case TILE_CLASS_UINT: { /* as parse_int; out of range goes to it for the message */
+        unsigned bits = (unsigned)(8 * tr->size);
+        uint64_t max = bits == 64 ? UINT64_MAX : (UINT64_C(1) << bits) - 1;
+        if (tr->cls == TILE_CLASS_INT)
+            max >>= 1;
+        if (neg ? (tr->cls == TILE_CLASS_INT ? m > max + 1 : m != 0) : m > max)
+            return false;
+        uint64_t u = neg ? 0 - m : m;
+        memcpy(elem, &u, tr->size);
+        return true;
+    }
+    case TILE_CLASS_FLOAT:
+    case TILE_CLASS_COMPLEX: {
+#if FLT_EVAL_METHOD == 0
+        /* Below 10^15 < 2^53 the double is exact, so rounding it to float
+         * is the one correct rounding; "-0" is -0.0 as the general path
+         * reads it. */
+        size_t width = tr->size / tr->parts;
+        double v = neg ? -(double)m : (double)m;
+        if (width == 4) {
+            float f = (float)v;
+            memcpy(elem, &f, sizeof(f));
+            return true;
+        }
+        if (width == 8) {
+            memcpy(elem, &v, sizeof(v));
+            return true;
+        }
+#endif
+        return false;
+    }
+    default:
+        return false;
+    }
+}
+
 static int parse_real(const struct tile_dtype_traits *tr, const struct tile_json_token *tok, void *elem,
                       const struct tile_json_path *where, struct tile_error *e)
 {
@@ -690,6 +741,8 @@ int tile_json_parse_element(enum tile_dtype dtype, const struct tile_json_token 
     const struct tile_dtype_traits *tr = tile_dtype_traits(dtype);
     if (!tr)
         return tile_error_set(e, TILE_EINVAL, "invalid dtype");
+    if (tile_json_parse_plain_int(tr, tok, elem))
+        return 0;
     switch (tr->cls) {
     case TILE_CLASS_BOOL:
         return parse_bool(tr, tok, elem, where, e);

@@ -90,6 +90,15 @@ size_t tile_json_path_format(const struct tile_json_path *where, char *buf, size
 int tile_json_parse_element(enum tile_dtype dtype, const struct tile_json_token *tok, void *elem,
                             const struct tile_json_path *where, struct tile_error *e);
 
+/* tile_json_parse_element's common case without its general path: a
+ * number token written as a plain integer of at most 15 digits ("7",
+ * "-20") for an integer, float32, float64 or complex element (`tr` is the
+ * dtype's traits; complex: one part, as tile_json_parse_element). True when
+ * the element was stored, exactly as tile_json_parse_element stores it;
+ * false, with nothing stored, when the general path must decide (any other
+ * token or dtype, and every error). */
+bool tile_json_parse_plain_int(const struct tile_dtype_traits *tr, const struct tile_json_token *tok, void *elem);
+
 /* Writes "[2,3,4]" (or "2,3,4" without brackets) into buf. */
 size_t tile_format_shape(const int64_t *shape, int rank, bool brackets, char *buf, size_t cap);
 

@@ -17,6 +17,7 @@
  * (jsondata.c). Whether the fields fit the chosen semantics (repeats vs
  * tiles/axis) is tile_request_spec()'s business.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "jsondata.h"
@@ -24,13 +25,14 @@
 #include "request.h"
 
 struct v1_ctx {
-    struct tile_jr jr; /* the lexer and the error */
     struct tile_limits lim;
     struct tile_request *r;
     /* the input object */
     bool has_input, has_dtype, has_shape, has_data, data_read, data_shaped;
     enum tile_dtype dtype;
     int rank;
+    /* Set before they are read, so not cleared (tile_v1_json_decode): */
+    struct tile_jr jr; /* the lexer and the error */
     int64_t shape[TILE_MAX_RANK];
     struct tile_json_lexer data_at; /* before the "data" value, when it came before "dtype" */
 };
@@ -153,7 +155,8 @@ static int finish_input(struct v1_ctx *c)
 
 static int key_input(void *ctx)
 {
-    static const struct tile_jr_key input_keys[] = {{"dtype", key_dtype}, {"shape", key_shape}, {"data", key_data}};
+    static const struct tile_jr_key input_keys[] = {TILE_JR_KEY("dtype", key_dtype), TILE_JR_KEY("shape", key_shape),
+                                                    TILE_JR_KEY("data", key_data)};
     struct v1_ctx *c = ctx;
     c->has_input = true;
     if (tile_jr_object(&c->jr, c, input_keys, 3, "input", "dtype, shape or data", false) < 0)
@@ -165,12 +168,12 @@ int tile_v1_json_decode(const char *body, size_t len, const struct tile_limits *
                         struct tile_error *e)
 {
     static const struct tile_jr_key top_keys[] = {
-        {"input", key_input}, {"repeats", key_repeats}, {"semantics", key_semantics},
-        {"tiles", key_tiles}, {"axis", key_axis},
+        TILE_JR_KEY("input", key_input), TILE_JR_KEY("repeats", key_repeats),
+        TILE_JR_KEY("semantics", key_semantics), TILE_JR_KEY("tiles", key_tiles), TILE_JR_KEY("axis", key_axis),
     };
     struct v1_ctx c;
     struct tile_json_token t;
-    memset(&c, 0, sizeof(c));
+    memset(&c, 0, offsetof(struct v1_ctx, jr));
     if (lim)
         c.lim = *lim;
     c.r = r;

@@ -3,7 +3,9 @@
  * DESIGN. The JSON header is read in one pass with the pull lexer. A
  * tensor's "data" may come before its "datatype" and "shape", so its lexer
  * position is remembered and read once the object is complete (as /v1
- * does). Binary inputs are sliced from the bytes after the header in the
+ * does); data that come after both, as clients send them, are read where
+ * they stand when that succeeds (in_data), and only otherwise skipped and
+ * read again later, so errors are reported the same either way. Binary inputs are sliced from the bytes after the header in the
  * order their inputs appear, as Triton's extension specifies, and every
  * byte must be accounted for. Decoded tensors are then mapped onto a plain
  * struct tile_request, so planning and encoding are the same as for /v1.
@@ -41,6 +43,7 @@ struct v2_input {
     char name[32];
     size_t name_len;
     bool has_name, has_shape, has_dtype, has_data, has_binary;
+    bool data_read; /* t holds the data, read where they stood (in_data) */
     enum tile_dtype dtype;
     int rank;
     uint64_t binary_size;
@@ -110,17 +113,36 @@ static int in_datatype(void *p)
     return 0;
 }
 
+static int read_json_tensor(struct v2_ctx *c, struct v2_input *in, struct tile_json_lexer *lx, struct tile_error *e);
+
 static int in_data(void *p)
 {
     struct v2_ctx *c = p;
+    struct v2_input *in = c->cur;
     struct tile_json_token t;
-    struct tile_json_lexer at = c->jr.lx; /* read once datatype and shape are known */
+    in->data_at = c->jr.lx; /* read from here once datatype and shape are known (if has_data) */
     if (tile_jr_next(&c->jr, &t) < 0)
         return -1;
     if (t.type == TILE_JSON_NULL)
         return 0; /* "data": null is no data (the binary case, as KServe sends it) */
-    c->cur->has_data = true;
-    c->cur->data_at = at;
+    in->has_data = true;
+    /* Clients send datatype and shape first: then the data are read where
+     * they stand, from a copy of the position, instead of being skipped and
+     * read again. Only a success counts; otherwise the data are skipped and
+     * read_tensors reads them again, so every error (and which error comes
+     * first) is what it is without this shortcut; hence the error of the
+     * attempt goes to a scratch error, as the first error set is kept. */
+    if (in->has_dtype && in->has_shape && !in->has_binary && !in->shm.used) {
+        struct tile_json_lexer lx = in->data_at;
+        struct tile_error scratch;
+        tile_error_clear(&scratch);
+        if (read_json_tensor(c, in, &lx, &scratch) == 0) {
+            in->data_read = true;
+            in->t_owned = &in->t;
+            c->jr.lx = lx; /* just after the value, as after the skip */
+            return 0;
+        }
+    }
     return tile_json_skip_value(&c->jr.lx, &t, c->jr.e);
 }
 
@@ -177,9 +199,9 @@ static int tensor_parameters(struct v2_ctx *c, struct tile_v2_shm_ref *ref, cons
                              const char *where, const char *what)
 {
     const struct tile_jr_key keys[] = {*first,
-                                       {"shared_memory_region", shm_region},
-                                       {"shared_memory_offset", shm_offset},
-                                       {"shared_memory_byte_size", shm_byte_size}};
+                                       TILE_JR_KEY("shared_memory_region", shm_region),
+                                       TILE_JR_KEY("shared_memory_offset", shm_offset),
+                                       TILE_JR_KEY("shared_memory_byte_size", shm_byte_size)};
     c->ref = ref;
     c->has_shm_offset = false;
     if (tile_jr_object(&c->jr, c, keys, 4, where, "binary_data_size or shared_memory_*", true) < 0)
@@ -189,7 +211,7 @@ static int tensor_parameters(struct v2_ctx *c, struct tile_v2_shm_ref *ref, cons
 
 static int in_parameters(void *p)
 {
-    static const struct tile_jr_key binary = {"binary_data_size", in_binary_size};
+    static const struct tile_jr_key binary = TILE_JR_KEY("binary_data_size", in_binary_size);
     struct v2_ctx *c = p;
     char what[48];
     snprintf(what, sizeof(what), "input '%.*s'", (int)c->cur->name_len, c->cur->name);
@@ -199,10 +221,18 @@ static int in_parameters(void *p)
 static int read_input(void *p)
 {
     struct v2_ctx *c = p;
-    static const struct tile_jr_key keys[] = {{"name", in_name},         {"shape", in_shape}, {"datatype", in_datatype},
-                                              {"parameters", in_parameters}, {"data", in_data}};
-    if (c->nin == V2_MAX_INPUTS)
+    static const struct tile_jr_key keys[] = {TILE_JR_KEY("name", in_name), TILE_JR_KEY("shape", in_shape),
+                                              TILE_JR_KEY("datatype", in_datatype),
+                                              TILE_JR_KEY("parameters", in_parameters), TILE_JR_KEY("data", in_data)};
+    if (c->nin == V2_MAX_INPUTS) {
+        /* tile_jr_array leaves the element's first token to us: a syntax
+         * error there comes first, as it does for every element. */
+        struct tile_json_lexer lx = c->jr.lx;
+        struct tile_json_token t;
+        if (tile_json_next(&lx, &t, c->jr.e) < 0)
+            return -1;
         return tile_error_set(c->jr.e, TILE_EINVAL, "too many inputs (the tile model takes at most 3)");
+    }
     c->cur = &c->in[c->nin++];
     memset(c->cur, 0, offsetof(struct v2_input, shape)); /* small requests: clear only what is read */
     if (tile_jr_object(&c->jr, c, keys, 5, "an input", "name, shape, datatype, parameters or data", true) < 0)
@@ -246,7 +276,7 @@ static int out_name(void *p)
 
 static int out_parameters(void *p)
 {
-    static const struct tile_jr_key binary = {"binary_data", out_binary};
+    static const struct tile_jr_key binary = TILE_JR_KEY("binary_data", out_binary);
     struct v2_ctx *c = p;
     if (tensor_parameters(c, &c->r->out_shm, &binary, "output parameters", "output 'output'") < 0)
         return -1;
@@ -258,7 +288,7 @@ static int out_parameters(void *p)
 
 static int read_output(void *p)
 {
-    static const struct tile_jr_key keys[] = {{"name", out_name}, {"parameters", out_parameters}};
+    static const struct tile_jr_key keys[] = {TILE_JR_KEY("name", out_name), TILE_JR_KEY("parameters", out_parameters)};
     struct v2_ctx *c = p;
     return tile_jr_object(&c->jr, c, keys, 2, "an output", "name or parameters", true);
 }
@@ -289,7 +319,8 @@ static int par_binary_output(void *p)
 
 static int key_parameters(void *p)
 {
-    static const struct tile_jr_key keys[] = {{"semantics", par_semantics}, {"binary_data_output", par_binary_output}};
+    static const struct tile_jr_key keys[] = {TILE_JR_KEY("semantics", par_semantics),
+                                              TILE_JR_KEY("binary_data_output", par_binary_output)};
     struct v2_ctx *c = p;
     return tile_jr_object(&c->jr, c, keys, 2, "parameters", "semantics or binary_data_output", true);
 }
@@ -339,9 +370,8 @@ static int key_model_version(void *p)
 
 /* ---- tensors ----------------------------------------------------------- */
 
-static int read_json_tensor(struct v2_ctx *c, struct v2_input *in)
+static int read_json_tensor(struct v2_ctx *c, struct v2_input *in, struct tile_json_lexer *lx, struct tile_error *e)
 {
-    struct tile_jr jr = {in->data_at, c->jr.e};
     struct tile_json_data_opts o = {
         .dtype = in->dtype,
         .rank = in->rank,
@@ -351,7 +381,7 @@ static int read_json_tensor(struct v2_ctx *c, struct v2_input *in)
         .max_bytes = c->lim.max_body,
         .name = "data",
     };
-    return tile_json_read_data(&jr.lx, &o, &in->t, c->jr.e);
+    return tile_json_read_data(lx, &o, &in->t, e);
 }
 
 static int read_binary_tensor(struct v2_ctx *c, struct v2_input *in, const void *bytes, uint64_t len)
@@ -380,10 +410,16 @@ static int read_tensors(struct v2_ctx *c, const char *blob, uint64_t blob_len)
     uint64_t off = 0;
     for (int i = 0; i < c->nin; i++) {
         struct v2_input *in = &c->in[i];
+        if (in->has_data) { /* tile_json_read_data clears the tensor first, whatever happens */
+            in->t_owned = &in->t;
+            if (!in->data_read && read_json_tensor(c, in, &in->data_at, c->jr.e) < 0) /* the copy is used up */
+                return -1;
+            continue;
+        }
         memset(&in->t, 0, sizeof(in->t));
         in->t_owned = &in->t; /* freeable from here on, whatever happens */
-        if (in->has_data || in->shm.used) {
-            if ((in->has_data ? read_json_tensor(c, in) : read_shm_tensor(c, in)) < 0)
+        if (in->shm.used) {
+            if (read_shm_tensor(c, in) < 0)
                 return -1;
             continue;
         }
@@ -407,12 +443,12 @@ static int read_tensors(struct v2_ctx *c, const char *blob, uint64_t blob_len)
 
 static int parse_header(struct v2_ctx *c)
 {
-    static const struct tile_jr_key keys[] = {{"id", key_id},
-                                              {"parameters", key_parameters},
-                                              {"inputs", key_inputs},
-                                              {"outputs", key_outputs},
-                                              {"model_name", key_model_name},
-                                              {"model_version", key_model_version}};
+    static const struct tile_jr_key keys[] = {TILE_JR_KEY("id", key_id),
+                                              TILE_JR_KEY("parameters", key_parameters),
+                                              TILE_JR_KEY("inputs", key_inputs),
+                                              TILE_JR_KEY("outputs", key_outputs),
+                                              TILE_JR_KEY("model_name", key_model_name),
+                                              TILE_JR_KEY("model_version", key_model_version)};
     if (tile_jr_object(&c->jr, c, keys, 6, "the request", "id, parameters, inputs or outputs", true) < 0)
         return -1;
     struct tile_json_token t;
@@ -432,19 +468,23 @@ int tile_v2_decode(const char *body, size_t len, int64_t header_len, int version
 int tile_v2_decode_shm(const char *body, size_t len, int64_t header_len, int version, const struct tile_limits *lim,
                        const struct tile_v2_shm_source *shm, struct tile_v2_request *r, struct tile_error *e)
 {
-    memset(r, 0, sizeof(*r));
-    tile_request_init(&r->treq);
+    /* Every field but the id's bytes, which count only up to id_len: the
+     * request is large and this is on the path of every call. */
     r->version = version;
+    tile_request_init(&r->treq);
+    r->id[0] = '\0';
+    r->id_len = 0;
+    r->has_id = false;
+    r->binary_output = false;
+    memset(&r->out_shm, 0, sizeof(r->out_shm));
     if (header_len > (int64_t)len || header_len == 0 || header_len < -1)
         return tile_error_set(e, TILE_EINVAL,
                               "Inference-Header-Content-Length is %lld but the body has %zu bytes (it must be in 1..%zu)",
                               (long long)header_len, len, len);
     size_t hlen = header_len < 0 ? len : (size_t)header_len;
-    struct v2_ctx *c = malloc(sizeof(*c));
-    if (c)
-        memset(c, 0, offsetof(struct v2_ctx, in));
-    if (!c)
-        return tile_error_set(e, TILE_ENOMEM, "cannot allocate the request state");
+    struct v2_ctx ctx; /* a few KB: on the stack, as a heap block this size costs more than the decode */
+    struct v2_ctx *c = &ctx;
+    memset(c, 0, offsetof(struct v2_ctx, in));
     c->jr.e = e;
     c->lim = *lim;
     c->r = r;
@@ -458,7 +498,6 @@ int tile_v2_decode_shm(const char *body, size_t len, int64_t header_len, int ver
     r->binary_output = !r->out_shm.used && (c->binary_output_set ? c->binary_output : c->binary_all);
     for (int i = 0; i < c->nin; i++)
         tile_tensor_free(c->in[i].t_owned);
-    free(c);
     return rc;
 }
 

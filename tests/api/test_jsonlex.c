@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <locale.h>
 #include <math.h>
 #include <stdio.h>
@@ -519,6 +520,81 @@ static void test_random_decimals(void **state)
     }
 }
 
+/* Plain integer literals, which take the short paths (one pass without
+ * struct decimal), against the C library: boundaries (2^53 +- 1, 2^63,
+ * 2^64, 19 and 20 digits, -0) and random ones of every length from 1 to 20
+ * digits. Each is first checked to be one number token, as the conversions
+ * only see the lexer's tokens. */
+static void expect_plain_integer(const char *s)
+{
+    struct tile_json_lexer lx;
+    struct tile_json_token t;
+    struct tile_error e;
+    size_t len = strlen(s);
+    tile_json_lexer_init(&lx, s, len, 0);
+    if (tile_json_next(&lx, &t, &e) < 0 || t.type != TILE_JSON_NUMBER || t.len != len)
+        fail_msg("'%s' is not one number token", s);
+    bool neg = s[0] == '-';
+    errno = 0;
+    unsigned long long umag = strtoull(neg ? s + 1 : s, NULL, 10);
+    bool uover = errno == ERANGE;
+    int64_t i;
+    uint64_t u, mag;
+    bool n;
+    int rc = tile_json_number_integer(s, len, 0, &n, &mag);
+    if (uover) {
+        assert_int_equal(rc, TILE_JSON_NUM_RANGE);
+    } else {
+        assert_int_equal(rc, TILE_JSON_NUM_OK);
+        assert_true(n == neg && mag == umag);
+    }
+    errno = 0;
+    long long ref = strtoll(s, NULL, 10);
+    int want = errno == ERANGE ? TILE_JSON_NUM_RANGE : TILE_JSON_NUM_OK;
+    assert_int_equal(tile_json_number_int64(s, len, 0, &i), want);
+    if (want == TILE_JSON_NUM_OK && i != ref)
+        fail_msg("'%s': int64 %lld, strtoll %lld", s, (long long)i, ref);
+    want = uover || (neg && umag) ? TILE_JSON_NUM_RANGE : TILE_JSON_NUM_OK;
+    assert_int_equal(tile_json_number_uint64(s, len, 0, &u), want);
+    if (want == TILE_JSON_NUM_OK && u != umag)
+        fail_msg("'%s': uint64 %llu, strtoull %llu", s, (unsigned long long)u, umag);
+    expect_double(s);
+    expect_float(s);
+}
+
+static void test_plain_integers(void **state)
+{
+    (void)state;
+    static const char *const edges[] = {
+        "0", "-0", "1", "-1", "9", "10", "15", "16777216", "16777217", "-16777217", "33554433",
+        "999999999999999", "1000000000000000", "9007199254740991", "9007199254740992", "9007199254740993",
+        "-9007199254740993", "999999999999999999", "1000000000000000000", "9223372036854775807",
+        "9223372036854775808", "-9223372036854775808", "-9223372036854775809", "9999999999999999999",
+        "10000000000000000000", "18446744073709551615", "18446744073709551616", "-18446744073709551615",
+        "99999999999999999999", "100000000000000000000", "340282356779733661637539395458142568448",
+    };
+    for (size_t k = 0; k < sizeof(edges) / sizeof(edges[0]); k++)
+        expect_plain_integer(edges[k]);
+    char s[32];
+    for (int i = 0; i < 100000; i++) {
+        int ndig = 1 + (int)(rng() % 20);
+        size_t o = 0;
+        if (rng() & 1)
+            s[o++] = '-';
+        for (int k = 0; k < ndig; k++)
+            s[o++] = (char)((k == 0 ? '1' : '0') + rng() % (k == 0 ? 9 : 10));
+        s[o] = '\0';
+        expect_plain_integer(s);
+    }
+    /* Leading zeros are not JSON: the lexer refuses them before any conversion. */
+    static const char *const refused[] = {"00", "01", "-01", "007", "-00"};
+    for (size_t k = 0; k < sizeof(refused) / sizeof(refused[0]); k++) {
+        struct tile_error e;
+        assert_int_equal(lex_all(refused[k], 0, NULL, 0, &e), -1);
+        assert_non_null(strstr(e.text, "invalid number"));
+    }
+}
+
 static void test_compare(void **state)
 {
     (void)state;
@@ -571,6 +647,7 @@ int main(void)
         cmocka_unit_test(test_integers),
         cmocka_unit_test(test_doubles),         cmocka_unit_test(test_floats),
         cmocka_unit_test(test_long_numbers),    cmocka_unit_test(test_random_decimals),
+        cmocka_unit_test(test_plain_integers),
         cmocka_unit_test(test_compare),         cmocka_unit_test(test_locale),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

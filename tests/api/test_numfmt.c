@@ -651,6 +651,95 @@ static void test_path_format(void **state)
     assert_string_equal(buf, "value");
 }
 
+/* tile_json_parse_plain_int, the short path for plain integer literals,
+ * against references that do not use it: strtoll/strtoull for the integer
+ * types (with their ranges), glibc's correctly rounded strtof/strtod for
+ * float32/float64 and complex parts; every other dtype, every literal of
+ * more than 15 digits and every out-of-range value must be left to the
+ * general path (false, nothing stored). */
+static void expect_plain_int(const char *text)
+{
+    struct tile_json_lexer lx;
+    struct tile_json_token t;
+    struct tile_error e;
+    tile_json_lexer_init(&lx, text, strlen(text), 0);
+    assert_int_equal(tile_json_next(&lx, &t, &e), 0);
+    assert_int_equal(t.type, TILE_JSON_NUMBER);
+    bool neg = text[0] == '-';
+    size_t digits = strlen(text) - neg;
+    for (int d = 0; d < TILE_DTYPE_COUNT; d++) {
+        const struct tile_dtype_traits *tr = tile_dtype_traits((enum tile_dtype)d);
+        unsigned char got[16], want[16];
+        memset(got, 0xA5, sizeof(got));
+        memset(want, 0xA5, sizeof(want));
+        bool ok = tile_json_parse_plain_int(tr, &t, got);
+        bool expect = false;
+        size_t width = tr->size / tr->parts;
+        if (digits <= 15 && (tr->cls == TILE_CLASS_INT || tr->cls == TILE_CLASS_UINT)) {
+            unsigned bits = (unsigned)(8 * tr->size);
+            long long v = strtoll(text, NULL, 10); /* at most 15 digits: no overflow */
+            long long lo = tr->cls == TILE_CLASS_UINT ? 0 : bits == 64 ? INT64_MIN : -(1LL << (bits - 1));
+            unsigned long long hi = tr->cls == TILE_CLASS_UINT ? (bits == 64 ? UINT64_MAX : (1ULL << bits) - 1)
+                                                               : (bits == 64 ? INT64_MAX : (1ULL << (bits - 1)) - 1);
+            expect = v >= lo && (v < 0 || (unsigned long long)v <= hi);
+            if (expect)
+                memcpy(want, &v, tr->size); /* little-endian: the low bytes */
+        } else if (digits <= 15 && (tr->cls == TILE_CLASS_FLOAT || tr->cls == TILE_CLASS_COMPLEX) &&
+                   (width == 4 || width == 8)) {
+            expect = true;
+            if (width == 4) {
+                float f = strtof(text, NULL);
+                memcpy(want, &f, 4);
+            } else {
+                double v = strtod(text, NULL);
+                memcpy(want, &v, 8);
+            }
+        }
+        if (ok != expect)
+            fail_msg("'%s' as %s: short path %s, expected %s", text, tr->name, ok ? "taken" : "refused",
+                     expect ? "taken" : "refused");
+        if (memcmp(got, want, sizeof(got)) != 0)
+            fail_msg("'%s' as %s: short path stored other bytes than the reference", text, tr->name);
+    }
+}
+
+static void test_plain_int_elements(void **state)
+{
+    (void)state;
+    static const char *const edges[] = {
+        "0", "-0", "1", "-1", "127", "128", "-128", "-129", "255", "256", "32767", "32768", "-32768", "-32769",
+        "65535", "65536", "2147483647", "2147483648", "-2147483648", "-2147483649", "4294967295", "4294967296",
+        "16777216", "16777217", "16777219", "-16777217", "999999999999999", "-999999999999999",
+        "1000000000000000", "9007199254740993", "9223372036854775807", "-9223372036854775808",
+        "18446744073709551615",
+    };
+    for (size_t k = 0; k < sizeof(edges) / sizeof(edges[0]); k++)
+        expect_plain_int(edges[k]);
+    char s[32];
+    for (int i = 0; i < 20000; i++) {
+        int ndig = 1 + (int)(rng() % 17);
+        size_t o = 0;
+        if (rng() & 1)
+            s[o++] = '-';
+        for (int k = 0; k < ndig; k++)
+            s[o++] = (char)((k == 0 ? '1' : '0') + rng() % (k == 0 ? 9 : 10));
+        s[o] = '\0';
+        expect_plain_int(s);
+    }
+    /* Not plain integers: the general path decides. */
+    static const char *const others[] = {"1.0", "1e3", "-2.5", "0.5e1"};
+    for (size_t k = 0; k < sizeof(others) / sizeof(others[0]); k++) {
+        struct tile_json_lexer lx;
+        struct tile_json_token t;
+        struct tile_error e;
+        unsigned char got[16];
+        tile_json_lexer_init(&lx, others[k], strlen(others[k]), 0);
+        assert_int_equal(tile_json_next(&lx, &t, &e), 0);
+        for (int d = 0; d < TILE_DTYPE_COUNT; d++)
+            assert_false(tile_json_parse_plain_int(tile_dtype_traits((enum tile_dtype)d), &t, got));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -662,6 +751,7 @@ int main(void)
         cmocka_unit_test(test_parse_half_ties),    cmocka_unit_test(test_round_trip_half_all),
         cmocka_unit_test(test_round_trip_f32),     cmocka_unit_test(test_round_trip_f64),
         cmocka_unit_test(test_round_trip_others),  cmocka_unit_test(test_path_format),
+        cmocka_unit_test(test_plain_int_elements),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
