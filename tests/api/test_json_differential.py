@@ -729,20 +729,32 @@ def gen_v1(rnd, names):
         inp.append(("shape", [Num(str(s)) for s in shape]))
     if rnd.random() < 0.98:
         inp.append(("data", rand_data(rnd, dtype, shape, "pairs")))
+    if rnd.random() < 0.02:  # nesting at and past --max-rank 64 (and --max-json-depth 80)
+        depth = rnd.choice([63, 64, 65, 78, 79, 80])
+        data = rand_element(rnd, dtype)
+        for _ in range(depth):
+            data = [data]
+        inp = [("dtype", dtype), ("data", data)]
     top.append(("input", shuffled(rnd, inp)))
     if rnd.random() < 0.9:
-        top.append(("repeats", [Num(rnd.choice(["1", "2", "0", "-1", "3"])) for _ in shape]))
+        top.append(("repeats", [Num(rnd.choice(REPEATS if rnd.random() < 0.2 else ["1", "2", "3"]))
+                                for _ in shape]))
     if rnd.random() < 0.3:
         top.append(("semantics", casing(rnd, rnd.choice(SEMANTICS + ["numpy2"]))))
     if rnd.random() < 0.1:
-        top.append(("tiles", Num(rnd.choice(["2", "1.0", "-3", "9223372036854775808"]))))
-        top.append(("axis", Num(rnd.choice(["0", "-1", "1e0"]))))
+        top.append(("tiles", Num(rnd.choice(REPEATS))))
+        top.append(("axis", Num(rnd.choice(REPEATS))))
     if rnd.random() < 0.03:
-        top.append((rnd.choice(["extra", "Input", "inputs"]), Num("1")))
+        top.append((rnd.choice(["extra", "Input", "inputs"] + STRINGS), Num("1")))
     if rnd.random() < 0.03:
         top.append(rnd.choice(top))  # a duplicate key
     return shuffled(rnd, top)
 
+
+# Integer fields: the 18-digit fast path of jsonread.c and the general one.
+REPEATS = ["1", "2", "0", "-1", "3", "1", "2", "-0", "1.0", "1e0", "999999999999999999", "-999999999999999999",
+           "1000000000000000000", "9223372036854775807", "-9223372036854775808", "9223372036854775808",
+           "-9223372036854775809", "18446744073709551616", "00"]
 
 KSERVE_INT = ["INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32", "UINT64"]
 
@@ -776,7 +788,7 @@ def gen_v2(rnd, names):
         top.append(("outputs", [Obj([("name", "output"),
                                      ("parameters", Obj([("binary_data", rnd.random() < 0.5)]))])]))
     if rnd.random() < 0.2:
-        top.append(("unknown_key", [Num("1"), Obj([("x", "y")])]))
+        top.append((rnd.choice(["unknown_key"] + STRINGS), [Num("1"), Obj([("x", "y")])]))
     if rnd.random() < 0.03:
         top.append(rnd.choice(top))
     return shuffled(rnd, top)
@@ -841,7 +853,7 @@ def run_dump(args, docs):
     p = subprocess.run([DUMP] + args, input=stdin, capture_output=True, timeout=600)
     if p.returncode != 0:
         raise AssertionError("json_dump %s exited %d: %s" % (args, p.returncode, p.stderr.decode(errors="replace")))
-    lines = p.stdout.decode("utf-8").splitlines()
+    lines = p.stdout.decode("utf-8").split("\n")[:-1]  # not splitlines(): messages may hold U+2028
     if len(lines) != len(docs):
         raise AssertionError("json_dump gave %d lines for %d documents" % (len(lines), len(docs)))
     return [json.loads(line) for line in lines]
