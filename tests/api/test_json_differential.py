@@ -23,6 +23,7 @@ TILED_JSON_DIFF_DOCS sets the documents per decoder (default 2500);
 TILED_JSON_DIFF_SEED the seed (default fixed).
 """
 
+import decimal
 import json
 import os
 import random
@@ -132,13 +133,22 @@ FORMATS = {"float16": (5, 10), "bfloat16": (8, 7), "float32": (8, 23), "float64"
 WIDTH = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
 
 
+def dec(text):
+    """A JSON number's exact value; an exponent beyond what Decimal holds is
+    clamped (the value is then zero, or beyond every range either way)."""
+    m = re.fullmatch(r"(-?[0-9.]+)(?:[eE]([+-]?[0-9]+))?", text)
+    exp = int(m.group(2) or "0")
+    exp = max(-10 ** 8, min(10 ** 8, exp))
+    return Decimal(m.group(1)).scaleb(exp, decimal.Context(Emax=10 ** 9, Emin=-10 ** 9, prec=100000))
+
+
 def round_float(text, fmt):
     """The bits of the decimal `text` rounded to nearest even, or None when
     it overflows."""
     ebits, mbits = FORMATS[fmt]
     bias = (1 << (ebits - 1)) - 1
     emin, emax = 1 - bias, bias
-    d = Decimal(text)
+    d = dec(text)
     sign = 1 if d.is_signed() else 0
     d = d.copy_abs()  # abs() would round to the context precision
     if d == 0 or d.adjusted() < -500:
@@ -196,7 +206,7 @@ INT_SIZE = {"int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1, "uint16":
 def int_element(tok, dtype):
     if not isinstance(tok, Num):
         raise Refuse("element-type")
-    d = Decimal(tok.text)
+    d = dec(tok.text)
     if d != 0 and d.adjusted() > 40:
         raise Refuse("int-element")  # beyond any range (integral or not)
     if d != 0 and d.adjusted() < -5:
