@@ -74,7 +74,7 @@ BENCH_BIN  := $(BUILD)/bench/bench_kernel
 .PHONY: all install deps deps-build deps-test deps-bench deps-fuzz check fresh-test test test-tsan test-valgrind test-unit \
         test-asan check-clang run bench bench-perf-analyzer bench-jsondecode clean help lib cli-only layer-flags grpc-stubs grpc-descriptors
 
-all: $(BUILD)/tiled $(BUILD)/tests/h1wire_dump
+all: $(BUILD)/tiled $(BUILD)/tests/h1wire_dump $(BUILD)/tests/json_dump
 
 help:
 	@echo "make            build $(BUILD)/tiled (needs the libraries: make deps)"
@@ -144,6 +144,13 @@ $(BUILD)/tests/server/test_h1wire: tests/server/harness/h1drive.h
 $(BUILD)/tests/h1wire_dump: tests/server/harness/h1wire_dump.c tests/server/harness/h1drive.h $(BUILD)/obj/server/http/h1wire.o
 	@mkdir -p $(@D)
 	$(CC) $(LAYER_server) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/obj/server/http/h1wire.o $(LDLIBS)
+
+# The JSON request decoders (/v1 and v2) as a filter, for the differential
+# test against Python's json module (tests/api/test_json_differential.py).
+API_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(API_SRC))
+$(BUILD)/tests/json_dump: tests/api/harness/json_dump.c $(API_OBJ) $(CORE_OBJ)
+	@mkdir -p $(@D)
+	$(CC) $(LAYER_api) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(API_OBJ) $(CORE_OBJ) $(API_LIBS) $(LDLIBS)
 
 $(BUILD)/bench/%: bench/%.c $(LIB_OBJ)
 	@mkdir -p $(@D)

@@ -2,6 +2,7 @@
 #include "jsonread.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Longest piece of offending input quoted in a message. */
@@ -82,6 +83,37 @@ int tile_jr_int_list(struct tile_jr *r, const char *what, int64_t *out, int max,
     return 0;
 }
 
+static int string_too_long(struct tile_jr *r, const struct tile_json_token *t, const char *what, size_t cap)
+{
+    return tile_error_set(r->e, TILE_EINVAL, "%s '%.*s...' is too long (at most %zu bytes)", what, TILE_JR_SHOWN,
+                          t->ptr, cap);
+}
+
+/* A string with escapes, longer than `cap` as written: its unescaped bytes
+ * may still fit ("\u0069" is one byte written as six), so it is unescaped
+ * into scratch space first. An escape stands for at least one byte per six
+ * written, so a token over 6 * cap bytes cannot fit. Out of line: the
+ * common case keeps its small frame. */
+__attribute__((noinline)) static int string_escaped_long(struct tile_jr *r, const struct tile_json_token *t,
+                                                         const char *what, char *buf, size_t cap, size_t *len)
+{
+    char scratch[2048];
+    if (t->len / 6 > cap)
+        return string_too_long(r, t, what, cap);
+    char *tmp = t->len <= sizeof(scratch) ? scratch : malloc(t->len);
+    if (!tmp)
+        return tile_error_set(r->e, TILE_ENOMEM, "cannot allocate %zu bytes for %s", t->len, what);
+    size_t n = tile_json_unescape(t, tmp);
+    if (n <= cap)
+        memcpy(buf, tmp, n);
+    if (tmp != scratch)
+        free(tmp);
+    if (n > cap)
+        return string_too_long(r, t, what, cap);
+    *len = n;
+    return 0;
+}
+
 int tile_jr_string(struct tile_jr *r, const char *what, char *buf, size_t cap, size_t *len)
 {
     struct tile_json_token t;
@@ -89,9 +121,9 @@ int tile_jr_string(struct tile_jr *r, const char *what, char *buf, size_t cap, s
         return -1;
     if (t.type != TILE_JSON_STRING)
         return tile_error_set(r->e, TILE_EINVAL, "%s must be a string, not %s", what, tile_json_type_name(t.type));
-    if (t.len > cap) /* unescaping never lengthens */
-        return tile_error_set(r->e, TILE_EINVAL, "%s '%.*s...' is too long (at most %zu bytes)", what, TILE_JR_SHOWN,
-                              t.ptr, cap);
+    if (t.len > cap) /* unescaping never lengthens, but may shorten */
+        return t.flags & TILE_JSON_TOK_ESCAPED ? string_escaped_long(r, &t, what, buf, cap, len)
+                                               : string_too_long(r, &t, what, cap);
     *len = tile_json_unescape(&t, buf);
     return 0;
 }

@@ -39,7 +39,8 @@ int tile_jr_int_token(struct tile_jr *r, const struct tile_json_token *t, const 
 int tile_jr_int(struct tile_jr *r, const char *what, int64_t *out);
 /* An array of integers, at most `max`. */
 int tile_jr_int_list(struct tile_jr *r, const char *what, int64_t *out, int max, int *count);
-/* A string, unescaped into buf (cap bytes, not NUL-terminated; *len set). */
+/* A string, unescaped into buf (cap bytes, not NUL-terminated; *len set):
+ * cap bounds the unescaped bytes, however long the escapes written. */
 int tile_jr_string(struct tile_jr *r, const char *what, char *buf, size_t cap, size_t *len);
 int tile_jr_bool(struct tile_jr *r, const char *what, bool *out);
 /* Reads an array ('[' not yet read), calling fn(ctx) once per element with

@@ -616,7 +616,9 @@ static int parse_bool(const struct tile_dtype_traits *tr, const struct tile_json
  * the double they stand for in *out. */
 static bool parse_special(const struct tile_json_token *tok, double *out)
 {
-    char buf[16];
+    /* The longest spelling, "-Infinity", is 9 bytes, and 54 with each
+     * written as \u00XX: a longer token is no spelling. */
+    char buf[64];
     if (tok->len >= sizeof(buf))
         return false;
     size_t n = tile_json_unescape(tok, buf);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "jsondata.h"
+#include "jsonread.h"
 #include "numfmt.h"
 #include "request.h"
 
@@ -703,6 +704,60 @@ static void test_v1_values(void **state)
     tile_request_free(&r);
 }
 
+/* Encodings tiled never writes but JSON allows, found by the differential
+ * test against Python's json (tests/api/test_json_differential.py). */
+static void test_v1_escaped_spellings(void **state)
+{
+    (void)state;
+    struct tile_request r;
+    struct tile_error e;
+    /* The NaN / Infinity strings with escapes, longer than 15 bytes as written. */
+    assert_int_equal(decode("{\"input\":{\"dtype\":\"float64\",\"data\":[\"\\u0049nfinit\\u0079\","
+                            "\"-\\u0069\\u006e\\u0066\\u0069\\u006e\\u0069\\u0074\\u0079\",\"\\u004e\\u0061\\u004e\"]}}",
+                            &test_limits, &r, &e),
+                     0);
+    const double *d = r.input.data;
+    assert_true(isinf(d[0]) && d[0] > 0 && isinf(d[1]) && d[1] < 0 && isnan(d[2]));
+    tile_request_free(&r);
+    decode_error("{\"input\":{\"dtype\":\"float64\",\"data\":[\"\\u0049nfinit\\u0079!\"]}}", TILE_EINVAL,
+                 "data[0] is a string");
+}
+
+/* A string field's bound counts its unescaped bytes ("\u0069" is one). */
+static void test_jr_string_escaped(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *json;
+        int ok;
+        const char *text;
+    } cases[] = {
+        {"\"\\u0072\\u0065\\u0070\\u0065\\u0061\\u0074\\u0073\"", 1, "repeats"}, /* 42 bytes, 7 unescaped */
+        {"\"\\ud83d\\ude00abcd\"", 1, "\xf0\x9f\x98\x80" "abcd"},                 /* 8 unescaped */
+        {"\"\\u0072\\u0065\\u0070\\u0065\\u0061\\u0074\\u0073xy\"", 0, NULL},   /* 9 unescaped */
+        {"\"abcdefghi\"", 0, NULL},
+        {"\"\\u0061\\u0061\\u0061\\u0061\\u0061\\u0061\\u0061\\u0061\\u0061\"", 0, NULL},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct tile_jr jr;
+        struct tile_error e;
+        char buf[8];
+        size_t len = 0;
+        tile_error_clear(&e);
+        jr.e = &e;
+        tile_json_lexer_init(&jr.lx, cases[i].json, strlen(cases[i].json), 8);
+        int rc = tile_jr_string(&jr, "name", buf, sizeof(buf), &len);
+        if (!cases[i].ok) {
+            assert_int_equal(rc, -1);
+            assert_non_null(strstr(e.text, "is too long (at most 8 bytes)"));
+            continue;
+        }
+        assert_int_equal(rc, 0);
+        assert_int_equal(len, strlen(cases[i].text));
+        assert_memory_equal(buf, cases[i].text, len);
+    }
+}
+
 /* Every dtype: random elements formatted to JSON, decoded, formatted again:
  * the same text, and the same bits except for NaN payloads. */
 static void round_trip_body(enum tile_dtype dtype, int n, bool nested)
@@ -824,6 +879,8 @@ int main(void)
         cmocka_unit_test(test_v1_errors),
         cmocka_unit_test(test_v1_limits),
         cmocka_unit_test(test_v1_values),
+        cmocka_unit_test(test_v1_escaped_spellings),
+        cmocka_unit_test(test_jr_string_escaped),
         cmocka_unit_test(test_v1_round_trip_all_dtypes),
         cmocka_unit_test(test_v1_round_trip_strings),
     };
