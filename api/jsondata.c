@@ -63,12 +63,12 @@ struct reader {
 
     /* shape inference; the arrays last, as reader_init leaves them to be
      * written level by level (a small document uses one or two levels) */
-    int level;                         /* open arrays */
-    int rank;                          /* -1 until the first element or empty array */
-    int levels_seen;                   /* dims[0, levels_seen) are set */
-    int64_t dims[TILE_MAX_RANK];       /* -1 until the first array at the level closed */
-    uint64_t pos[TILE_MAX_RANK + 1];   /* index of the latest child per open array (+1 for a part);
-                                          pos[k] is written when level k opens */
+    int level;                       /* open arrays */
+    int rank;                        /* -1 until the first element or empty array */
+    int levels_seen;                 /* dims[0, levels_seen) are set */
+    int64_t dims[TILE_MAX_RANK];     /* -1 until the first array at the level closed */
+    uint64_t pos[TILE_MAX_RANK + 1]; /* index of the latest child per open array (+1 for a part);
+                                        pos[k] is written when level k opens */
 };
 
 #define TILE_PATH_TEXT 160

@@ -51,6 +51,7 @@ enum lex_state {
  * the scan of a string's bytes is the lexer's innermost loop. */
 enum { SC_PLAIN, SC_QUOTE, SC_ESCAPE, SC_CONTROL, SC_HIGH };
 
+/* clang-format off */
 #define SC_ROW(c) c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c
 static const uint8_t str_classes[256] = {
     SC_ROW(SC_CONTROL), SC_ROW(SC_CONTROL), /* 0x00-0x1f */
@@ -64,6 +65,7 @@ static const uint8_t str_classes[256] = {
     SC_ROW(SC_HIGH), SC_ROW(SC_HIGH), SC_ROW(SC_HIGH), SC_ROW(SC_HIGH),
 };
 #undef SC_ROW
+/* clang-format on */
 
 static uint8_t str_class(unsigned char c)
 {
@@ -92,7 +94,8 @@ void tile_json_lexer_init(struct tile_json_lexer *lx, const char *buf, size_t le
 }
 
 /* Errors are out of line (cold): the token loop keeps its registers. */
-__attribute__((cold, noinline)) static int lex_fail(struct tile_json_lexer *restrict lx, struct tile_error *restrict e, size_t pos, const char *what)
+__attribute__((cold, noinline)) static int lex_fail(struct tile_json_lexer *restrict lx, struct tile_error *restrict e,
+                                                    size_t pos, const char *what)
 {
     lx->failed = true;
     return tile_error_set(e, TILE_EINVAL, "invalid JSON: %s at byte %zu", what, pos);
@@ -164,7 +167,8 @@ static size_t check_escape(struct tile_json_lexer *restrict lx, size_t i, struct
 }
 
 /* Scans the string whose '"' is at lx->pos; fills ptr/len/flags. */
-static int scan_string(struct tile_json_lexer *restrict lx, struct tile_json_token *restrict tok, struct tile_error *restrict e)
+static int scan_string(struct tile_json_lexer *restrict lx, struct tile_json_token *restrict tok,
+                       struct tile_error *restrict e)
 {
     const unsigned char *b = (const unsigned char *)lx->buf;
     size_t start = lx->pos + 1, i = start, len = lx->len;
@@ -274,7 +278,8 @@ static size_t skip_digits(const char *b, size_t i, size_t len)
     return i;
 }
 
-static int scan_number(struct tile_json_lexer *restrict lx, struct tile_json_token *restrict tok, struct tile_error *restrict e)
+static int scan_number(struct tile_json_lexer *restrict lx, struct tile_json_token *restrict tok,
+                       struct tile_error *restrict e)
 {
     const char *b = lx->buf;
     size_t i = lx->pos, len = lx->len;
@@ -310,7 +315,8 @@ static int scan_number(struct tile_json_lexer *restrict lx, struct tile_json_tok
     return 0;
 }
 
-static int scan_literal(struct tile_json_lexer *restrict lx, struct tile_json_token *restrict tok, struct tile_error *restrict e)
+static int scan_literal(struct tile_json_lexer *restrict lx, struct tile_json_token *restrict tok,
+                        struct tile_error *restrict e)
 {
     static const struct {
         const char *text;
@@ -349,7 +355,8 @@ static void after_value(struct tile_json_lexer *restrict lx)
     lx->state = lx->depth == 0 ? ST_DONE : ST_AFTER;
 }
 
-static int open_container(struct tile_json_lexer *restrict lx, struct tile_json_token *restrict tok, bool object, struct tile_error *restrict e)
+static int open_container(struct tile_json_lexer *restrict lx, struct tile_json_token *restrict tok, bool object,
+                          struct tile_error *restrict e)
 {
     if (lx->depth >= lx->max_depth) {
         lx->failed = true;
@@ -373,7 +380,8 @@ static int close_container(struct tile_json_lexer *restrict lx, struct tile_json
     return 0;
 }
 
-__attribute__((cold, noinline)) static int unexpected(struct tile_json_lexer *restrict lx, struct tile_error *restrict e, const char *expected)
+__attribute__((cold, noinline)) static int unexpected(struct tile_json_lexer *restrict lx,
+                                                      struct tile_error *restrict e, const char *expected)
 {
     unsigned char c = (unsigned char)lx->buf[lx->pos];
     char what[120];
@@ -384,7 +392,8 @@ __attribute__((cold, noinline)) static int unexpected(struct tile_json_lexer *re
     return lex_fail(lx, e, lx->pos, what);
 }
 
-static int read_value(struct tile_json_lexer *restrict lx, struct tile_json_token *restrict tok, struct tile_error *restrict e)
+static int read_value(struct tile_json_lexer *restrict lx, struct tile_json_token *restrict tok,
+                      struct tile_error *restrict e)
 {
     int rc;
     switch (lx->buf[lx->pos]) {
@@ -396,11 +405,23 @@ static int read_value(struct tile_json_lexer *restrict lx, struct tile_json_toke
         tok->type = TILE_JSON_STRING;
         rc = scan_string(lx, tok, e);
         break;
-    case '-': case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8': case '9':
+    case '-':
+    case '0':
+    case '1':
+    case '2':
+    case '3':
+    case '4':
+    case '5':
+    case '6':
+    case '7':
+    case '8':
+    case '9':
         tok->type = TILE_JSON_NUMBER;
         rc = scan_number(lx, tok, e);
         break;
-    case 't': case 'f': case 'n':
+    case 't':
+    case 'f':
+    case 'n':
         rc = scan_literal(lx, tok, e);
         break;
     default:
@@ -411,7 +432,8 @@ static int read_value(struct tile_json_lexer *restrict lx, struct tile_json_toke
     return rc;
 }
 
-static int read_key(struct tile_json_lexer *restrict lx, struct tile_json_token *restrict tok, struct tile_error *restrict e)
+static int read_key(struct tile_json_lexer *restrict lx, struct tile_json_token *restrict tok,
+                    struct tile_error *restrict e)
 {
     if (lx->buf[lx->pos] != '"')
         return unexpected(lx, e, "a string key");
@@ -505,7 +527,17 @@ static inline __attribute__((always_inline)) bool next_fast(struct tile_json_lex
         set_token(tok, TILE_JSON_STRING, i, b + i + 1, j - i - 1);
         j++;
         break;
-    case '-': case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8': case '9':
+    case '-':
+    case '0':
+    case '1':
+    case '2':
+    case '3':
+    case '4':
+    case '5':
+    case '6':
+    case '7':
+    case '8':
+    case '9':
         /* [-]digits, no leading zero, ended by what follows a value in a
          * compact document (anything else, a fraction or an exponent
          * included, is left to scan_number) */
@@ -554,7 +586,8 @@ static inline __attribute__((always_inline)) bool next_fast(struct tile_json_lex
 static int next_general(struct tile_json_lexer *restrict lx, struct tile_json_token *restrict tok,
                         struct tile_error *restrict e);
 
-int tile_json_next(struct tile_json_lexer *restrict lx, struct tile_json_token *restrict tok, struct tile_error *restrict e)
+int tile_json_next(struct tile_json_lexer *restrict lx, struct tile_json_token *restrict tok,
+                   struct tile_error *restrict e)
 {
     if (next_fast(lx, tok))
         return 0;
@@ -624,8 +657,7 @@ bool tile_json_at_array_end(const struct tile_json_lexer *lx)
     /* Where tile_json_next reads a ']' as the array's end: after '[' or
      * after an element, inside an array (ST_VALUE, after a comma, would be
      * the trailing-comma error). */
-    if (lx->failed || lx->depth == 0 || top_is_object(lx) ||
-        (lx->state != ST_VALUE_OR_CLOSE && lx->state != ST_AFTER))
+    if (lx->failed || lx->depth == 0 || top_is_object(lx) || (lx->state != ST_VALUE_OR_CLOSE && lx->state != ST_AFTER))
         return false;
     size_t i = skip_ws_at(lx->buf, lx->pos, lx->len);
     return i < lx->len && lx->buf[i] == ']';

@@ -26,7 +26,9 @@ struct tile_jr_key {
     size_t len; /* strlen(name) */
     int (*fn)(void *ctx);
 };
+/* clang-format off */
 #define TILE_JR_KEY(name, fn) {name, sizeof(name) - 1, fn}
+/* clang-format on */
 
 /* The next token (inline: it is called once per token). */
 static inline int tile_jr_next(struct tile_jr *r, struct tile_json_token *t)

@@ -168,8 +168,8 @@ int tile_v1_json_decode(const char *body, size_t len, const struct tile_limits *
                         struct tile_error *e)
 {
     static const struct tile_jr_key top_keys[] = {
-        TILE_JR_KEY("input", key_input), TILE_JR_KEY("repeats", key_repeats),
-        TILE_JR_KEY("semantics", key_semantics), TILE_JR_KEY("tiles", key_tiles), TILE_JR_KEY("axis", key_axis),
+        TILE_JR_KEY("input", key_input), TILE_JR_KEY("repeats", key_repeats), TILE_JR_KEY("semantics", key_semantics),
+        TILE_JR_KEY("tiles", key_tiles), TILE_JR_KEY("axis", key_axis),
     };
     struct v1_ctx c;
     struct tile_json_token t;

@@ -5,10 +5,9 @@
  * position is remembered and read once the object is complete (as /v1
  * does); data that come after both, as clients send them, are read where
  * they stand when that succeeds (in_data), and only otherwise skipped and
- * read again later, so errors are reported the same either way. Binary inputs are sliced from the bytes after the header in the
- * order their inputs appear, as Triton's extension specifies, and every
- * byte must be accounted for. Decoded tensors are then mapped onto a plain
- * struct tile_request, so planning and encoding are the same as for /v1.
+ * read again later, so errors are reported the same either way. Binary inputs are sliced from the bytes after the
+ * header in the order their inputs appear, as Triton's extension specifies, and every byte must be accounted for.
+ * Decoded tensors are then mapped onto a plain struct tile_request, so planning and encoding are the same as for /v1.
  *
  * LENIENCY. Keys this model does not use are skipped at every level (the
  * request, each input and output, every "parameters"), as Triton's and
@@ -198,8 +197,7 @@ static int shm_byte_size(void *p)
 static int tensor_parameters(struct v2_ctx *c, struct tile_v2_shm_ref *ref, const struct tile_jr_key *first,
                              const char *where, const char *what)
 {
-    const struct tile_jr_key keys[] = {*first,
-                                       TILE_JR_KEY("shared_memory_region", shm_region),
+    const struct tile_jr_key keys[] = {*first, TILE_JR_KEY("shared_memory_region", shm_region),
                                        TILE_JR_KEY("shared_memory_offset", shm_offset),
                                        TILE_JR_KEY("shared_memory_byte_size", shm_byte_size)};
     c->ref = ref;

@@ -15,9 +15,11 @@
 #include "request.h"
 #include "v2.h"
 
-static const char V1_BODY[] = "{\"input\":{\"dtype\":\"float32\",\"shape\":[2,2],\"data\":[1,2,3,4]},\"repeats\":[1,2]}";
-static const char V2_BODY[] = "{\"inputs\":[{\"name\":\"input\",\"shape\":[2,2],\"datatype\":\"FP32\",\"data\":[1,2,3,4]},"
-                              "{\"name\":\"repeats\",\"shape\":[2],\"datatype\":\"INT64\",\"data\":[2,2]}]}";
+static const char V1_BODY[] =
+    "{\"input\":{\"dtype\":\"float32\",\"shape\":[2,2],\"data\":[1,2,3,4]},\"repeats\":[1,2]}";
+static const char V2_BODY[] =
+    "{\"inputs\":[{\"name\":\"input\",\"shape\":[2,2],\"datatype\":\"FP32\",\"data\":[1,2,3,4]},"
+    "{\"name\":\"repeats\",\"shape\":[2],\"datatype\":\"INT64\",\"data\":[2,2]}]}";
 
 static const float WANT[4] = {1, 2, 3, 4};
 
@@ -65,8 +67,11 @@ int main(int argc, char **argv)
     }
     long n = atol(argv[2]);
     /* The daemon's defaults (server/infra/config.c). */
-    struct tile_limits lim = {.max_body = UINT64_C(256) << 20, .max_output = UINT64_C(1) << 30,
-                              .max_stream = UINT64_C(64) << 30, .max_rank = 64, .max_depth = 80};
+    struct tile_limits lim = {.max_body = UINT64_C(256) << 20,
+                              .max_output = UINT64_C(1) << 30,
+                              .max_stream = UINT64_C(64) << 30,
+                              .max_rank = 64,
+                              .max_depth = 80};
     int rc = strcmp(argv[1], "v1") == 0 ? run_v1(n, &lim) : run_v2(n, &lim);
     if (rc < 0) {
         fprintf(stderr, "%s: the body did not decode to the expected request\n", argv[1]);

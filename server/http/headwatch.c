@@ -25,8 +25,8 @@
  * count and time are atomics the handler stores without the lock: one piece
  * usually carries a whole small body, and that path stays a clock read and
  * two stores. Every time here is the coarse clock's (clock.h): the
- * deadlines are seconds, and it is read several times per request. Once the body is complete the request is not watched until
- * it ends: a worker's long tile or a slowly read reply is not a slow client.
+ * deadlines are seconds, and it is read several times per request. Once the body is complete the request is not watched
+ * until it ends: a worker's long tile or a slowly read reply is not a slow client.
  *
  * Each connection is watched from libmicrohttpd's "connection started"
  * notification to its "closed" one. A sweeper thread wakes a few times a

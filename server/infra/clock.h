@@ -14,5 +14,4 @@ uint64_t tiled_wall_ms(void);
  * costs a fraction of tiled_now_us(). Not to be compared with the latter. */
 uint64_t tiled_coarse_us(void);
 
-
 #endif

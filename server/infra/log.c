@@ -29,8 +29,8 @@
 #include <errno.h>
 #include <jansson.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,11 +92,11 @@ static void timestamp(char buf[25])
 
 static struct {
     pthread_mutex_t lock;
-    pthread_cond_t wake;   /* the flusher's: a line it must write, or the stop */
-    bool running;          /* access lines are gathered (under lock) */
+    pthread_cond_t wake; /* the flusher's: a line it must write, or the stop */
+    bool running;        /* access lines are gathered (under lock) */
     bool stop;
-    bool flusher_due;      /* a line was gathered on a thread that does not flush */
-    atomic_bool pending;   /* len > 0: read without the lock by tiled_log_flush */
+    bool flusher_due;    /* a line was gathered on a thread that does not flush */
+    atomic_bool pending; /* len > 0: read without the lock by tiled_log_flush */
     unsigned flush_ms;
     pthread_t flusher;
     size_t len;

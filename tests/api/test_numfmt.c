@@ -707,10 +707,38 @@ static void test_plain_int_elements(void **state)
 {
     (void)state;
     static const char *const edges[] = {
-        "0", "-0", "1", "-1", "127", "128", "-128", "-129", "255", "256", "32767", "32768", "-32768", "-32769",
-        "65535", "65536", "2147483647", "2147483648", "-2147483648", "-2147483649", "4294967295", "4294967296",
-        "16777216", "16777217", "16777219", "-16777217", "999999999999999", "-999999999999999",
-        "1000000000000000", "9007199254740993", "9223372036854775807", "-9223372036854775808",
+        "0",
+        "-0",
+        "1",
+        "-1",
+        "127",
+        "128",
+        "-128",
+        "-129",
+        "255",
+        "256",
+        "32767",
+        "32768",
+        "-32768",
+        "-32769",
+        "65535",
+        "65536",
+        "2147483647",
+        "2147483648",
+        "-2147483648",
+        "-2147483649",
+        "4294967295",
+        "4294967296",
+        "16777216",
+        "16777217",
+        "16777219",
+        "-16777217",
+        "999999999999999",
+        "-999999999999999",
+        "1000000000000000",
+        "9007199254740993",
+        "9223372036854775807",
+        "-9223372036854775808",
         "18446744073709551615",
     };
     for (size_t k = 0; k < sizeof(edges) / sizeof(edges[0]); k++)
@@ -743,15 +771,15 @@ static void test_plain_int_elements(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_format_ints),        cmocka_unit_test(test_format_floats),
-        cmocka_unit_test(test_format_half),        cmocka_unit_test(test_format_complex),
-        cmocka_unit_test(test_format_bound),       cmocka_unit_test(test_escape), cmocka_unit_test(test_escape_text),
-        cmocka_unit_test(test_escape_short_buffer), cmocka_unit_test(test_parse_ints),
-        cmocka_unit_test(test_parse_floats),       cmocka_unit_test(test_parse_half_rounding),
-        cmocka_unit_test(test_parse_half_ties),    cmocka_unit_test(test_round_trip_half_all),
-        cmocka_unit_test(test_round_trip_f32),     cmocka_unit_test(test_round_trip_f64),
-        cmocka_unit_test(test_round_trip_others),  cmocka_unit_test(test_path_format),
-        cmocka_unit_test(test_plain_int_elements),
+        cmocka_unit_test(test_format_ints),         cmocka_unit_test(test_format_floats),
+        cmocka_unit_test(test_format_half),         cmocka_unit_test(test_format_complex),
+        cmocka_unit_test(test_format_bound),        cmocka_unit_test(test_escape),
+        cmocka_unit_test(test_escape_text),         cmocka_unit_test(test_escape_short_buffer),
+        cmocka_unit_test(test_parse_ints),          cmocka_unit_test(test_parse_floats),
+        cmocka_unit_test(test_parse_half_rounding), cmocka_unit_test(test_parse_half_ties),
+        cmocka_unit_test(test_round_trip_half_all), cmocka_unit_test(test_round_trip_f32),
+        cmocka_unit_test(test_round_trip_f64),      cmocka_unit_test(test_round_trip_others),
+        cmocka_unit_test(test_path_format),         cmocka_unit_test(test_plain_int_elements),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

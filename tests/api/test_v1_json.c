@@ -712,10 +712,11 @@ static void test_v1_escaped_spellings(void **state)
     struct tile_request r;
     struct tile_error e;
     /* The NaN / Infinity strings with escapes, longer than 15 bytes as written. */
-    assert_int_equal(decode("{\"input\":{\"dtype\":\"float64\",\"data\":[\"\\u0049nfinit\\u0079\","
-                            "\"-\\u0069\\u006e\\u0066\\u0069\\u006e\\u0069\\u0074\\u0079\",\"\\u004e\\u0061\\u004e\"]}}",
-                            &test_limits, &r, &e),
-                     0);
+    assert_int_equal(
+        decode("{\"input\":{\"dtype\":\"float64\",\"data\":[\"\\u0049nfinit\\u0079\","
+               "\"-\\u0069\\u006e\\u0066\\u0069\\u006e\\u0069\\u0074\\u0079\",\"\\u004e\\u0061\\u004e\"]}}",
+               &test_limits, &r, &e),
+        0);
     const double *d = r.input.data;
     assert_true(isinf(d[0]) && d[0] > 0 && isinf(d[1]) && d[1] < 0 && isnan(d[2]));
     tile_request_free(&r);
@@ -733,8 +734,10 @@ static void test_jr_string_escaped(void **state)
         const char *text;
     } cases[] = {
         {"\"\\u0072\\u0065\\u0070\\u0065\\u0061\\u0074\\u0073\"", 1, "repeats"}, /* 42 bytes, 7 unescaped */
-        {"\"\\ud83d\\ude00abcd\"", 1, "\xf0\x9f\x98\x80" "abcd"},                 /* 8 unescaped */
-        {"\"\\u0072\\u0065\\u0070\\u0065\\u0061\\u0074\\u0073xy\"", 0, NULL},   /* 9 unescaped */
+        {"\"\\ud83d\\ude00abcd\"", 1,
+         "\xf0\x9f\x98\x80"
+         "abcd"},                                                             /* 8 unescaped */
+        {"\"\\u0072\\u0065\\u0070\\u0065\\u0061\\u0074\\u0073xy\"", 0, NULL}, /* 9 unescaped */
         {"\"abcdefghi\"", 0, NULL},
         {"\"\\u0061\\u0061\\u0061\\u0061\\u0061\\u0061\\u0061\\u0061\\u0061\"", 0, NULL},
     };
