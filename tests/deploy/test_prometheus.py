@@ -109,7 +109,7 @@ class LivePrometheus(unittest.TestCase):
 
     @classmethod
     def start_tiled(cls):
-        cls.tiled_log = open(os.path.join(cls.tmp, "tiled.log"), "w+b")
+        cls.tiled_log = open(os.path.join(cls.tmp, "tiled.log"), "a+b")  # appended: the offset is shared
         p = subprocess.Popen([BIN, "serve", "--port", "0", "--grpc-port", "0", "--shared-memory", "system",
                               "--log-level", "warn"], stdout=subprocess.PIPE, stderr=cls.tiled_log)
         cls.procs.append(p)
@@ -130,7 +130,7 @@ class LivePrometheus(unittest.TestCase):
         path = os.path.join(cls.tmp, "prometheus.yml")
         with open(path, "w") as f:
             yaml.safe_dump(config, f)
-        cls.prom_log = open(os.path.join(cls.tmp, "prometheus.log"), "w+b")
+        cls.prom_log = open(os.path.join(cls.tmp, "prometheus.log"), "a+b")  # appended: the offset is shared
         cls.procs.append(subprocess.Popen(
             [shutil.which("prometheus"), "--config.file=" + path, "--storage.tsdb.path=" + os.path.join(cls.tmp, "data"),
              "--web.listen-address=127.0.0.1:%d" % cls.prom_port], stdout=cls.prom_log, stderr=subprocess.STDOUT))

@@ -36,7 +36,12 @@ class Daemon:
     """A tiled daemon on a free port; stderr (the logs) kept in a file."""
 
     def __init__(self, *args, env=None, scheme="http"):
-        self.log = open(f"/tmp/tiled-test-{os.getpid()}-{id(self)}.log", "w+b")
+        # Appending (O_APPEND): the daemon's stderr shares this file's offset, which log_lines()
+        # moves to read; without it a line the daemon writes meanwhile lands where the reader
+        # stands and overwrites earlier lines.
+        path = f"/tmp/tiled-test-{os.getpid()}-{id(self)}.log"
+        open(path, "wb").close()
+        self.log = open(path, "a+b")
         full_env = dict(os.environ, **(env or {}))
         self.wrap_log = None
         if WRAP and os.path.basename(WRAP[0]) == "valgrind" and "VALGRIND_OPTS" not in full_env:
