@@ -19,7 +19,7 @@
  * and before any other line (an event or error is never held back, and
  * never overtakes an access line made before it). A line made on another
  * thread is written by a flusher thread at most the interval later. A
- * write per request was a fifth of a small request's system time; a busy
+ * write per request was a tenth of a small request's system time; a busy
  * loop now writes the lines of all the requests one wait returned at once,
  * and an idle one still writes each line as its request ends. A process
  * killed outright loses the lines of the requests since its loop's last
