@@ -42,10 +42,18 @@ struct mhd_transport {
     struct tiled_headwatch *headwatch; /* NULL when --header-timeout is 0 */
     char hsts[48];                     /* Strict-Transport-Security value; "" = none */
     /* Drain (listener.h), on the thread that drains: the listener held
-     * (new SYNs dropped) from held_at_us until it is quiesced. */
+     * (new SYNs dropped) from held_at_us until it is quiesced; its queue's
+     * length last seen, and since when. */
     int held_fd;
     uint64_t held_at_us;
+    unsigned held_queue;
+    uint64_t held_queue_since_us;
 };
+
+/* A held listener whose queue has not moved this long is shut all the
+ * same: libmicrohttpd is not accepting (at --max-connections, its
+ * connections kept alive and idle), and the drain would wait it out. */
+#define HELD_QUEUE_STUCK_US (200u * 1000u)
 
 static struct mhd_transport *transport_of(const struct tiled_server *srv)
 {
@@ -604,7 +612,8 @@ void tiled_http_quiesce(struct tiled_server *srv)
     struct mhd_transport *t = transport_of(srv);
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(t->daemon, MHD_DAEMON_INFO_LISTEN_FD);
     t->held_fd = di ? di->listen_fd : -1;
-    t->held_at_us = tiled_now_us();
+    t->held_at_us = t->held_queue_since_us = tiled_now_us();
+    t->held_queue = 0;
     if (t->held_fd < 0 || tiled_listener_hold(t->held_fd) < 0)
         close_listener(t); /* no filter: new connections must not come in the whole drain */
 }
@@ -614,7 +623,14 @@ bool tiled_http_listener_closed(struct tiled_server *srv)
     struct mhd_transport *t = transport_of(srv);
     if (t->held_fd < 0)
         return true;
-    if (tiled_now_us() - t->held_at_us < TILED_LISTEN_SETTLE_US || tiled_listener_queued(t->held_fd) > 0)
+    uint64_t now = tiled_now_us();
+    unsigned queued = tiled_listener_queued(t->held_fd);
+    if (queued != t->held_queue) {
+        t->held_queue = queued;
+        t->held_queue_since_us = now;
+    }
+    if ((now - t->held_at_us < TILED_LISTEN_SETTLE_US || queued > 0) &&
+        now - t->held_queue_since_us < HELD_QUEUE_STUCK_US)
         return false; /* libmicrohttpd still accepts them: each is served, with Connection: close */
     close_listener(t);
     return true;

@@ -782,6 +782,31 @@ class DrainQueued(unittest.TestCase):
             d.stop()
 
 
+    def test_drain_does_not_wait_for_a_queue_the_daemon_cannot_take(self):
+        """At --max-connections libmicrohttpd stops accepting, and a connection kept alive and idle
+        holds its slot (for --idle-timeout, 300 s here): the one queued behind it cannot be taken.
+        The drain shuts the listener once its queue stops moving instead of waiting out
+        --drain-timeout (120 s here; the exit is awaited for half of that, which only a drain
+        waiting it out reaches)."""
+        d = Daemon("--max-connections", "1", "--drain-timeout", "120", "--idle-timeout", "300")
+        idle = queued = None
+        try:
+            idle = socket.create_connection((d.host, d.port), timeout=60 * SLACK)
+            idle.sendall(b"GET /v2/health/live HTTP/1.1\r\nHost: t\r\n\r\n")
+            resp = http.client.HTTPResponse(idle)
+            resp.begin()
+            self.assertEqual((resp.status, resp.read()), (200, b'{"live":true}'))
+            queued = socket.create_connection((d.host, d.port), timeout=60 * SLACK)
+            queued.sendall(b"GET /v2/health/live HTTP/1.1\r\nHost: t\r\n\r\n")
+            d.proc.send_signal(signal.SIGTERM)
+            self.assertEqual(d.proc.wait(60), 0)
+        finally:
+            for s in (idle, queued):
+                if s:
+                    s.close()
+            d.stop()
+
+
 def gzip_stream(pieces):
     """gzip of the concatenated byte strings, compressed a piece at a time (the whole is never built)."""
     z = zlib.compressobj(6, zlib.DEFLATED, 31)
