@@ -1,4 +1,7 @@
-/* waithook.c - the event-wait hook (see waithook.h).
+/* waithook.c - the event-wait hook: the access lines a transport thread
+ * gathered are written before it waits for more events. Nothing calls it
+ * by name: it is the C library's epoll_wait(), defined by the daemon (as
+ * wirehook.c defines recv()), so it has no header.
  *
  * WHY. A transport thread gathers the access lines of the requests it ends
  * (log.c), and writes them at once before it next sleeps: a busy thread
@@ -13,8 +16,6 @@
  * it writes what is gathered and calls the C library's (dlsym RTLD_NEXT, as
  * wirehook.c does for recv). With nothing gathered the cost is one relaxed
  * load. */
-#include "waithook.h"
-
 #include <dlfcn.h>
 #include <stdatomic.h>
 #include <sys/epoll.h>

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/harness/testrand.h"
 #include "jsonlex.h"
 
 /* Lexes all of `doc` (no NUL passed to the lexer); returns the number of
@@ -488,10 +489,7 @@ static uint64_t rng_state = 88172645463325252u;
 
 static uint64_t rng(void)
 {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
+    return testrand_next(&rng_state);
 }
 
 /* Random decimal strings against glibc's correctly rounded strtod/strtof. */
@@ -602,13 +600,7 @@ static void test_plain_integers(void **state)
         expect_plain_integer(edges[k]);
     char s[32];
     for (int i = 0; i < 100000; i++) {
-        int ndig = 1 + (int)(rng() % 20);
-        size_t o = 0;
-        if (rng() & 1)
-            s[o++] = '-';
-        for (int k = 0; k < ndig; k++)
-            s[o++] = (char)((k == 0 ? '1' : '0') + rng() % (k == 0 ? 9 : 10));
-        s[o] = '\0';
+        testrand_int_literal(s, &rng_state, 20);
         expect_plain_integer(s);
     }
     /* Leading zeros are not JSON: the lexer refuses them before any conversion. */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/harness/testrand.h"
 #include "half.h"
 #include "numfmt.h"
 
@@ -17,10 +18,7 @@ static uint64_t rng_state = 0x2545F4914F6CDD1Du;
 
 static uint64_t rng(void)
 {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
+    return testrand_next(&rng_state);
 }
 
 /* Formats one element and compares the text. */
@@ -745,13 +743,7 @@ static void test_plain_int_elements(void **state)
         expect_plain_int(edges[k]);
     char s[32];
     for (int i = 0; i < 20000; i++) {
-        int ndig = 1 + (int)(rng() % 17);
-        size_t o = 0;
-        if (rng() & 1)
-            s[o++] = '-';
-        for (int k = 0; k < ndig; k++)
-            s[o++] = (char)((k == 0 ? '1' : '0') + rng() % (k == 0 ? 9 : 10));
-        s[o] = '\0';
+        testrand_int_literal(s, &rng_state, 17);
         expect_plain_int(s);
     }
     /* Not plain integers: the general path decides. */

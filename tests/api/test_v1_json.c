@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/harness/testrand.h"
 #include "jsondata.h"
 #include "jsonread.h"
 #include "numfmt.h"
@@ -23,10 +24,7 @@ static uint64_t rng_state = 0x5851F42D4C957F2Du;
 
 static uint64_t rng(void)
 {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
+    return testrand_next(&rng_state);
 }
 
 /* ---- jsondata ------------------------------------------------------------ */
