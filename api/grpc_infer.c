@@ -104,7 +104,6 @@ struct infer_ctx {
     struct tile_error *e;
     int nraw;
     struct tile_grpc_str raw[TILE_GRPC_MAX_INPUTS];
-    bool too_many_raw;
 };
 
 static int max_rank_of(const struct tile_limits *lim)
@@ -341,9 +340,11 @@ static int typed_scalar(void *p, uint64_t v, struct tile_error *e)
 
 /* Walks one InferTensorContents message (see walk_contents). A field of
  * another wire type than its own (packed or not) is unknown to protobuf,
- * and an empty packed run sets no value: neither counts as data. */
+ * and an empty packed run sets no value: neither counts as data. A field
+ * of another datatype is noted in *wrong (the lowest number seen), for
+ * walk_contents to refuse whatever order the fields came in. */
 static int walk_one_contents(struct infer_ctx *c, const struct input_view *in, const uint8_t *msg, size_t len,
-                             enum tile_dtype dtype, uint32_t want, struct typed_fill *t, uint64_t *raw)
+                             uint32_t want, struct typed_fill *t, uint64_t *raw, uint32_t *wrong)
 {
     struct tile_pb_reader rd;
     struct tile_pb_field f;
@@ -353,13 +354,9 @@ static int walk_one_contents(struct infer_ctx *c, const struct input_view *in, c
         if (f.number < 1 || f.number > CONTENTS_FIELDS || !tile_pb_packs(&f, contents_fields[f.number].wire))
             continue;
         if (f.number != want) {
-            if (f.number != 8 && f.wire == TILE_PB_LEN && f.len == 0)
-                continue;
-            return tile_error_set(c->e, TILE_EINVAL,
-                                  "unexpected explicit tensor data for input tensor '%.*s' for model '%.*s' of type "
-                                  "'%s', expected datatype '%s'",
-                                  (int)in->name.len, in->name.ptr, (int)c->r->model_name.len, c->r->model_name.ptr,
-                                  contents_fields[f.number].kserve, tile_dtype_traits(dtype)->kserve);
+            if ((f.number == 8 || f.wire != TILE_PB_LEN || f.len != 0) && (!*wrong || f.number < *wrong))
+                *wrong = f.number;
+            continue;
         }
         if (want != 8) { /* 8: bytes_contents, one string per field */
             if (tile_pb_scalars(&f, contents_fields[want].wire, typed_scalar, t, "input contents", c->e) < 0)
@@ -386,19 +383,30 @@ static int walk_one_contents(struct infer_ctx *c, const struct input_view *in, c
 static int walk_contents(struct infer_ctx *c, const struct input_view *in, enum tile_dtype dtype, uint32_t want,
                          struct typed_fill *t, uint64_t *bytes_len)
 {
+    uint32_t wrong = 0;
+    int rc = 0;
     *bytes_len = 0;
-    if (in->ncontents == 1)
-        return walk_one_contents(c, in, in->contents, in->contents_len, dtype, want, t, bytes_len);
-    struct tile_pb_reader rd;
-    struct tile_pb_field f;
-    int rc;
-    tile_pb_reader_init(&rd, in->msg, in->msg_len);
-    while ((rc = tile_pb_next(&rd, &f, "an input tensor", c->e)) > 0) {
-        if (f.number == IN_CONTENTS && f.wire == TILE_PB_LEN &&
-            walk_one_contents(c, in, f.data, f.len, dtype, want, t, bytes_len) < 0)
-            return -1;
+    if (in->ncontents == 1) {
+        rc = walk_one_contents(c, in, in->contents, in->contents_len, want, t, bytes_len, &wrong);
+    } else {
+        struct tile_pb_reader rd;
+        struct tile_pb_field f;
+        tile_pb_reader_init(&rd, in->msg, in->msg_len);
+        while ((rc = tile_pb_next(&rd, &f, "an input tensor", c->e)) > 0) {
+            if (f.number == IN_CONTENTS && f.wire == TILE_PB_LEN &&
+                walk_one_contents(c, in, f.data, f.len, want, t, bytes_len, &wrong) < 0)
+                return -1;
+        }
     }
-    return rc;
+    if (rc < 0)
+        return -1;
+    if (wrong)
+        return tile_error_set(c->e, TILE_EINVAL,
+                              "unexpected explicit tensor data for input tensor '%.*s' for model '%.*s' of type "
+                              "'%s', expected datatype '%s'",
+                              (int)in->name.len, in->name.ptr, (int)c->r->model_name.len, c->r->model_name.ptr,
+                              contents_fields[wrong].kserve, tile_dtype_traits(dtype)->kserve);
+    return 0;
 }
 
 /* Converts typed contents to a malloc'd raw buffer (*raw, *raw_len). */
@@ -535,13 +543,20 @@ static int read_output(struct infer_ctx *c, const struct tile_pb_field *msg)
 /* First pass: scalars, parameters, outputs and the raw contents (inputs
  * need to know whether raw contents are used before they are read). Every
  * field the request reads is length-delimited: one of another wire type
- * is unknown to protobuf, skipped. */
-static int read_top(struct infer_ctx *c, const void *msg, size_t len, int *ninputs)
+ * is unknown to protobuf, skipped.
+ *
+ * A refusal must not depend on the order of the fields (protobuf writers
+ * order them by number, hand-made messages need not): the only errors
+ * raised inside the loop are a field's own (an output's, in their order,
+ * which every encoding keeps) and the wire's; the counts and the request
+ * parameters are checked once the message is read, in one fixed order. */
+static int read_top(struct infer_ctx *c, const void *msg, size_t len)
 {
     struct tile_pb_reader rd;
     struct tile_pb_field f;
     struct parameter semantics = {0};
-    int rc;
+    int rc, ninputs = 0; /* counted up to one past the limit */
+    bool more_raw = false;
     tile_pb_reader_init(&rd, msg, len);
     while ((rc = tile_pb_next(&rd, &f, "ModelInferRequest", c->e)) > 0) {
         if (f.number > REQ_RAW_INPUT || f.wire != TILE_PB_LEN)
@@ -555,19 +570,23 @@ static int read_top(struct infer_ctx *c, const void *msg, size_t len, int *ninpu
             return -1;
         if (f.number == REQ_PARAMETERS && collect_parameter(c, &f, request_keys, &semantics, 1) < 0)
             return -1;
-        if (f.number == REQ_INPUTS && ++*ninputs > TILE_GRPC_MAX_INPUTS)
-            return tile_error_set(c->e, TILE_EINVAL, "the request has more than %d inputs", TILE_GRPC_MAX_INPUTS);
+        if (f.number == REQ_INPUTS && ninputs <= TILE_GRPC_MAX_INPUTS)
+            ninputs++;
         if (f.number == REQ_OUTPUTS && read_output(c, &f) < 0)
             return -1;
         if (f.number == REQ_RAW_INPUT && c->nraw == TILE_GRPC_MAX_INPUTS)
-            return tile_error_set(c->e, TILE_EINVAL, "the request has more than %d raw_input_contents",
-                                  TILE_GRPC_MAX_INPUTS);
-        if (f.number == REQ_RAW_INPUT)
+            more_raw = true;
+        else if (f.number == REQ_RAW_INPUT)
             c->raw[c->nraw++] = str_of(&f);
     }
-    if (rc < 0)
+    if (rc < 0 || apply_request_parameters(c, &semantics) < 0)
         return -1;
-    return apply_request_parameters(c, &semantics);
+    if (ninputs > TILE_GRPC_MAX_INPUTS)
+        return tile_error_set(c->e, TILE_EINVAL, "the request has more than %d inputs", TILE_GRPC_MAX_INPUTS);
+    if (more_raw)
+        return tile_error_set(c->e, TILE_EINVAL, "the request has more than %d raw_input_contents",
+                              TILE_GRPC_MAX_INPUTS);
+    return 0;
 }
 
 static int read_inputs(struct infer_ctx *c, const void *msg, size_t len)
@@ -598,8 +617,7 @@ int tile_grpc_infer_decode_shm(const void *msg, size_t len, const struct tile_li
 {
     memset(r, 0, sizeof(*r));
     struct infer_ctx c = {.r = r, .lim = lim, .shm = shm, .e = e};
-    int ninputs = 0;
-    if (read_top(&c, msg, len, &ninputs) < 0 || read_inputs(&c, msg, len) < 0)
+    if (read_top(&c, msg, len) < 0 || read_inputs(&c, msg, len) < 0)
         return -1;
     if (r->ninputs == 0)
         return tile_error_set(e, TILE_EINVAL, "the request has no 'inputs'");

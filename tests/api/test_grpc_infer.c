@@ -379,6 +379,69 @@ static void test_typed_every_datatype(void **state)
     }
 }
 
+/* A refusal names the same fault whatever order the fields came in:
+ * protobuf writers order fields by number, other encoders need not, and
+ * both encodings mean one message. */
+static void test_refusal_independent_of_field_order(void **state)
+{
+    (void)state;
+    int64_t shape[1] = {1};
+    struct msg out = {.len = 0};
+    put_str(&out, 1, "output");
+    struct msg raw = {.len = 4, .buf = {1, 2, 3, 4}};
+
+    /* Five outputs and five raw_input_contents, interleaved: by number,
+     * outputs (6) come first and are refused first. */
+    struct msg req = {.len = 0}, canon = {.len = 0};
+    put_str(&req, 1, "tile");
+    put_input(&req, "input", "UINT8", shape, 1, NULL);
+    for (int i = 0; i < 5; i++)
+        put_sub(&req, 7, &raw);
+    for (int i = 0; i < 5; i++)
+        put_sub(&req, 6, &out);
+    put_str(&canon, 1, "tile");
+    put_input(&canon, "input", "UINT8", shape, 1, NULL);
+    for (int i = 0; i < 5; i++)
+        put_sub(&canon, 6, &out);
+    for (int i = 0; i < 5; i++)
+        put_sub(&canon, 7, &raw);
+    decode_bad(&req, "the request asks for more than 4 outputs");
+    decode_bad(&canon, "the request asks for more than 4 outputs");
+
+    /* Five inputs after five raw_input_contents: inputs (5) first. */
+    req.len = 0;
+    for (int i = 0; i < 5; i++)
+        put_sub(&req, 7, &raw);
+    for (int i = 0; i < 5; i++)
+        put_input(&req, "input", "UINT8", shape, 1, NULL);
+    decode_bad(&req, "the request has more than 4 inputs");
+
+    /* Contents holding three datatypes' fields for an FP32 input: the
+     * lowest-numbered stranger is named (bool_contents, 1), wherever it is. */
+    struct msg mixed = {.len = 0};
+    put_raw(&mixed, 6, (const uint8_t[]){0, 0, 0xc0, 0x3f}, 4);
+    put_packed_varints(&mixed, 3, (const int64_t[]){2, 3}, 2);
+    put_packed_varints(&mixed, 1, (const int64_t[]){1}, 1);
+    req.len = 0;
+    put_str(&req, 1, "tile");
+    put_input(&req, "input", "FP32", shape, 1, &mixed);
+    decode_bad(&req, "of type 'BOOL', expected datatype 'FP32'");
+
+    /* The same spread over two `contents` fields (one message merged). */
+    struct msg first = {.len = 0}, second = {.len = 0}, in = {.len = 0};
+    put_packed_varints(&first, 3, (const int64_t[]){2}, 1);
+    put_packed_varints(&second, 1, (const int64_t[]){1}, 1);
+    put_str(&in, 1, "input");
+    put_str(&in, 2, "FP32");
+    put_packed_varints(&in, 3, shape, 1);
+    put_sub(&in, 5, &first);
+    put_sub(&in, 5, &second);
+    req.len = 0;
+    put_str(&req, 1, "tile");
+    put_sub(&req, 5, &in);
+    decode_bad(&req, "of type 'BOOL', expected datatype 'FP32'");
+}
+
 static void test_typed_rules(void **state)
 {
     (void)state;
@@ -1098,6 +1161,7 @@ int main(void)
         cmocka_unit_test(test_raw_request),
         cmocka_unit_test(test_typed_every_datatype),
         cmocka_unit_test(test_typed_rules),
+        cmocka_unit_test(test_refusal_independent_of_field_order),
         cmocka_unit_test(test_styles),
         cmocka_unit_test(test_parameters_and_limits),
         cmocka_unit_test(test_real_client_bytes),
