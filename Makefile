@@ -74,7 +74,7 @@ BENCH_BIN  := $(BUILD)/bench/bench_kernel
 .PHONY: all install deps deps-build deps-test deps-bench deps-fuzz check fresh-test test test-tsan test-valgrind test-unit \
         test-asan check-clang run bench bench-perf-analyzer bench-jsondecode clean help lib cli-only layer-flags grpc-stubs grpc-descriptors
 
-all: $(BUILD)/tiled $(BUILD)/tests/h1wire_dump $(BUILD)/tests/json_dump
+all: $(BUILD)/tiled $(BUILD)/tests/h1wire_dump $(BUILD)/tests/decode_dump
 
 help:
 	@echo "make            build $(BUILD)/tiled (needs the libraries: make deps)"
@@ -145,10 +145,10 @@ $(BUILD)/tests/h1wire_dump: tests/server/harness/h1wire_dump.c tests/server/harn
 	@mkdir -p $(@D)
 	$(CC) $(LAYER_server) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/obj/server/http/h1wire.o $(LDLIBS)
 
-# The JSON request decoders (/v1 and v2) as a filter, for the differential
-# test against Python's json module (tests/api/test_json_differential.py).
+# The request decoders (/v1 and v2 JSON, .npy) as a filter, for the differential
+# tests against Python's json module and numpy (tests/api/test_*_differential.py).
 API_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(API_SRC))
-$(BUILD)/tests/json_dump: tests/api/harness/json_dump.c $(API_OBJ) $(CORE_OBJ)
+$(BUILD)/tests/decode_dump: tests/api/harness/decode_dump.c $(API_OBJ) $(CORE_OBJ)
 	@mkdir -p $(@D)
 	$(CC) $(LAYER_api) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(API_OBJ) $(CORE_OBJ) $(API_LIBS) $(LDLIBS)
 

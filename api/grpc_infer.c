@@ -94,6 +94,7 @@ struct input_view {
     size_t contents_len, ncontents;
     struct tile_v2_shm_ref shm;
     bool has_shm_offset;
+    bool too_many_dims;
 };
 
 struct infer_ctx {
@@ -248,13 +249,16 @@ static int apply_tensor_parameters(struct infer_ctx *c, const struct parameter *
 
 /* ---- one input's description ------------------------------------------- */
 
+/* Past TILE_MAX_RANK dimensions only the excess is noted: the refusal
+ * names the input, whose name may come later in the message. */
 static int shape_dim(void *p, uint64_t v, struct tile_error *e)
 {
+    (void)e;
     struct input_view *in = p;
     if (in->rank == TILE_MAX_RANK)
-        return tile_error_set(e, TILE_EINVAL, "input '%.*s' has more than %d dimensions", (int)in->name.len,
-                              in->name.ptr, TILE_MAX_RANK);
-    in->shape[in->rank++] = (int64_t)v;
+        in->too_many_dims = true;
+    else
+        in->shape[in->rank++] = (int64_t)v;
     return 0;
 }
 
@@ -287,7 +291,12 @@ static int read_input_view(struct infer_ctx *c, const struct tile_pb_field *msg,
             in->contents_len = f.len;
         }
     }
-    if (rc < 0 || apply_tensor_parameters(c, params, &in->shm, &in->has_shm_offset) < 0)
+    if (rc < 0)
+        return -1;
+    if (in->too_many_dims)
+        return tile_error_set(c->e, TILE_EINVAL, "input '%.*s' has more than %d dimensions", (int)in->name.len,
+                              in->name.ptr, TILE_MAX_RANK);
+    if (apply_tensor_parameters(c, params, &in->shm, &in->has_shm_offset) < 0)
         return -1;
     if (!in->shm.used && !in->has_shm_offset && !in->shm.has_byte_size)
         return 0; /* no shared memory named: nothing to check (the name is formatted for errors only) */

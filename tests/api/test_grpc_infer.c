@@ -416,6 +416,18 @@ static void test_refusal_independent_of_field_order(void **state)
         put_input(&req, "input", "UINT8", shape, 1, NULL);
     decode_bad(&req, "the request has more than 4 inputs");
 
+    /* 65 dimensions before the input's name: the refusal names the input. */
+    struct msg deep_first = {.len = 0};
+    int64_t dims[65];
+    for (int i = 0; i < 65; i++)
+        dims[i] = 1;
+    put_packed_varints(&deep_first, 3, dims, 65);
+    put_str(&deep_first, 2, "UINT8");
+    put_str(&deep_first, 1, "input");
+    req.len = 0;
+    put_sub(&req, 5, &deep_first);
+    decode_bad(&req, "input 'input' has more than 64 dimensions");
+
     /* Contents holding three datatypes' fields for an FP32 input: the
      * lowest-numbered stranger is named (bool_contents, 1), wherever it is. */
     struct msg mixed = {.len = 0};

@@ -1,7 +1,7 @@
 """The JSON request decoders against Python's json module.
 
 The /v1 body decoder (tile_v1_json_decode) and the Open Inference Protocol
-infer decoder (tile_v2_decode), through build/tests/json_dump, are fed
+infer decoder (tile_v2_decode), through build/tests/decode_dump, are fed
 documents written in ways tiled's own encoder never writes (whitespace
 between every token, \\u escapes and surrogate pairs in keys and values,
 permuted keys, every spelling of a number, long mantissas, huge and tiny
@@ -36,7 +36,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DUMP = os.environ.get("TILED_JSON_DUMP", os.path.join(HERE, "..", "..", "build", "tests", "json_dump"))
+DUMP = os.environ.get("TILED_DECODE_DUMP", os.path.join(HERE, "..", "..", "build", "tests", "decode_dump"))
 NDOCS = int(os.environ.get("TILED_JSON_DIFF_DOCS", "2500"))
 SEED = int(os.environ.get("TILED_JSON_DIFF_SEED", "20261126"))
 MAX_RANK = 64  # the daemon's default --max-rank (the harness uses the defaults)
@@ -864,10 +864,10 @@ def run_dump(args, docs):
     stdin = b"".join(b"%d\n" % len(d) + d for d in docs)
     p = subprocess.run([DUMP] + args, input=stdin, capture_output=True, timeout=600)
     if p.returncode != 0:
-        raise AssertionError("json_dump %s exited %d: %s" % (args, p.returncode, p.stderr.decode(errors="replace")))
+        raise AssertionError("decode_dump %s exited %d: %s" % (args, p.returncode, p.stderr.decode(errors="replace")))
     lines = p.stdout.decode("utf-8").split("\n")[:-1]  # not splitlines(): messages may hold U+2028
     if len(lines) != len(docs):
-        raise AssertionError("json_dump gave %d lines for %d documents" % (len(lines), len(docs)))
+        raise AssertionError("decode_dump gave %d lines for %d documents" % (len(lines), len(docs)))
     return [json.loads(line) for line in lines]
 
 

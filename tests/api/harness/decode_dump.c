@@ -1,9 +1,12 @@
-/* json_dump.c - the JSON request decoders as a filter, for the differential
- * test against Python's json module (tests/api/test_json_differential.py).
+/* decode_dump.c - the request decoders as a filter, for the differential
+ * tests against well-kept readers of the same formats: Python's json module
+ * (tests/api/test_json_differential.py) and numpy's .npy reader
+ * (tests/api/test_npy_differential.py).
  *
- *   json_dump v1          each document through tile_v1_json_decode
- *   json_dump v2 VERSION  each through tile_v2_decode (the whole body JSON)
- *   json_dump dtypes      the dtype table: "canonical onnx kserve aliases..."
+ *   decode_dump v1          each document through tile_v1_json_decode
+ *   decode_dump v2 VERSION  each through tile_v2_decode (the whole body JSON)
+ *   decode_dump npy         each through tile_npy_decode (a whole .npy file)
+ *   decode_dump dtypes      the dtype table: "canonical onnx kserve aliases..."
  *
  * Reads documents from standard input, each as "<length>\n" and that many
  * bytes (any bytes pass), and writes one JSON line per document:
@@ -12,6 +15,8 @@
  *    "strings":["<hex>",...],"repeats":[1,2]|null,"semantics":"onnx","has_semantics":B,
  *    "tiles":N|null,"axis":N|null[,"id":"<hex>"|null,"binary_output":B]}
  *   {"ok":false,"code":"invalid","message":"..."}
+ *
+ * (npy: only "dtype", "shape", "data" and "strings", plus "fortran_order".)
  *
  * "data" is the tensor's element bytes in host order as hex (strings: ""),
  * so float bits are compared exactly; "strings" the string elements' bytes.
@@ -23,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "npy.h"
 #include "numfmt.h"
 #include "request.h"
 #include "v2.h"
@@ -57,9 +63,8 @@ static void put_text(const char *s, size_t n)
     free(buf);
 }
 
-static void put_request(const struct tile_request *r)
+static void put_tensor(const struct tile_tensor *t)
 {
-    const struct tile_tensor *t = &r->input;
     printf("{\"ok\":true,\"dtype\":\"%s\",\"shape\":[", tile_dtype_name(t->dtype));
     for (int i = 0; i < t->rank; i++)
         printf("%s%" PRId64, i ? "," : "", t->shape[i]);
@@ -77,6 +82,11 @@ static void put_request(const struct tile_request *r)
         put_hex(t->data, t->nelem * tile_dtype_size(t->dtype));
         printf(",\"strings\":null");
     }
+}
+
+static void put_request(const struct tile_request *r)
+{
+    put_tensor(&r->input);
     printf(",\"repeats\":");
     if (r->has_repeats) {
         putchar('[');
@@ -120,8 +130,9 @@ int main(int argc, char **argv)
     if (argc >= 2 && strcmp(argv[1], "dtypes") == 0)
         return dump_dtypes();
     bool v2 = argc >= 3 && strcmp(argv[1], "v2") == 0;
-    if (!v2 && !(argc == 2 && strcmp(argv[1], "v1") == 0)) {
-        fprintf(stderr, "usage: json_dump v1 | v2 VERSION | dtypes\n");
+    bool npy = argc == 2 && strcmp(argv[1], "npy") == 0;
+    if (!v2 && !npy && !(argc == 2 && strcmp(argv[1], "v1") == 0)) {
+        fprintf(stderr, "usage: decode_dump v1 | v2 VERSION | npy | dtypes\n");
         return 2;
     }
     int version = v2 ? atoi(argv[2]) : 0;
@@ -129,13 +140,23 @@ int main(int argc, char **argv)
     while (scanf("%zu", &len) == 1 && getchar() == '\n') {
         char *s = malloc(len ? len : 1);
         if (!s || fread(s, 1, len, stdin) != len) {
-            fprintf(stderr, "json_dump: a short document\n");
+            fprintf(stderr, "decode_dump: a short document\n");
             free(s);
             return 2;
         }
         struct tile_error e;
         tile_error_clear(&e);
-        if (v2) {
+        if (npy) {
+            struct tile_tensor t;
+            struct tile_npy_header h;
+            if (tile_npy_decode(s, len, default_limits.max_rank, default_limits.max_body, &t, &h, &e) < 0) {
+                put_error(&e);
+            } else {
+                put_tensor(&t);
+                printf(",\"fortran_order\":%s}\n", h.fortran_order ? "true" : "false");
+                tile_tensor_free(&t);
+            }
+        } else if (v2) {
             struct tile_v2_request r;
             if (tile_v2_decode(s, len, -1, version, &default_limits, &r, &e) < 0) {
                 put_error(&e);
