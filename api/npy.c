@@ -95,9 +95,12 @@ struct npy_parser {
     struct tile_error *e;
 };
 
+/* Python's whitespace between tokens of a bracketed literal: space, tab,
+ * form feed and line ends. */
 static void npy_skip_ws(struct npy_parser *ps)
 {
-    while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' || *ps->p == '\r'))
+    while (ps->p < ps->end &&
+           (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\f' || *ps->p == '\n' || *ps->p == '\r'))
         ps->p++;
 }
 
@@ -242,8 +245,11 @@ static int npy_value_fortran(struct npy_parser *ps)
     return 0;
 }
 
-/* One dimension: decimal digits, optionally signed (to name a negative dim)
- * and with Python 2's 'L' suffix. */
+/* One dimension as Python reads an integer literal (what numpy's reader
+ * does): decimal digits without leading zeros ("0" and "00" are zero,
+ * "01" is no literal), optionally signed to name a negative dim, and in
+ * format versions 1.0 and 2.0, which Python 2 wrote, with its 'L' suffix
+ * (numpy strips it there and nowhere else). */
 static int npy_dim(struct npy_parser *ps, int i, int64_t *out)
 {
     npy_skip_ws(ps);
@@ -258,7 +264,9 @@ static int npy_dim(struct npy_parser *ps, int i, int64_t *out)
     }
     if (ps->p == digits)
         return npy_expected(ps, "an integer in 'shape'");
-    if (ps->p < ps->end && (*ps->p == 'L' || *ps->p == 'l'))
+    if (*digits == '0' && v != 0)
+        return tile_error_set(ps->e, TILE_EINVAL, "invalid .npy header: shape[%d] has a leading zero", i);
+    if (ps->p < ps->end && *ps->p == 'L' && ps->h->major <= 2)
         ps->p++;
     if (neg && v)
         return tile_error_set(ps->e, TILE_EINVAL, "invalid .npy header: shape[%d] is -%llu; dimensions must be >= 0",
@@ -324,11 +332,46 @@ static int npy_item(struct npy_parser *ps, unsigned *seen)
                           (int)(len > 40 ? 40 : len), key);
 }
 
-/* dict := '{' [item (',' item)* [',']] '}', then only whitespace. */
+/* The text around the dict, which numpy hands to Python as lines of code:
+ * spaces, tabs, form feeds and line ends (\n, \r\n), as Python reads them
+ * in every format version. Refused: a lone \r (a line end in some places
+ * and not in others), the dict's own line starting with a form feed or,
+ * after blank lines, with any space (an indented expression), and spaces
+ * after the last line end (an indented empty line at the end). */
+static int npy_outer_ws(struct npy_parser *ps, bool before)
+{
+    bool line_end = false, spaced = false, form_feed = false; /* spaced, form_feed: since the last line end */
+    while (ps->p < ps->end) {
+        char c = *ps->p;
+        if (c == '\r' && (ps->end - ps->p < 2 || ps->p[1] != '\n'))
+            return tile_error_set(ps->e, TILE_EINVAL,
+                                  "invalid .npy header: a carriage return without a line feed at byte %zu of the "
+                                  "header dict",
+                                  (size_t)(ps->p - ps->start));
+        if (c == '\r' || c == '\n') {
+            ps->p += c == '\r' ? 2 : 1;
+            line_end = true;
+            spaced = form_feed = false;
+        } else if (c == ' ' || c == '\t' || c == '\f') {
+            spaced = true;
+            form_feed |= c == '\f';
+            ps->p++;
+        } else {
+            break;
+        }
+    }
+    if (before && (form_feed || (line_end && spaced)))
+        return tile_error_set(ps->e, TILE_EINVAL, "invalid .npy header: the header dict is indented");
+    if (!before && line_end && spaced)
+        return tile_error_set(ps->e, TILE_EINVAL, "invalid .npy header: spaces after the header's last line end");
+    return 0;
+}
+
+/* dict := '{' [item (',' item)* [',']] '}', with only whitespace around. */
 static int npy_parse_dict(struct npy_parser *ps)
 {
     unsigned seen = 0;
-    if (npy_expect(ps, '{', "'{'") < 0)
+    if (npy_outer_ws(ps, true) < 0 || npy_expect(ps, '{', "'{'") < 0)
         return -1;
     while (!npy_accept(ps, '}')) {
         if (npy_item(ps, &seen) < 0)
@@ -339,7 +382,8 @@ static int npy_parse_dict(struct npy_parser *ps)
             break;
         }
     }
-    npy_skip_ws(ps);
+    if (npy_outer_ws(ps, false) < 0)
+        return -1;
     if (ps->p != ps->end)
         return npy_expected(ps, "only padding after the header dict");
     for (int k = 0; k < NPY_NKEYS; k++) {
