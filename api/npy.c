@@ -4,7 +4,8 @@
  * text numpy happens to write, a small recursive-descent parser reads the
  * literal grammar (quoted strings, True/False, integer tuples, whitespace,
  * trailing commas), so headers from other writers or written by hand load,
- * and anything else is refused with a message saying what and where. The
+ * and anything else is refused with a message saying what and where. What
+ * it reads, numpy reads alike (tests/api/test_npy_differential.py). The
  * descr maps to a dtype through the trait table (npy_kind and width), never
  * a per-dtype switch. Decoding visits the file's elements in C order with one
  * strided walk that also covers Fortran order (any rank), converting each

@@ -208,6 +208,23 @@ class OpenAPILive(LiveDaemon, unittest.TestCase):
         self.assertEqual(resp.getheader("Content-Type"), "application/json")
         with open(DOC, "rb") as f:
             self.assertEqual(body, f.read(), "GET /openapi.json differs from api/openapi.json (rebuild?)")
+        self.assertIsNone(resp.getheader("Content-Encoding"))
+        self.assertEqual(resp.getheader("Vary"), "Accept-Encoding")
+
+    def test_served_document_compressed_for_a_client_that_asks(self):
+        """What a browser or an API tool sends (requests offers gzip and deflate): the document is
+        compressed, decoded by the client to the file's bytes; HEAD announces the same."""
+        with open(DOC, "rb") as f:
+            doc = f.read()
+        for offer, coding in [("gzip, deflate, br", "gzip"), ("deflate", "deflate")]:
+            resp = self.session.get(self.base + "/openapi.json", headers={"Accept-Encoding": offer}, timeout=60)
+            self.assertEqual(resp.status_code, 200)
+            self.assertEqual(resp.headers.get("Content-Encoding"), coding)
+            self.assertEqual(resp.content, doc)  # requests decodes it
+            self.assertLess(int(resp.headers["Content-Length"]), len(doc) // 4)
+            head = self.session.head(self.base + "/openapi.json", headers={"Accept-Encoding": offer}, timeout=60)
+            self.assertEqual(head.headers.get("Content-Encoding"), coding)
+            self.assertEqual(head.headers.get("Content-Length"), resp.headers["Content-Length"])
 
     # ---- generated requests -------------------------------------------------
     def test_schemathesis_run(self):
