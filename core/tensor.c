@@ -20,8 +20,12 @@ int tile_shape_elems(const int64_t *shape, int rank, uint64_t *out, struct tile_
         if (shape[i] == 0)
             zero = true;
     }
-    for (int i = 0; i < rank && !zero; i++) {
-        if (__builtin_mul_overflow(n, (uint64_t)shape[i], &n) || n > INT64_MAX)
+    /* The non-zero dims must multiply within range even when a zero makes
+     * the tensor empty: numpy refuses such a shape ("array is too big"),
+     * so no reference could produce or check it, and an empty tensor's
+     * other dims stay usable as sizes. */
+    for (int i = 0; i < rank; i++) {
+        if (shape[i] != 0 && (__builtin_mul_overflow(n, (uint64_t)shape[i], &n) || n > INT64_MAX))
             return tile_error_set(e, TILE_ETOOBIG, "shape product overflows 64 bits at axis %d", i);
     }
     *out = zero ? 0 : n;

@@ -35,7 +35,8 @@ struct tile_tensor {
 };
 
 /* Checked product of `rank` dims (each must be >= 0). Returns -1 and fills
- * `e` on a negative dim or when the product exceeds INT64_MAX. */
+ * `e` on a negative dim or when the product of the non-zero dims exceeds
+ * INT64_MAX (an empty shape too, as numpy refuses it). */
 int tile_shape_elems(const int64_t *shape, int rank, uint64_t *out, struct tile_error *e);
 
 /* Sets dtype and shape and allocates a zeroed element buffer (cache-line

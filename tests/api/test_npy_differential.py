@@ -219,6 +219,7 @@ def spelling_cases(rng):
     shapes = {"()": b"\x07\0\0\0", "(1,)": b"\x07\0\0\0", "(1, )": b"\x07\0\0\0", "( 1 ,)": b"\x07\0\0\0",
               "(2,3)": c_data, "(2, 3,)": c_data, "(2 ,3 , )": c_data, "(0,)": b"", "(-0, 3)": b"",
               "(2,\n3)": c_data, "(00, 3)": b""}
+    shapes["(0, 288230376151711744, 4)"] = b""  # empty, within 2^63 - 1 bytes: numpy reads it
     for t, data in shapes.items():
         h = "{'descr': '<i4', 'fortran_order': False, 'shape': %s, }" % t
         cases.append(("agree", "shape %s" % t, npy(pad(h), data)))
@@ -355,6 +356,8 @@ def refused_cases():
            ("missing comma", npy(pad("{'descr': '<i4' 'fortran_order': False, 'shape': (1,), }"), one)),
            ("missing colon", npy(pad("{'descr' '<i4', 'fortran_order': False, 'shape': (1,), }"), one)),
            ("too big", npy(h(shape="(0, 9223372036854775808)"))),
+           ("empty, the other dims past 64 bits", npy(h(shape="(3, 80000000000000003, 8000000000000000, 0)"))),
+           ("empty, past 2^63 bytes", npy(h(shape="(0, 2305843009213693952)"))),
            ("beyond numpy's dimension", npy(h(shape="(4611686018427387904, 4)"), one))]
     return [("refused", name, doc) for name, doc in out]
 

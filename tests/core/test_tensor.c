@@ -35,7 +35,11 @@ static void shape_elems(void **state)
         {SHAPE(2, 0, 4), 0, 0, TILE_OK, NULL},
         {SHAPE(INT64_MAX, 1), 0, INT64_MAX, TILE_OK, NULL},
         {SHAPE(P2(31), P2(31)), 0, (uint64_t)1 << 62, TILE_OK, NULL},
-        {SHAPE(0, P2(40), P2(40)), 0, 0, TILE_OK, NULL}, /* a zero wins over overflow */
+        {SHAPE(0, P2(40), P2(20)), 0, 0, TILE_OK, NULL},
+        {SHAPE(P2(40), P2(22), 0), 0, 0, TILE_OK, NULL},
+        /* empty, but the other dims overflow: numpy refuses it too */
+        {SHAPE(0, P2(40), P2(40)), -1, 0, TILE_ETOOBIG, "shape product overflows 64 bits at axis 2"},
+        {SHAPE(3, P2(62), 0), -1, 0, TILE_ETOOBIG, "shape product overflows 64 bits at axis 1"},
         {SHAPE(3, -1), -1, 0, TILE_EINVAL, "shape[1] is -1; dimensions must be >= 0"},
         {SHAPE(0, -4), -1, 0, TILE_EINVAL, "shape[1] is -4; dimensions must be >= 0"},
         {SHAPE(INT64_MIN), -1, 0, TILE_EINVAL, "shape[0] is -9223372036854775808"},
