@@ -440,14 +440,10 @@ int tile_npy_parse_header(const void *buf, size_t len, int max_rank, struct tile
                               limit);
     if (tile_shape_elems(h->shape, h->rank, &h->nelem, e) < 0)
         return -1;
-    /* As numpy: the item size times the non-zero dims must stay within
-     * 2^63 - 1 bytes, an empty array's too (numpy: "array is too big"). */
-    uint64_t span = h->item_size ? h->item_size : 1;
-    for (int i = 0; i < h->rank; i++) {
-        if (h->shape[i] && (__builtin_mul_overflow(span, (uint64_t)h->shape[i], &span) || span > INT64_MAX))
-            return tile_error_set(e, TILE_ETOOBIG, "the .npy array's byte size overflows 64 bits");
-    }
-    h->data_bytes = h->nelem * h->item_size; /* at most span */
+    /* As numpy: the item size times the non-zero dims, an empty array's too. */
+    if (!tile_shape_span_fits(h->shape, h->rank, h->item_size))
+        return tile_error_set(e, TILE_ETOOBIG, "the .npy array's byte size overflows 64 bits");
+    h->data_bytes = h->nelem * h->item_size; /* within the span */
     return 0;
 }
 

@@ -102,6 +102,8 @@ static int borrow_tensor(const struct tile_v2_tensor_desc *d, const void *bytes,
     char shape[TILE_MAX_RANK * 24];
     if (tile_shape_elems(d->shape, d->rank, &nelem, e) < 0)
         return -1;
+    if (!tile_shape_span_fits(d->shape, d->rank, t->size))
+        return tile_error_set(e, TILE_ETOOBIG, "tensor byte size overflows 64 bits");
     if (__builtin_mul_overflow(nelem, t->size, &need) || need != d->shm->byte_size) {
         tile_format_shape(d->shape, d->rank, true, shape, sizeof(shape));
         return tile_error_set(e, TILE_EINVAL,

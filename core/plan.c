@@ -157,7 +157,8 @@ static int compute_sizes(struct tile_plan *p, const struct tile_spec *s, struct 
 {
     if (tile_shape_elems(p->in_shape, p->out_rank, &p->in_elems, e) < 0)
         return -1;
-    if (__builtin_mul_overflow(p->in_elems, p->elem_size, &p->in_bytes))
+    if (__builtin_mul_overflow(p->in_elems, p->elem_size, &p->in_bytes) ||
+        !tile_shape_span_fits(p->in_shape, p->out_rank, p->elem_size))
         return tile_error_set(e, TILE_ETOOBIG, "input byte size overflows 64 bits");
     uint64_t prod = 1;
     bool zero = false;
@@ -173,7 +174,8 @@ static int compute_sizes(struct tile_plan *p, const struct tile_spec *s, struct 
     p->repeat_product = zero ? 0 : prod;
     if (tile_shape_elems(p->out_shape, p->out_rank, &p->out_elems, e) < 0)
         return -1;
-    if (__builtin_mul_overflow(p->out_elems, p->elem_size, &p->out_bytes))
+    if (__builtin_mul_overflow(p->out_elems, p->elem_size, &p->out_bytes) ||
+        !tile_shape_span_fits(p->out_shape, p->out_rank, p->elem_size))
         return tile_error_set(e, TILE_ETOOBIG, "output byte size overflows 64 bits");
     if (s->max_output_bytes && p->out_bytes > s->max_output_bytes)
         return tile_error_set(e, TILE_ETOOBIG, "output would be %llu bytes, above the limit of %llu bytes",

@@ -32,6 +32,16 @@ int tile_shape_elems(const int64_t *shape, int rank, uint64_t *out, struct tile_
     return 0;
 }
 
+bool tile_shape_span_fits(const int64_t *shape, int rank, uint64_t size)
+{
+    uint64_t span = size ? size : 1;
+    for (int i = 0; i < rank; i++) {
+        if (shape[i] && (__builtin_mul_overflow(span, (uint64_t)shape[i], &span) || span > INT64_MAX))
+            return false;
+    }
+    return true;
+}
+
 void *tile_alloc_buffer(uint64_t n)
 {
     if (n == 0)
@@ -85,7 +95,8 @@ int tile_tensor_init(struct tile_tensor *t, enum tile_dtype dtype, int rank, con
     uint64_t nelem, nbytes;
     if (tile_shape_elems(shape, rank, &nelem, e) < 0)
         return -1;
-    if (__builtin_mul_overflow(nelem, (uint64_t)tile_dtype_size(dtype), &nbytes))
+    if (__builtin_mul_overflow(nelem, (uint64_t)tile_dtype_size(dtype), &nbytes) ||
+        !tile_shape_span_fits(shape, rank, tile_dtype_size(dtype)))
         return tile_error_set(e, TILE_ETOOBIG, "tensor byte size overflows 64 bits");
     if (max_bytes && nbytes > max_bytes)
         return tile_error_set(e, TILE_ETOOBIG, "tensor needs %llu bytes, above the limit of %llu",

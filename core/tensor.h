@@ -39,6 +39,13 @@ struct tile_tensor {
  * INT64_MAX (an empty shape too, as numpy refuses it). */
 int tile_shape_elems(const int64_t *shape, int rank, uint64_t *out, struct tile_error *e);
 
+/* Whether `size` bytes times the non-zero dims stays within INT64_MAX: the
+ * bound numpy puts on every array, empty or not ("array is too big"), which
+ * every tensor and plan here keeps, so that any of them can be written as
+ * .npy and read back. Only a tensor with a zero dim can meet tile_shape_elems
+ * and not this. */
+bool tile_shape_span_fits(const int64_t *shape, int rank, uint64_t size);
+
 /* Sets dtype and shape and allocates a zeroed element buffer (cache-line
  * aligned; large buffers ask for transparent huge pages). `max_bytes` bounds
  * the allocation (0 = no bound). On error the tensor is left empty. */

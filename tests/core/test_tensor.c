@@ -91,6 +91,8 @@ static void tensor_init_errors(void **state)
         {"negative dim", TILE_INT8, SHAPE(2, -2), 0, TILE_EINVAL, "shape[1] is -2"},
         {"elements overflow", TILE_INT8, SHAPE(P2(32), P2(32)), 0, TILE_ETOOBIG, "shape product overflows"},
         {"bytes overflow", TILE_FLOAT32, SHAPE(P2(62)), 0, TILE_ETOOBIG, "tensor byte size overflows 64 bits"},
+        /* empty, but numpy could not hold it: 2^61 x 8 bytes */
+        {"empty past 2^63 bytes", TILE_FLOAT64, SHAPE(0, P2(61)), 0, TILE_ETOOBIG, "tensor byte size overflows 64 bits"},
         {"unallocatable", TILE_COMPLEX128, SHAPE(P2(58)), 0, TILE_ENOMEM, "cannot allocate"},
     };
     (void)state;
