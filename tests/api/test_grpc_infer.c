@@ -52,6 +52,12 @@ static void put_sub(struct msg *m, uint32_t number, const struct msg *sub)
     put_raw(m, number, sub->buf, sub->len);
 }
 
+static void put_subs(struct msg *m, uint32_t number, const struct msg *sub, int times)
+{
+    for (int i = 0; i < times; i++)
+        put_sub(m, number, sub);
+}
+
 static void put_packed_varints(struct msg *m, uint32_t number, const int64_t *v, int n)
 {
     struct msg packed = {.len = 0};
@@ -395,23 +401,18 @@ static void test_refusal_independent_of_field_order(void **state)
     struct msg req = {.len = 0}, canon = {.len = 0};
     put_str(&req, 1, "tile");
     put_input(&req, "input", "UINT8", shape, 1, NULL);
-    for (int i = 0; i < 5; i++)
-        put_sub(&req, 7, &raw);
-    for (int i = 0; i < 5; i++)
-        put_sub(&req, 6, &out);
+    put_subs(&req, 7, &raw, 5);
+    put_subs(&req, 6, &out, 5);
     put_str(&canon, 1, "tile");
     put_input(&canon, "input", "UINT8", shape, 1, NULL);
-    for (int i = 0; i < 5; i++)
-        put_sub(&canon, 6, &out);
-    for (int i = 0; i < 5; i++)
-        put_sub(&canon, 7, &raw);
+    put_subs(&canon, 6, &out, 5);
+    put_subs(&canon, 7, &raw, 5);
     decode_bad(&req, "the request asks for more than 4 outputs");
     decode_bad(&canon, "the request asks for more than 4 outputs");
 
     /* Five inputs after five raw_input_contents: inputs (5) first. */
     req.len = 0;
-    for (int i = 0; i < 5; i++)
-        put_sub(&req, 7, &raw);
+    put_subs(&req, 7, &raw, 5);
     for (int i = 0; i < 5; i++)
         put_input(&req, "input", "UINT8", shape, 1, NULL);
     decode_bad(&req, "the request has more than 4 inputs");

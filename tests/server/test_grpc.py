@@ -23,7 +23,6 @@ import re
 import shutil
 import signal
 import struct
-import subprocess
 import sys
 import tempfile
 import time
@@ -45,6 +44,7 @@ from tritonclient.utils import InferenceServerException, np_to_triton_dtype
 
 sys.path.insert(0, os.path.dirname(__file__))
 from test_http import Daemon, readme_python_output  # noqa: E402
+from test_security import make_certificate  # noqa: E402
 from test_shared_memory import error_of  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
@@ -1290,12 +1290,8 @@ class Tls(unittest.TestCase):
     with ssl=True and the certificate as its root works; plaintext does not."""
 
     def test_tritonclient_over_tls(self):
-        tmp = tempfile.mkdtemp()
-        self.addCleanup(shutil.rmtree, tmp)
-        cert, key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
-                        "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
-                       check=True, capture_output=True)
+        cert, key = make_certificate()
+        self.addCleanup(shutil.rmtree, os.path.dirname(cert))
         d = Daemon("--grpc-port", "0", "--tls-cert", cert, "--tls-key", key, scheme="https")
         try:
             client = grpcclient.InferenceServerClient(f"127.0.0.1:{d.grpc_port}", ssl=True,

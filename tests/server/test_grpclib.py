@@ -21,9 +21,7 @@ import asyncio
 import os
 import shutil
 import ssl
-import subprocess
 import sys
-import tempfile
 import unittest
 
 import numpy as np
@@ -36,6 +34,7 @@ from grpclib.health.v1.health_pb2 import HealthCheckRequest, HealthCheckResponse
 
 sys.path.insert(0, os.path.dirname(__file__))
 from test_http import Daemon  # noqa: E402
+from test_security import make_certificate  # noqa: E402
 
 SERVICE = "/inference.GRPCInferenceService/"
 DATATYPE = {np.dtype(np.float32): "FP32", np.dtype(np.float64): "FP64", np.dtype(np.int64): "INT64",
@@ -205,12 +204,8 @@ class GrpclibTls(unittest.TestCase):
     """grpclib over TLS (Python's ssl, ALPN h2) to the gRPC port with --tls-cert."""
 
     def test_infer_over_tls(self):
-        tmp = tempfile.mkdtemp()
-        self.addCleanup(shutil.rmtree, tmp)
-        cert, key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
-                        "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
-                       check=True, capture_output=True)
+        cert, key = make_certificate()
+        self.addCleanup(shutil.rmtree, os.path.dirname(cert))
         d = Daemon("--grpc-port", "0", "--tls-cert", cert, "--tls-key", key, scheme="https")
         try:
             ctx = ssl.create_default_context(cafile=cert)
