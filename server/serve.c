@@ -24,6 +24,7 @@
 #include "grpc/grpc.h"
 #include "http/http.h"
 #include "log.h"
+#include "metrics.h"
 #include "server.h"
 #include "shm.h"
 #include "stream.h"
@@ -85,6 +86,17 @@ static int shm_start(struct tiled_server *srv, struct tile_error *e)
     return srv->shm ? 0 : -1;
 }
 
+/* The modules with figures of their own, in the order a scrape shows them:
+ * each names and documents its series (metrics.h, providers). */
+static int metrics_start(struct tiled_server *srv, struct tile_error *e)
+{
+    if (tiled_metrics_provide(tiled_bodycache_metrics, srv->bodies) < 0 ||
+        (srv->shm && tiled_metrics_provide(tiled_shm_metrics, srv->shm) < 0) ||
+        tiled_metrics_provide(tiled_grpc_metrics, srv) < 0)
+        return tile_error_set(e, TILE_EIO, "too many metrics providers");
+    return 0;
+}
+
 /* The certificate and key, when TLS is on: both ports' policy and files,
  * loaded before either listens so a bad file stops the start by name. */
 static int tls_start(struct tiled_server *srv, struct tile_error *e)
@@ -134,7 +146,7 @@ static int serve(struct tiled_server *srv)
         if (!srv->bodies)
             tile_error_set(&e, TILE_ENOMEM, "cannot allocate the body cache");
         rc = srv->pool && srv->bodies && shm_start(srv, &e) == 0 && tls_start(srv, &e) == 0 &&
-                     tiled_trace_init(&srv->cfg, &e) == 0
+                     metrics_start(srv, &e) == 0 && tiled_trace_init(&srv->cfg, &e) == 0
                  ? tiled_http_start(srv, &e)
                  : -1;
         if (rc == 0 && (rc = tiled_grpc_start(srv, &e)) < 0)
@@ -143,6 +155,7 @@ static int serve(struct tiled_server *srv)
     if (rc < 0) {
         tiled_log_error("exit", e.text);
         fprintf(stderr, "tiled: %s\n", e.text);
+        tiled_metrics_provide_none();
         tile_pool_free(srv->pool);
         tiled_bodycache_free(srv->bodies);
         tiled_shm_free(srv->shm);
@@ -182,6 +195,7 @@ static int serve(struct tiled_server *srv)
     wait_idle(srv);
     tiled_grpc_stop(srv);
     tiled_http_stop(srv);
+    tiled_metrics_provide_none(); /* no scrape can come: their contexts go next */
     tile_pool_free(srv->pool);
     tiled_bodycache_free(srv->bodies); /* after the transports: they have given back every body */
     tiled_shm_free(srv->shm); /* no request holds a region any more */

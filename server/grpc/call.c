@@ -252,6 +252,27 @@ static void message_sent(struct grpc_call *call, size_t n)
         call->run = NULL;
 }
 
+/* A connection's unsent reply bytes (c->unsent, what --max-grpc-conn-memory
+ * bounds) change only here, so the transport's figures follow them: the sum
+ * over connections, and the most any one connection held at once, which
+ * tiled_grpc_metrics exports (the budget's own account, not the allocator's). */
+static void unsent_add(struct grpc_conn *c, uint64_t n)
+{
+    struct grpc_transport *t = c->loop->t;
+    c->unsent += n;
+    atomic_fetch_add_explicit(&t->unsent_bytes, n, memory_order_relaxed);
+    uint64_t peak = atomic_load_explicit(&t->unsent_peak, memory_order_relaxed);
+    while (c->unsent > peak && !atomic_compare_exchange_weak_explicit(&t->unsent_peak, &peak, c->unsent,
+                                                                       memory_order_relaxed, memory_order_relaxed))
+        ;
+}
+
+static void unsent_sub(struct grpc_conn *c, uint64_t n)
+{
+    c->unsent -= n;
+    atomic_fetch_sub_explicit(&c->loop->t->unsent_bytes, n, memory_order_relaxed);
+}
+
 void grpc_call_given_back(struct grpc_call *call, uint64_t at, size_t n)
 {
     const struct tiled_reply *r = &call->req->reply;
@@ -262,12 +283,12 @@ void grpc_call_given_back(struct grpc_call *call, uint64_t at, size_t n)
     if (r->stream && !call->errbuf) {
         tiled_stream_consume(r->stream, at - call->prefix_len, n);
         if (at + n == call->prefix_len + call->msg_len) { /* the last byte: the stream holds nothing more */
-            call->conn->unsent -= call->unsent;
+            unsent_sub(call->conn, call->unsent);
             call->unsent = 0;
         }
     } else {
         call->unsent -= n;
-        call->conn->unsent -= n;
+        unsent_sub(call->conn, n);
     }
 }
 
@@ -347,7 +368,7 @@ static void send_message(struct grpc_call *call)
     tile_grpc_put_prefix(call->prefix, (uint32_t)call->msg_len);
     call->sent = 0;
     call->unsent = reply_hold(call); /* counted until the socket takes it (grpc_call_given_back) or the stream closes */
-    call->conn->unsent += call->unsent;
+    unsent_add(call->conn, call->unsent);
     add(&h, ":status", "200");
     add(&h, "content-type", "application/grpc");
     add(&h, "x-request-id", call->req->request_id);
@@ -896,7 +917,7 @@ static void stream_answer(struct grpc_call *call)
         tile_pb_put_len_head(call->prefix + TILE_GRPC_PREFIX, 2, call->msg_len);
     }
     call->unsent = call->errbuf ? call->msg_len : reply_hold(call); /* counted like a unary reply's */
-    call->conn->unsent += call->unsent;
+    unsent_add(call->conn, call->unsent);
     call->framing = true;
     stream_open(call);
     nghttp2_session_resume_data(call->conn->h2, call->id);
@@ -949,7 +970,7 @@ static void stream_message_done(struct grpc_call *call)
 {
     struct grpc_conn *c = call->conn;
     grpc_conn_keep_lent(c, call);
-    c->unsent -= call->unsent;
+    unsent_sub(c, call->unsent);
     call->unsent = 0;
     c->held -= call->held;
     call->held = 0;
@@ -1105,7 +1126,7 @@ void grpc_call_stream_closed(struct grpc_call *call)
     c->ncalls--;
     c->held -= call->held; /* the request may live on with a worker: bounded by --queue, not this connection */
     call->held = 0;
-    c->unsent -= call->unsent; /* its reply is freed now (or, lent bytes, copied by grpc_conn_keep_lent) */
+    unsent_sub(c, call->unsent); /* its reply is freed now (or, lent bytes, copied by grpc_conn_keep_lent) */
     call->unsent = 0;
     if (call->backlog_len > call->backlog_off) /* a streaming call's unread bytes: the connection's window reopens */
         nghttp2_session_consume_connection(c->h2, call->backlog_len - call->backlog_off);

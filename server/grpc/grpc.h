@@ -23,6 +23,11 @@ void tiled_grpc_quiesce(struct tiled_server *srv);
  * waits in its accept queue: loop.c, "Going away") and the transport has
  * no connection left (or none ran). */
 bool tiled_grpc_drained(struct tiled_server *srv);
+/* A metrics provider (metrics.h), SERVER the struct tiled_server: the reply
+ * bytes held for clients that have not read them, now and at most on one
+ * connection (what --max-grpc-conn-memory bounds). Nothing without gRPC. */
+struct tiled_metrics_out;
+void tiled_grpc_metrics(struct tiled_metrics_out *o, void *server);
 /* Closes every connection (calls still open end as 499) and stops. */
 void tiled_grpc_stop(struct tiled_server *srv);
 

@@ -170,6 +170,9 @@ struct grpc_transport {
      * empty and TILED_LISTEN_SETTLE_US (listener.h) passed. */
     uint64_t quiesce_at_us;
     atomic_bool listener_closed;
+    /* In-memory reply bytes the sockets have not taken (call.c, unsent_add):
+     * now, over every connection, and the most one connection held at once. */
+    atomic_uint_fast64_t unsent_bytes, unsent_peak;
     int nloops;
     struct grpc_loop *loops;
 };

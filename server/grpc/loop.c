@@ -53,6 +53,7 @@
 #include "list.h"
 #include "listener.h"
 #include "log.h"
+#include "metricsink.h"
 #include "recv_deadline.h"
 #include "server.h"
 
@@ -535,4 +536,18 @@ void tiled_grpc_stop(struct tiled_server *srv)
     wake_all(t);
     transport_free(t, t->nloops);
     srv->grpc = NULL;
+}
+
+void tiled_grpc_metrics(struct tiled_metrics_out *o, void *server)
+{
+    struct grpc_transport *t = ((struct tiled_server *)server)->grpc;
+    if (!t)
+        return;
+    tiled_metrics_family(o, "tiled_grpc_unsent_reply_bytes", "gauge",
+                         "Bytes of gRPC replies held in memory that the clients' sockets have not taken.");
+    tiled_metrics_sample(o, "tiled_grpc_unsent_reply_bytes", atomic_load(&t->unsent_bytes));
+    tiled_metrics_family(o, "tiled_grpc_conn_unsent_reply_peak_bytes", "gauge",
+                         "The most bytes of unsent gRPC replies one connection has held at once since the start "
+                         "(bounded by --max-grpc-conn-memory, or one reply alone when it is larger).");
+    tiled_metrics_sample(o, "tiled_grpc_conn_unsent_reply_peak_bytes", atomic_load(&t->unsent_peak));
 }

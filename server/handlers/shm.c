@@ -40,6 +40,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "metricsink.h"
+
 /* ---- the SIGBUS guard ------------------------------------------------------ */
 
 static struct sigbus_slot {
@@ -447,4 +449,22 @@ void tiled_shm_stats(struct tiled_shm *shm, uint64_t *regions, uint64_t *mapped_
 {
     *regions = shm ? atomic_load(&shm->nregions) : 0;
     *mapped_bytes = shm ? atomic_load(&shm->mapped_bytes) : 0;
+}
+
+void tiled_shm_metrics(struct tiled_metrics_out *o, void *registry)
+{
+    struct tiled_shm *shm = registry;
+    uint64_t regions, bytes;
+    tiled_shm_stats(shm, &regions, &bytes);
+    tiled_metrics_family(o, "tiled_shm_regions", "gauge", "System shared-memory regions registered.");
+    tiled_metrics_sample(o, "tiled_shm_regions", regions);
+    tiled_metrics_family(o, "tiled_shm_mapped_bytes", "gauge",
+                         "Bytes of shared memory mapped, including regions unregistered but still used by a request.");
+    tiled_metrics_sample(o, "tiled_shm_mapped_bytes", bytes);
+    tiled_metrics_family(o, "tiled_shm_max_bytes", "gauge",
+                         "Bytes of shared memory the daemon maps at most (--shm-max-bytes).");
+    tiled_metrics_sample(o, "tiled_shm_max_bytes", shm->lim.max_bytes);
+    tiled_metrics_family(o, "tiled_shm_max_regions", "gauge",
+                         "Shared-memory regions registered at most (--shm-max-regions).");
+    tiled_metrics_sample(o, "tiled_shm_max_regions", shm->lim.max_regions);
 }

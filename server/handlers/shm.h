@@ -90,6 +90,10 @@ int tiled_shm_release(struct tiled_shm_view *v, struct tile_error *e);
 
 /* Gauges for /metrics. */
 void tiled_shm_stats(struct tiled_shm *shm, uint64_t *regions, uint64_t *mapped_bytes);
+/* A metrics provider (metrics.h) of the gauges above and the limits;
+ * REGISTRY is the struct tiled_shm. */
+struct tiled_metrics_out;
+void tiled_shm_metrics(struct tiled_metrics_out *o, void *registry);
 
 /* Whether `key` passes the allow-list (exposed for tests and messages). */
 bool tiled_shm_key_valid(const char *key, const char *prefix);

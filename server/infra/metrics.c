@@ -29,12 +29,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bodycache.h"
 #include "grow.h"
 #include "recv_deadline.h"
 #include "reply.h"
 #include "server.h"
-#include "shm.h"
 #include "trace.h"
 
 #ifndef TILED_GIT_COMMIT
@@ -159,15 +157,15 @@ void tiled_metrics_record(const struct tiled_req *req, int status)
 
 /* ---- rendering ---------------------------------------------------------------- */
 
-struct out {
+struct tiled_metrics_out {
     char *buf;
     size_t len, cap;
     int failed;
     bool openmetrics;
 };
 
-static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(struct out *o, const char *fmt, ...)
+static void put(struct tiled_metrics_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(struct tiled_metrics_out *o, const char *fmt, ...)
 {
     for (;;) {
         va_list ap;
@@ -191,14 +189,47 @@ static void put(struct out *o, const char *fmt, ...)
     }
 }
 
+/* The registered providers (metrics.h): written before serving, read by scrapes. */
+#define MAX_PROVIDERS 8
+static struct {
+    tiled_metrics_provider_fn *fn;
+    void *ctx;
+} providers[MAX_PROVIDERS];
+static int nproviders;
+
+int tiled_metrics_provide(tiled_metrics_provider_fn *fn, void *ctx)
+{
+    if (nproviders == MAX_PROVIDERS)
+        return -1;
+    providers[nproviders].fn = fn;
+    providers[nproviders].ctx = ctx;
+    nproviders++;
+    return 0;
+}
+
+void tiled_metrics_provide_none(void)
+{
+    nproviders = 0;
+}
+
 /* A family's HELP and TYPE lines. OpenMetrics names a counter's family
  * without the "_total" its sample carries. */
-static void header(struct out *o, const char *name, const char *type, const char *help)
+static void header(struct tiled_metrics_out *o, const char *name, const char *type, const char *help)
 {
     int n = (int)strlen(name);
     if (o->openmetrics && strcmp(type, "counter") == 0 && n > 6 && strcmp(name + n - 6, "_total") == 0)
         n -= 6;
     put(o, "# HELP %.*s %s\n# TYPE %.*s %s\n", n, name, help, n, name, type);
+}
+
+void tiled_metrics_family(struct tiled_metrics_out *o, const char *name, const char *type, const char *help)
+{
+    header(o, name, type, help);
+}
+
+void tiled_metrics_sample(struct tiled_metrics_out *o, const char *name, uint64_t value)
+{
+    put(o, "%s %llu\n", name, (unsigned long long)value);
 }
 
 /* Whether a transport's series are shown: HTTP's always (the daemon
@@ -212,7 +243,7 @@ static bool transport_shown(int t)
     return t == TILED_TRANSPORT_HTTP || n > 0;
 }
 
-static void render_requests(struct out *o)
+static void render_requests(struct tiled_metrics_out *o)
 {
     header(o, "tiled_requests_total", "counter",
            "Requests answered, by transport, route, request format and status code.");
@@ -242,7 +273,7 @@ static void render_requests(struct out *o)
 }
 
 /* One histogram's series; `labels` are its labels but le, as k="v",... */
-static void render_histogram(struct out *o, const char *name, const char *labels, const struct histogram *h)
+static void render_histogram(struct tiled_metrics_out *o, const char *name, const char *labels, const struct histogram *h)
 {
     uint64_t cum = 0;
     for (size_t b = 0; b <= NBUCKETS; b++) {
@@ -264,7 +295,7 @@ static uint64_t histogram_count(const struct histogram *h)
     return n;
 }
 
-static void render_histograms(struct out *o)
+static void render_histograms(struct tiled_metrics_out *o)
 {
     char labels[96];
     header(o, "tiled_request_duration_seconds", "histogram",
@@ -288,7 +319,7 @@ static void render_histograms(struct out *o)
 }
 
 /* Requests too slow to arrive (headwatch.h, recv_deadline.h). */
-static void render_receive_timeouts(struct out *o, struct tiled_server *srv)
+static void render_receive_timeouts(struct tiled_metrics_out *o, struct tiled_server *srv)
 {
     header(o, "tiled_header_timeouts_total", "counter",
            "Connections cut because a request head did not arrive within --header-timeout.");
@@ -305,7 +336,7 @@ static void render_receive_timeouts(struct out *o, struct tiled_server *srv)
     }
 }
 
-static void render_gauges(struct out *o, struct tiled_server *srv)
+static void render_gauges(struct tiled_metrics_out *o, struct tiled_server *srv)
 {
     header(o, "tiled_inflight_requests", "gauge", "Requests being received, processed or sent.");
     put(o, "tiled_inflight_requests %d\n", atomic_load(&srv->inflight));
@@ -327,27 +358,8 @@ static void render_gauges(struct out *o, struct tiled_server *srv)
     header(o, "tiled_busy_workers", "gauge", "Workers running a job.");
     put(o, "tiled_busy_workers %d\n", tile_pool_busy(srv->pool));
     render_receive_timeouts(o, srv);
-    struct tiled_bodycache_stats bc;
-    tiled_bodycache_stats(srv->bodies, &bc);
-    header(o, "tiled_body_cache_hits_total", "counter", "In-memory response bodies written into a reused buffer.");
-    put(o, "tiled_body_cache_hits_total %llu\n", (unsigned long long)bc.hits);
-    header(o, "tiled_body_cache_misses_total", "counter", "In-memory response bodies that needed a new buffer.");
-    put(o, "tiled_body_cache_misses_total %llu\n", (unsigned long long)bc.misses);
-    header(o, "tiled_body_cache_bytes", "gauge", "Bytes of free response buffers kept for reuse (--body-cache).");
-    put(o, "tiled_body_cache_bytes %llu\n", (unsigned long long)bc.kept_bytes);
-    if (srv->shm) {
-        uint64_t regions, bytes;
-        tiled_shm_stats(srv->shm, &regions, &bytes);
-        header(o, "tiled_shm_regions", "gauge", "System shared-memory regions registered.");
-        put(o, "tiled_shm_regions %llu\n", (unsigned long long)regions);
-        header(o, "tiled_shm_mapped_bytes", "gauge",
-               "Bytes of shared memory mapped, including regions unregistered but still used by a request.");
-        put(o, "tiled_shm_mapped_bytes %llu\n", (unsigned long long)bytes);
-        header(o, "tiled_shm_max_bytes", "gauge", "Bytes of shared memory the daemon maps at most (--shm-max-bytes).");
-        put(o, "tiled_shm_max_bytes %lld\n", (long long)srv->cfg.shm_max_bytes);
-        header(o, "tiled_shm_max_regions", "gauge", "Shared-memory regions registered at most (--shm-max-regions).");
-        put(o, "tiled_shm_max_regions %lld\n", (long long)srv->cfg.shm_max_regions);
-    }
+    for (int i = 0; i < nproviders; i++)
+        providers[i].fn(o, providers[i].ctx);
     header(o, "tiled_build_info", "gauge", "Build information; the value is always 1.");
     put(o, "tiled_build_info{version=\"%s\",commit=\"%s\"} 1\n", TILED_VERSION, TILED_GIT_COMMIT);
 }
@@ -364,7 +376,7 @@ static int count_open_fds(void)
     return n > 3 ? n - 3 : 0; /* ".", ".." and the directory's own fd */
 }
 
-static void render_process(struct out *o, const struct tiled_server *srv)
+static void render_process(struct tiled_metrics_out *o, const struct tiled_server *srv)
 {
     long pages = 0, rss = 0;
     FILE *f = fopen("/proc/self/statm", "r");
@@ -389,7 +401,7 @@ static void render_process(struct out *o, const struct tiled_server *srv)
     put(o, "process_cpu_seconds_total %.6f\n", cpu);
 }
 
-static void render_tracing(struct out *o)
+static void render_tracing(struct tiled_metrics_out *o)
 {
     uint64_t exported, failed, dropped;
     if (!tiled_trace_exporting())
@@ -403,11 +415,18 @@ static void render_tracing(struct out *o)
     header(o, "tiled_otlp_spans_dropped_total", "counter",
            "Spans dropped before export because the queue of finished spans was full.");
     put(o, "tiled_otlp_spans_dropped_total %llu\n", (unsigned long long)dropped);
+    uint64_t queued, capacity;
+    tiled_trace_queued(&queued, &capacity);
+    header(o, "tiled_otlp_queued_requests", "gauge", "Finished requests whose spans wait for export.");
+    put(o, "tiled_otlp_queued_requests %llu\n", (unsigned long long)queued);
+    header(o, "tiled_otlp_queue_capacity", "gauge",
+           "Finished requests the export queue holds at most; past it, spans are dropped.");
+    put(o, "tiled_otlp_queue_capacity %llu\n", (unsigned long long)capacity);
 }
 
 char *tiled_metrics_render(struct tiled_server *srv, bool openmetrics, size_t *len)
 {
-    struct out o = {malloc(16384), 0, 16384, 0, openmetrics};
+    struct tiled_metrics_out o = {malloc(16384), 0, 16384, 0, openmetrics};
     if (!o.buf)
         return NULL;
     render_requests(&o);

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "metricsink.h"
 #include "route.h"
 
 struct tiled_server;

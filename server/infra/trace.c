@@ -154,6 +154,14 @@ void tiled_trace_counts(uint64_t *exported, uint64_t *failed, uint64_t *dropped)
     *dropped = atomic_load(&ex.dropped);
 }
 
+void tiled_trace_queued(uint64_t *queued, uint64_t *capacity)
+{
+    pthread_mutex_lock(&ex.lock);
+    *queued = ex.count;
+    pthread_mutex_unlock(&ex.lock);
+    *capacity = TRACE_RING;
+}
+
 static uint64_t wall_ns(void)
 {
     struct timespec ts;

@@ -39,6 +39,9 @@ void tiled_trace_end(const struct tiled_req *req, int status);
 /* Spans exported, failed (the collector refused or could not be reached)
  * and dropped (the ring was full). */
 void tiled_trace_counts(uint64_t *exported, uint64_t *failed, uint64_t *dropped);
+/* Finished requests waiting in the ring for export, and the ring's size:
+ * what the exporter holds, whatever the collector does. */
+void tiled_trace_queued(uint64_t *queued, uint64_t *capacity);
 bool tiled_trace_exporting(void);
 
 #endif

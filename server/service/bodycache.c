@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
+#include "metricsink.h"
 #include "tensor.h"
 
 #define HEADER 64u
@@ -169,4 +170,19 @@ void tiled_bodycache_stats(struct tiled_bodycache *c, struct tiled_bodycache_sta
     pthread_mutex_lock(&c->lock);
     *out = (struct tiled_bodycache_stats){c->hits, c->misses, c->kept};
     pthread_mutex_unlock(&c->lock);
+}
+
+void tiled_bodycache_metrics(struct tiled_metrics_out *o, void *cache)
+{
+    struct tiled_bodycache_stats bc;
+    tiled_bodycache_stats(cache, &bc);
+    tiled_metrics_family(o, "tiled_body_cache_hits_total", "counter",
+                         "In-memory response bodies written into a reused buffer.");
+    tiled_metrics_sample(o, "tiled_body_cache_hits_total", bc.hits);
+    tiled_metrics_family(o, "tiled_body_cache_misses_total", "counter",
+                         "In-memory response bodies that needed a new buffer.");
+    tiled_metrics_sample(o, "tiled_body_cache_misses_total", bc.misses);
+    tiled_metrics_family(o, "tiled_body_cache_bytes", "gauge",
+                         "Bytes of free response buffers kept for reuse (--body-cache).");
+    tiled_metrics_sample(o, "tiled_body_cache_bytes", bc.kept_bytes);
 }

@@ -46,4 +46,8 @@ struct tiled_bodycache_stats {
 };
 void tiled_bodycache_stats(struct tiled_bodycache *c, struct tiled_bodycache_stats *out);
 
+/* A metrics provider (metrics.h) of these figures; CACHE is the body cache. */
+struct tiled_metrics_out;
+void tiled_bodycache_metrics(struct tiled_metrics_out *o, void *cache);
+
 #endif
