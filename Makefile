@@ -71,7 +71,7 @@ TEST_BIN   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 TEST_HELP  := $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out $(TEST_SRC),$(wildcard tests/*/*.c)))
 BENCH_BIN  := $(BUILD)/bench/bench_kernel
 
-.PHONY: all install deps deps-build deps-test deps-bench deps-fuzz check fresh-test test test-tsan test-valgrind test-unit \
+.PHONY: all install deps deps-build deps-test deps-bench deps-fuzz check fresh-test test test-repeat test-tsan test-valgrind test-unit \
         test-asan check-clang run bench bench-perf-analyzer bench-jsondecode clean help lib cli-only layer-flags grpc-stubs grpc-descriptors
 
 all: $(BUILD)/tiled $(BUILD)/tests/h1wire_dump $(BUILD)/tests/decode_dump
@@ -247,11 +247,18 @@ test-valgrind: $(BUILD)/tiled
 	cd tests/server && TILED_BIN=../../$(BUILD)/tiled TILED_QUICK=1 TILED_WRAP="$(VALGRIND_WRAP)" \
 	    ../../build/venv/bin/python -W ignore -m unittest test_grpc_transport
 
-# Every suite of tests/suites (the first one is `deps`), each run whatever the
-# others did; the closing line counts the suites ("suites: N passed, M failed")
-# and the exit status follows it. TEST_SUITES names another list.
+# Every suite of tests/suites (the first one is `deps`), up to TEST_JOBS (4) at
+# once, each run whatever the others did; the closing line counts the suites
+# ("suites: N passed, M failed") and the exit status follows it, after the ten
+# slowest tests. TEST_SUITES names another list.
 test:
 	@MAKE="$(MAKE)" ONLY="$(ONLY)" sh scripts/run-tests.sh $(TEST_SUITES)
+
+# `make test` N times in a row with LOAD busy loops running (flakes show).
+N    ?= 10
+LOAD ?= 2
+test-repeat:
+	@MAKE="$(MAKE)" sh scripts/test-repeat.sh $(N) $(LOAD)
 
 # The README's two commands on a new Debian 12 root (debootstrap); needs root
 # and the network, takes about 10 minutes. Not part of `make test`.

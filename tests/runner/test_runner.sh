@@ -80,6 +80,61 @@ expect "all suites passing: exit 0" green [ "$rc" -eq 0 ]
 expect "all suites passing: closing line" green [ "$(last green)" = "suites: 2 passed, 0 failed" ]
 expect "all suites passing: no failed line" green sh -c "! grep -q '^failed suites' '$tmp/green.out'"
 
+# Side by side: each of these two waits for the other's mark, so the run
+# passes only when both are running at once (each gives up after 60 s).
+cat > "$tmp/together" <<'EOF'
+suite ping  -   sh -c 'touch "$MARK/ping"; i=0; while [ ! -e "$MARK/pong" ] && [ $i -lt 6000 ]; do sleep 0.01; i=$((i + 1)); done; [ -e "$MARK/pong" ]'
+suite pong  -   sh -c 'touch "$MARK/pong"; i=0; while [ ! -e "$MARK/ping" ] && [ $i -lt 6000 ]; do sleep 0.01; i=$((i + 1)); done; [ -e "$MARK/ping" ]'
+suite third ping,pong sh -c '[ -e "$MARK/ping" ] && [ -e "$MARK/pong" ] && touch "$MARK/third-ran"'
+EOF
+run together "$tmp/together" TEST_JOBS=2
+expect "suites run side by side (TEST_JOBS=2)" together [ "$rc" -eq 0 ]
+expect "a suite starts once the suites it needs have passed" together [ -e "$tmp/third-ran" ]
+expect "each suite's log is shown whole, under its name" together has together "== ping: log"
+
+# A barrier: what follows starts once what precedes has ended, passed or not.
+cat > "$tmp/barrier" <<'EOF'
+suite slow-fail -  sh -c 'i=0; while [ $i -lt 20 ]; do sleep 0.01; i=$((i + 1)); done; touch "$MARK/slow-ended"; exit 1'
+barrier
+suite after-it  -  sh -c '[ -e "$MARK/slow-ended" ] && touch "$MARK/after-barrier"'
+EOF
+run barrier "$tmp/barrier" TEST_JOBS=4
+expect "a suite after a barrier starts once those before it ended, failed ones too" barrier [ -e "$tmp/after-barrier" ]
+expect "... and the barrier's failed suite is still counted" barrier [ "$(last barrier)" = "suites: 1 passed, 1 failed" ]
+run badjobs "$tmp/green" TEST_JOBS=none
+expect "TEST_JOBS must be a number" badjobs [ "$rc" -ne 0 ]
+
+# The ten slowest tests of the run, from the suites' "slow-test:" lines.
+cat > "$tmp/slow" <<'EOF'
+suite fast-one - sh -c 'echo "slow-test: 0.50s m.A.test_quick"; echo "slow-test: 12.25s m.A.test_long"'
+suite fast-two - sh -c 'echo "slow-test: 3.00s n.B.test_mid"'
+EOF
+run slow "$tmp/slow"
+expect "the slowest tests are listed, slowest first, with their suite" slow \
+  sh -c "grep -A3 '^== slowest tests' '$tmp/slow.out' | sed -n 2p | grep -q '12.2s  fast-one .*m.A.test_long'"
+expect "... the next one second" slow \
+  sh -c "grep -A3 '^== slowest tests' '$tmp/slow.out' | sed -n 3p | grep -q 'fast-two .*n.B.test_mid'"
+
+# timed_unittest: unittest's output and exit status, and a slow-test line per test.
+mkdir -p "$tmp/py"
+cat > "$tmp/py/test_timed_sample.py" <<'EOF'
+import unittest
+
+
+class Sample(unittest.TestCase):
+    def test_passes(self):
+        self.assertTrue(True)
+
+    def test_fails(self):
+        self.assertEqual(1, 2)
+EOF
+(cd "$tmp/py" && PYTHONPATH="$OLDPWD/tests/runner" python3 -m timed_unittest -v test_timed_sample > "$tmp/timed.out" 2>&1)
+rc=$?
+expect "timed_unittest exits as unittest does (a failure: 1)" timed [ "$rc" -eq 1 ]
+expect "timed_unittest keeps unittest's closing line" timed has timed "FAILED (failures=1)"
+expect "timed_unittest names each test with its time" timed \
+  grep -qE "^slow-test: [0-9]+\.[0-9]{2}s test_timed_sample\.Sample\.test_passes$" "$tmp/timed.out"
+
 run only "$tmp/green" ONLY=two
 expect "ONLY runs the named suites, without their needs" only [ "$rc" -eq 0 ]
 expect "ONLY: the closing line counts the suites run" only [ "$(last only)" = "suites: 1 passed, 0 failed" ]
