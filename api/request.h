@@ -20,7 +20,7 @@
 /* Size limits a decoder enforces (0 = none). */
 struct tile_limits {
     uint64_t max_body;        /* bytes of a request body (after inflation) */
-    uint64_t max_output;      /* bytes of a materialised output */
+    uint64_t max_output;      /* bytes of an output, however it is sent */
     uint64_t max_stream;      /* bytes of a streamed output */
     int max_rank;             /* input and output rank */
     int max_depth;            /* JSON nesting depth */

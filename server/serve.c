@@ -15,11 +15,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "serve.h"
 
 #include "auth.h"
 #include "bodycache.h"
 #include "clock.h"
+#include "compress.h"
 #include "cors.h"
 #include "grpc/grpc.h"
 #include "http/http.h"
@@ -209,8 +212,22 @@ static int serve(struct tiled_server *srv)
     return 0;
 }
 
+void tiled_serve_libraries(char *dst, size_t cap)
+{
+    snprintf(dst, cap, "%s, %s, %s, %s, jansson %s", tiled_http_library(), tiled_grpc_library(), tiled_tls_library(),
+             tiled_compress_library(), jansson_version_str());
+}
+
 int tiled_serve_main(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--version") == 0) {
+            char libs[256];
+            tiled_serve_libraries(libs, sizeof(libs));
+            printf("tiled %s (%s)\n", TILED_VERSION, libs);
+            return 0;
+        }
+    }
     static struct tiled_server srv = {.submit_lock = PTHREAD_MUTEX_INITIALIZER};
     struct tile_error e = {0};
     int rc = tiled_config_load(&srv.cfg, argc, argv, stdout, &e);
@@ -224,6 +241,9 @@ int tiled_serve_main(int argc, char **argv)
     srv.start_s = (uint64_t)time(NULL);
     srv.start_wall_ms = tiled_wall_ms();
     tiled_log_init(&srv.cfg);
-    tiled_log_event(TILED_LOG_INFO, "start", "{s:i}", "pid", (int)getpid());
+    char libs[256];
+    tiled_serve_libraries(libs, sizeof(libs));
+    tiled_log_event(TILED_LOG_INFO, "start", "{s:i, s:s, s:s}", "pid", (int)getpid(), "version", TILED_VERSION,
+                    "libraries", libs);
     return serve(&srv);
 }

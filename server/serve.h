@@ -3,7 +3,12 @@
 #ifndef TILED_SERVE_H
 #define TILED_SERVE_H
 
+#include <stddef.h>
+
 /* argv[0] is the subcommand name. Returns the process exit status. */
 int tiled_serve_main(int argc, char **argv);
+/* The libraries the daemon runs on, as linked, into DST ("libmicrohttpd
+ * 0.9.75, nghttp2 1.52.0, ..."): `tiled --version` and the start event. */
+void tiled_serve_libraries(char *dst, size_t cap);
 
 #endif

@@ -213,6 +213,20 @@ if "$TILED_BIN" tile --help >"$tmp/help" 2>&1 && ! grep -q -- "--max-body" "$tmp
 if "$TILED_BIN" --help >"$tmp/help" 2>&1 && grep -q "^  serve" "$tmp/help" && grep -q "^  tile" "$tmp/help" &&
    grep -q "^  probe" "$tmp/help"; then ok; else bad "tiled --help lists the subcommands"; fi
 if "$TILED_BIN" probe --help 2>&1 | grep -q "^usage: tiled probe"; then ok; else bad "probe --help"; fi
+# A new user's first command: `tiled` alone starts nothing; it prints the
+# usage on stderr and exits 2 (a daemon would not have exited at all: the
+# timeout turns that into a failure, not a hang).
+timeout 10 "$TILED_BIN" >"$tmp/noargs.out" 2>"$tmp/noargs.err"
+rc=$?
+if [ "$rc" = 2 ] && [ ! -s "$tmp/noargs.out" ] && grep -q "^usage: tiled <command>" "$tmp/noargs.err" &&
+   grep -q "^  serve" "$tmp/noargs.err"; then ok; else bad "tiled alone: exit $rc, not usage and 2"; fi
+# --version: tiled's and, in the full build, the libraries' as linked.
+for v in --version version "serve --version"; do
+  # shellcheck disable=SC2086 # "serve --version" is two words
+  out=$("$TILED_BIN" $v 2>&1)
+  if echo "$out" | grep -qE '^tiled [0-9]+\.[0-9]+\.[0-9]+ \(libmicrohttpd [0-9.]+, nghttp2 [0-9.]+, GnuTLS [0-9.]+, zlib [0-9.]+, jansson [0-9.]+\)$'
+  then ok; else bad "tiled $v: $out"; fi
+done
 
 # ---- valgrind ---------------------------------------------------------------------
 if ! command -v valgrind >/dev/null 2>&1; then

@@ -28,6 +28,8 @@ bool tiled_grpc_drained(struct tiled_server *srv);
  * connection (what --max-grpc-conn-memory bounds). Nothing without gRPC. */
 struct tiled_metrics_out;
 void tiled_grpc_metrics(struct tiled_metrics_out *o, void *server);
+/* The HTTP/2 library's name and version as linked. */
+const char *tiled_grpc_library(void);
 /* Closes every connection (calls still open end as 499) and stops. */
 void tiled_grpc_stop(struct tiled_server *srv);
 

@@ -551,3 +551,10 @@ void tiled_grpc_metrics(struct tiled_metrics_out *o, void *server)
                          "(bounded by --max-grpc-conn-memory, or one reply alone when it is larger).");
     tiled_metrics_sample(o, "tiled_grpc_conn_unsent_reply_peak_bytes", atomic_load(&t->unsent_peak));
 }
+
+const char *tiled_grpc_library(void)
+{
+    static char text[48];
+    snprintf(text, sizeof(text), "nghttp2 %s", nghttp2_version(0)->version_str);
+    return text;
+}

@@ -133,7 +133,7 @@ static int v1_prepare(struct tiled_req *req, struct tile_error *e)
     req->tm.decode_us = tiled_now_us() - t0;
     if (tiled_work_plan(req, e) < 0)
         return -1;
-    req->enc = tile_encoder_new(req->out_fmt, &req->plan, &req->treq, NULL, req->srv->lim.max_stream, e);
+    req->enc = tile_encoder_new(req->out_fmt, &req->plan, &req->treq, NULL, 0, e); /* sized in produce */
     if (!req->enc)
         return -1;
     tiled_copy_str(req->reply.content_type, sizeof(req->reply.content_type), tile_format_media_type(req->out_fmt));

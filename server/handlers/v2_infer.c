@@ -28,8 +28,8 @@ static int plan(struct tiled_req *req, uint64_t *data_bytes, struct tile_error *
         return -1;
     *data_bytes = req->plan.out_bytes;
     if (req->plan.dtype == TILE_STRING &&
-        tile_plan_string_wire_bytes(&req->plan, tile_tensor_string_bytes(&req->treq.input), req->srv->lim.max_stream,
-                                    data_bytes, e) < 0)
+        (tile_plan_string_wire_bytes(&req->plan, tile_tensor_string_bytes(&req->treq.input), 0, data_bytes, e) < 0 ||
+         tiled_work_check_size(req, *data_bytes, e) < 0))
         return -1;
     return 0;
 }
@@ -70,7 +70,7 @@ int tiled_v2_infer_prepare(struct tiled_req *req, const struct tiled_v2_wire *wi
         if (tiled_v2_shm_output(req, data_bytes, f.head, f.head_len, e) < 0)
             return -1;
     } else {
-        req->enc = tile_encoder_new(fmt, &req->plan, &req->treq, &f, req->srv->lim.max_stream, e);
+        req->enc = tile_encoder_new(fmt, &req->plan, &req->treq, &f, 0, e); /* sized in produce */
         if (!req->enc)
             return -1;
     }

@@ -644,3 +644,10 @@ void tiled_http_stop(struct tiled_server *srv)
     free(t);
     srv->transport = NULL;
 }
+
+const char *tiled_http_library(void)
+{
+    static char text[48];
+    snprintf(text, sizeof(text), "libmicrohttpd %s", MHD_get_version());
+    return text;
+}

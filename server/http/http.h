@@ -17,5 +17,7 @@ void tiled_http_quiesce(struct tiled_server *srv);
  * the thread that called tiled_http_quiesce). */
 bool tiled_http_listener_closed(struct tiled_server *srv);
 void tiled_http_stop(struct tiled_server *srv);
+/* The HTTP library's name and version as linked (run time, not headers). */
+const char *tiled_http_library(void);
 
 #endif

@@ -153,3 +153,10 @@ int tiled_reply_compress(struct tiled_reply *r, enum tiled_coding c, struct tile
     tiled_reply_header(r, "Content-Encoding", tiled_coding_name(c));
     return 0;
 }
+
+const char *tiled_compress_library(void)
+{
+    static char text[48];
+    snprintf(text, sizeof(text), "zlib %s", zlibVersion());
+    return text;
+}

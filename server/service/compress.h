@@ -24,4 +24,7 @@ int tiled_body_decompress(enum tiled_coding c, char **body, uint64_t *len, uint6
 /* Compresses an in-memory reply body with `c` (identity: no change). */
 int tiled_reply_compress(struct tiled_reply *r, enum tiled_coding c, struct tile_error *e);
 
+/* The compression library's name and version as linked. */
+const char *tiled_compress_library(void);
+
 #endif

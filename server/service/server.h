@@ -28,8 +28,7 @@
 #include "shm.h"
 #include "tile.h"
 #include "v2.h"
-
-#define TILED_VERSION "0.1.0"
+#include "version.h"
 
 struct tiled_shm;
 struct tiled_tls;

@@ -24,14 +24,34 @@
 #include "server.h"
 #include "stream.h"
 
+int tiled_work_check_size(const struct tiled_req *req, uint64_t size, struct tile_error *e)
+{
+    const struct tiled_server *srv = req->srv;
+    if (size > srv->lim.max_output)
+        return tile_error_set(e, TILE_ETOOBIG,
+                              "output of %llu bytes exceeds the max-output limit of %llu bytes (--max-output)",
+                              (unsigned long long)size, (unsigned long long)srv->lim.max_output);
+    if (size > (uint64_t)srv->cfg.stream_threshold && size > srv->lim.max_stream)
+        return tile_error_set(e, TILE_ETOOBIG,
+                              "output of %llu bytes, streamed (above --stream-threshold), exceeds the max-stream "
+                              "limit of %llu bytes (--max-stream)",
+                              (unsigned long long)size, (unsigned long long)srv->lim.max_stream);
+    return 0;
+}
+
 int tiled_work_plan(struct tiled_req *req, struct tile_error *e)
 {
     struct tile_spec spec;
     uint64_t t0 = tiled_now_us();
     if (tile_request_spec(&req->treq, &req->srv->lim, &spec, e) < 0)
         return -1;
-    spec.max_output_bytes = req->srv->lim.max_stream; /* the body checks max-output */
+    spec.max_output_bytes = 0; /* tiled_work_check_size, which names the flag */
     if (tile_plan_init(&req->plan, req->treq.input.dtype, req->treq.input.rank, req->treq.input.shape, &spec, e) < 0)
+        return -1;
+    /* A tensor's bytes are a lower bound of every encoding's but a string
+     * tensor's (its elements are references): checked once its wire size is
+     * known (v2_infer.c), and by every reply in produce. */
+    if (req->plan.dtype != TILE_STRING && tiled_work_check_size(req, req->plan.out_bytes, e) < 0)
         return -1;
     req->tm.tile_us = tiled_now_us() - t0;
     return 0;
@@ -66,6 +86,10 @@ static int produce(struct tiled_req *req, struct tile_error *e)
     struct tiled_server *srv = req->srv;
     struct tiled_reply *r = &req->reply;
     uint64_t size = tile_encoder_size(req->enc);
+    /* Every output, however it leaves: held in memory, streamed, or written
+     * into a shared-memory region. */
+    if (tiled_work_check_size(req, size, e) < 0)
+        return -1;
     if (req->produce)
         return req->produce(req, e); /* a handler's own answer (the shared-memory output) */
     if (size > (uint64_t)srv->cfg.stream_threshold) {
@@ -73,9 +97,6 @@ static int produce(struct tiled_req *req, struct tile_error *e)
         if (!r->stream)
             return tile_error_set(e, TILE_ENOMEM, "cannot set up the response stream");
         r->release_stream = tiled_stream_free;
-    } else if (size > srv->lim.max_output) {
-        return tile_error_set(e, TILE_ETOOBIG, "output of %llu bytes exceeds the max-output limit of %llu bytes",
-                              (unsigned long long)size, (unsigned long long)srv->lim.max_output);
     } else if (build_body(req, e) < 0 ||
                tiled_reply_compress(r, tiled_coding_negotiate(req->accept_encoding), e) < 0) {
         return -1;

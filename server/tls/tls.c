@@ -382,3 +382,10 @@ bool tiled_tls_h2_acceptable(void *session)
         return true;
     return v == GNUTLS_TLS1_2 && gnutls_mac_get(s) == GNUTLS_MAC_AEAD && ephemeral_kx(gnutls_kx_get(s));
 }
+
+const char *tiled_tls_library(void)
+{
+    static char text[48];
+    snprintf(text, sizeof(text), "GnuTLS %s", gnutls_check_version(NULL));
+    return text;
+}

@@ -33,6 +33,8 @@ struct tiled_tls *tiled_tls_new(const char *cert_path, const char *key_path, con
                                 struct tile_error *e);
 /* After every session has ended. NULL is ignored. */
 void tiled_tls_free(struct tiled_tls *t);
+/* The TLS library's name and version as linked. */
+const char *tiled_tls_library(void);
 
 /* Reads both files again: 0 and the new credentials serve the handshakes
  * that start from now on, or -1 with `e` saying why, the old ones kept. */

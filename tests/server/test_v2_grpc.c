@@ -837,7 +837,7 @@ static void infer_errors(void **state)
     call_fails(RPC "ModelInfer", &garbage, TILED_GRPC_INVALID_ARGUMENT, "not a valid protobuf message");
     static const int64_t big[2] = {1000000, 1000000};
     q = (struct infer_req){.in = (const struct tensor_in[]){FP32_22, REPEATS(big, 2)}, .nin = 2};
-    infer_fails(&q, TILED_GRPC_RESOURCE_EXHAUSTED, "limit"); /* 16 TB of output: past --max-stream */
+    infer_fails(&q, TILED_GRPC_RESOURCE_EXHAUSTED, "limit"); /* 16 TB of output: past --max-output */
     const struct tensor_in deep[] = {{.name = "input", .datatype = "FP32", .rank = 7, .shape = {1, 1, 1, 1, 1, 1, 1},
                                       .raw = in22, .raw_len = 4},
                                      REPEATS(rep23, 1)};
