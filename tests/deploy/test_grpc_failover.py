@@ -40,8 +40,8 @@ os.environ.setdefault("TILED_BIN", os.path.join(ROOT, "build", "tiled"))
 if not os.path.isabs(os.environ["TILED_BIN"]):
     os.environ["TILED_BIN"] = os.path.join(os.getcwd(), os.environ["TILED_BIN"])
 sys.path.insert(0, os.path.join(ROOT, "tests", "server"))
-from test_http import Daemon  # noqa: E402
-from test_grpc_transport import INFER, infer_request, raw_method, raw_output  # noqa: E402
+from harness.daemon import Daemon  # noqa: E402
+from harness.grpcwire import INFER, infer_request, raw_method, raw_output  # noqa: E402
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 CONF = os.path.join(ROOT, "deploy", "nginx", "tiled-grpc.conf")

@@ -42,7 +42,7 @@ import numpy as np
 from werkzeug.datastructures import Accept, MIMEAccept
 from werkzeug.http import parse_accept_header, parse_options_header
 
-from test_http import Daemon  # noqa: E402
+from harness.daemon import Daemon  # noqa: E402
 
 COUNT = int(os.environ.get("ACCEPTDIFF_HEADERS", "2000"))
 SEED = int(os.environ.get("ACCEPTDIFF_SEED", "20261126"))

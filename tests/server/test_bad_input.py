@@ -19,7 +19,7 @@ import zlib
 
 import numpy as np
 
-from test_http import WRAP, Daemon, read_until_close
+from harness.daemon import WRAP, Daemon, read_until_close
 
 # Limits small enough to reach with small requests.
 MAX_BODY = 64 << 10

@@ -40,7 +40,7 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.support.ui import WebDriverWait
 
-from test_http import Daemon
+from harness.daemon import Daemon
 
 KEY = "browser-key-0123456789abcdef"
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")

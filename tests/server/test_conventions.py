@@ -23,7 +23,7 @@ import socket
 import tempfile
 import unittest
 
-from test_http import Daemon, DaemonCase
+from harness.daemon import Daemon, DaemonCase
 
 ORIGIN = "https://app.example"
 TILE = json.dumps({"input": {"dtype": "int8", "data": [1, 2]}, "repeats": [2]}).encode()

@@ -24,7 +24,7 @@ import subprocess
 import tempfile
 import unittest
 
-from test_http import WRAP, Daemon
+from harness.daemon import WRAP, Daemon
 
 TIMEOUT = 60 if WRAP else 30  # only a hang reaches it
 SMUGGLED = b"GET /smuggled HTTP/1.1\r\nHost: t\r\n\r\n"

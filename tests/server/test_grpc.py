@@ -43,9 +43,10 @@ from google.protobuf import descriptor_pb2, descriptor_pool, json_format, messag
 from tritonclient.utils import InferenceServerException, np_to_triton_dtype
 
 sys.path.insert(0, os.path.dirname(__file__))
-from test_http import Daemon, readme_python_output  # noqa: E402
-from test_security import make_certificate  # noqa: E402
-from test_shared_memory import error_of  # noqa: E402
+from harness.certs import make_certificate  # noqa: E402
+from harness.daemon import Daemon  # noqa: E402
+from harness.docs import readme_python_output  # noqa: E402
+from harness.triton import error_of  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 PROTO_DIR = os.path.join(ROOT, "api", "proto")

@@ -24,7 +24,7 @@ from grpc_reflection.v1alpha import reflection_pb2 as rpb
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 
 sys.path.insert(0, os.path.dirname(__file__))
-from test_http import Daemon  # noqa: E402
+from harness.daemon import Daemon  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 GENERATOR = os.path.join(ROOT, "scripts", "grpc_descriptors.py")

@@ -33,8 +33,8 @@ from grpclib.health.v1.health_grpc import HealthStub
 from grpclib.health.v1.health_pb2 import HealthCheckRequest, HealthCheckResponse
 
 sys.path.insert(0, os.path.dirname(__file__))
-from test_http import Daemon  # noqa: E402
-from test_security import make_certificate  # noqa: E402
+from harness.certs import make_certificate  # noqa: E402
+from harness.daemon import Daemon  # noqa: E402
 
 SERVICE = "/inference.GRPCInferenceService/"
 DATATYPE = {np.dtype(np.float32): "FP32", np.dtype(np.float64): "FP64", np.dtype(np.int64): "INT64",

@@ -10,108 +10,21 @@ import json
 import math
 import os
 import re
-import select
-import shlex
 import signal
 import socket
-import subprocess
+import sys
 import threading
 import time
 import unittest
 
 import numpy as np
 
-BIN = os.environ.get("TILED_BIN", "build/tiled")
-# TILED_WRAP prefixes the daemon command, e.g. "valgrind --leak-check=full
-# --error-exitcode=1"; the daemon's exit status is then the wrapper's.
-# TILED_QUICK=1 skips the tests too slow for such a wrapper.
-WRAP = shlex.split(os.environ.get("TILED_WRAP", ""))
-QUICK = os.environ.get("TILED_QUICK", "") not in ("", "0")
+sys.path.insert(0, os.path.dirname(__file__))
+from harness.daemon import QUICK, Daemon, read_until_close  # noqa: E402
+from harness.tensors import same, sample  # noqa: E402
 
 DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float16", "float32", "float64", "complex64", "complex128"]
-
-
-class Daemon:
-    """A tiled daemon on a free port; stderr (the logs) kept in a file."""
-
-    def __init__(self, *args, env=None, scheme="http"):
-        # Appending (O_APPEND): the daemon's stderr shares this file's offset, which log_lines()
-        # moves to read; without it a line the daemon writes meanwhile lands where the reader
-        # stands and overwrites earlier lines.
-        path = f"/tmp/tiled-test-{os.getpid()}-{id(self)}.log"
-        open(path, "wb").close()
-        self.log = open(path, "a+b")
-        full_env = dict(os.environ, **(env or {}))
-        self.wrap_log = None
-        if WRAP and os.path.basename(WRAP[0]) == "valgrind" and "VALGRIND_OPTS" not in full_env:
-            # valgrind's report goes to its own file, so stderr stays the daemon's log.
-            self.wrap_log = f"/tmp/tiled-test-{os.getpid()}-{id(self)}.valgrind"
-            full_env["VALGRIND_OPTS"] = f"--log-file={self.wrap_log}"
-        self.proc = subprocess.Popen([*WRAP, BIN, "serve", "--port", "0", *args], stdout=subprocess.PIPE,
-                                     stderr=self.log, env=full_env)
-        ready, _, _ = select.select([self.proc.stdout], [], [], 120 if WRAP else 10)
-        if not ready:
-            self.proc.kill()
-            self.proc.wait()
-            raise RuntimeError("the daemon did not start listening in time")
-        line = self.proc.stdout.readline().decode()
-        m = re.fullmatch(r"listening on " + scheme + r"://([0-9.]+):(\d+)\n", line)
-        if not m:
-            raise RuntimeError(f"unexpected first line {line!r}")
-        self.host, self.port = m.group(1), int(m.group(2))
-        self.grpc_port = None
-        if "--grpc-port" in args and args[args.index("--grpc-port") + 1] != "-1":
-            line = self.proc.stdout.readline().decode()
-            m = re.fullmatch(r"listening on " + ("grpcs" if scheme == "https" else "grpc") + r"://([0-9.]+):(\d+)\n", line)
-            if not m:
-                raise RuntimeError(f"unexpected second line {line!r}")
-            self.grpc_port = int(m.group(2))
-
-    def request(self, method, path, body=None, headers=None, timeout=60):
-        conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
-        conn.request(method, path, body=body, headers=headers or {})
-        resp = conn.getresponse()
-        data = resp.read()
-        conn.close()
-        return resp, data
-
-    def rss_kib(self):
-        with open(f"/proc/{self.proc.pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-        return 0
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(180 if WRAP else 30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        if self.proc.returncode and self.wrap_log and os.path.exists(self.wrap_log):
-            with open(self.wrap_log, errors="replace") as f:
-                print(f"\n--- {self.wrap_log} (exit status {self.proc.returncode})\n{f.read()[-20000:]}")
-        return self.proc.returncode
-
-    def log_lines(self):
-        self.log.flush()
-        self.log.seek(0)
-        return self.log.read().decode(errors="replace").splitlines()
-
-    def access_lines(self, keep=lambda a: True, count=1, deadline=60):
-        """The access lines (parsed) that `keep` selects, once there are at least `count` of them:
-        access lines are written together, up to --log-flush-ms after their request ended. The
-        deadline is for a hang only."""
-        end = time.monotonic() + deadline
-        while True:
-            lines = [json.loads(l) for l in self.log_lines() if '"event":"access"' in l]
-            lines = [a for a in lines if keep(a)]
-            if len(lines) >= count or time.monotonic() > end:
-                return lines
-            time.sleep(0.005)  # a poll interval: the count decides
 
 
 def to_json_value(x, dtype):
@@ -136,94 +49,6 @@ def from_json_value(v, dtype):
     if isinstance(v, str):
         return {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}[v]
     return v
-
-
-def sample(dtype, shape, rng):
-    n = int(np.prod(shape)) if shape else 1
-    if dtype == "bool":
-        a = rng.integers(0, 2, n).astype(bool)
-    elif dtype.startswith(("int", "uint")):
-        info = np.iinfo(dtype)
-        a = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
-    elif dtype.startswith("complex"):
-        a = (rng.standard_normal(n) + 1j * rng.standard_normal(n)).astype(dtype)
-    else:
-        a = (rng.standard_normal(n) * 100).astype(dtype)
-    return a.reshape(shape)
-
-
-def same(a, b):
-    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
-
-
-REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-
-
-def doc_files():
-    """The documentation whose examples the tests run: README.md, then every docs/*.md."""
-    docs = os.path.join(REPO, "docs")
-    return [os.path.join(REPO, "README.md")] + sorted(
-        os.path.join(docs, f) for f in os.listdir(docs) if f.endswith(".md"))
-
-
-def doc_text():
-    """README.md and docs/*.md, one after the other."""
-    text = []
-    for path in doc_files():
-        with open(path, encoding="utf-8") as f:
-            text.append(f.read())
-    return "\n".join(text)
-
-
-def readme_python_output(marker, port, grpc_port=None):
-    """Runs the one ```python example of README.md and docs/*.md containing `marker` against a
-    daemon on `port` (and `grpc_port`, for the examples' gRPC address 127.0.0.1:8081); returns
-    (what it printed, the ```output block shown after it)."""
-    import contextlib
-    import io
-    blocks = re.findall(r"```python\n(.*?)```\n```output\n(.*?)```", doc_text(), re.S)
-    snippets = [(code, out) for code, out in blocks if marker in code]
-    if len(snippets) != 1:
-        raise AssertionError(f"{len(snippets)} python examples of README.md and docs/ contain {marker!r}")
-    code, expected = snippets[0]
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        code = code.replace("127.0.0.1:8080", f"127.0.0.1:{port}")
-        if grpc_port is not None:
-            code = code.replace("127.0.0.1:8081", f"127.0.0.1:{grpc_port}")
-        exec(code, {})
-    return out.getvalue().strip(), expected.strip()
-
-
-class DaemonCase(unittest.TestCase):
-    """A daemon (started with `daemon_args`) shared by a test class."""
-
-    daemon_args = ()
-
-    @classmethod
-    def setUpClass(cls):
-        cls.d = Daemon(*cls.daemon_args)
-
-    @classmethod
-    def tearDownClass(cls):
-        assert cls.d.stop() == 0, "daemon exit status"
-
-
-def read_until_close(s, limit=1 << 20):
-    """Everything the server sends on socket `s` until it closes (or the
-    socket times out): (bytes, whether it closed)."""
-    out = b""
-    try:
-        while len(out) < limit:
-            chunk = s.recv(65536)
-            if not chunk:
-                return out, True
-            out += chunk
-    except socket.timeout:
-        return out, False
-    except ConnectionResetError:
-        return out, True
-    return out, False
 
 
 class TileHTTP(unittest.TestCase):

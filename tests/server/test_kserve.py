@@ -22,7 +22,8 @@ from kserve.protocol.infer_type import RequestedOutput
 from kserve.protocol.rest.v2_datamodels import ModelMetadataResponse, ServerMetadataResponse
 
 sys.path.insert(0, os.path.dirname(__file__))
-from test_http import Daemon, readme_python_output  # noqa: E402
+from harness.daemon import Daemon  # noqa: E402
+from harness.docs import readme_python_output  # noqa: E402
 
 # What InferInput.set_data_from_numpy accepts, with the v2 name it sends.
 DATATYPES = {"BOOL": np.bool_, "INT8": np.int8, "INT16": np.int16, "INT32": np.int32, "INT64": np.int64,

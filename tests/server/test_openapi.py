@@ -38,7 +38,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 DOC = os.path.join(ROOT, "api", "openapi.json")
 os.environ.setdefault("TILED_BIN", os.path.join(ROOT, "build", "tiled"))
 sys.path.insert(0, HERE)
-from test_http import Daemon  # noqa: E402
+from harness.daemon import Daemon  # noqa: E402
 
 # Small streaming thresholds so generated and known requests exercise
 # streamed bodies, and small output limits so no generated repeats can make

@@ -11,7 +11,7 @@ import subprocess
 import time
 import unittest
 
-from test_http import BIN, Daemon, read_until_close
+from harness.daemon import BIN, Daemon, read_until_close
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 

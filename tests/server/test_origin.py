@@ -30,8 +30,8 @@ import subprocess
 import unittest
 import urllib.parse
 
-from test_http import Daemon, DaemonCase, read_until_close
-from test_security import make_certificate
+from harness.certs import make_certificate
+from harness.daemon import Daemon, DaemonCase, read_until_close
 
 LISTED = "https://app.example"
 V2 = "/v2/models/tile/infer"

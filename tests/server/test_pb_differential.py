@@ -35,7 +35,7 @@ import grpc_service_pb2 as pb  # noqa: E402  (make grpc-stubs)
 import health_pb2  # noqa: E402
 import pbreencode  # noqa: E402
 import pbsamples  # noqa: E402
-from test_http import Daemon  # noqa: E402
+from harness.daemon import Daemon  # noqa: E402
 
 # Encodings tried per request (the whole module takes a few seconds).
 ENCODINGS = int(os.environ.get("PBDIFF_ENCODINGS", "12"))

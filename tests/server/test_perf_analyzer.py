@@ -16,8 +16,8 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from test_http import Daemon  # noqa: E402
-from test_shared_memory import perf_analyzer_shared_memory  # noqa: E402
+from harness.daemon import Daemon  # noqa: E402
+from harness.triton import perf_analyzer_shared_memory  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 

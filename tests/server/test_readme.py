@@ -6,7 +6,7 @@ the block is followed by an ```output block, the command's stdout must match
 it: JSON outputs are compared as JSON with the "metrics" object ignored (its
 timings vary), other outputs line by line. The ```python examples are run by
 the client suites (test_tritonclient, test_kserve, test_grpc, test_shared_memory)
-through test_http.readme_python_output, over the same files.
+through harness.docs.readme_python_output, over the same files.
 
 Every relative link of those files ([text](path#anchor), images too) must name
 a file or folder of the repository and, for a Markdown file, an anchor one of
@@ -19,7 +19,8 @@ import subprocess
 import tempfile
 import unittest
 
-from test_http import REPO, Daemon, doc_files
+from harness.daemon import Daemon
+from harness.docs import REPO, doc_files
 
 
 def read(path):

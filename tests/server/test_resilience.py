@@ -30,7 +30,7 @@ import zlib
 
 import numpy as np
 
-from test_http import WRAP, Daemon, read_until_close
+from harness.daemon import WRAP, Daemon, read_until_close
 
 SLACK = 10 if WRAP else 1          # timing allowance under a wrapper such as valgrind
 RAW = {"Content-Type": "application/octet-stream"}

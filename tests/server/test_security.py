@@ -10,7 +10,8 @@ import tempfile
 import time
 import unittest
 
-from test_http import Daemon
+from harness.certs import make_certificate
+from harness.daemon import Daemon
 
 PROTECTED = [("GET", "/v2"), ("GET", "/metrics"), ("GET", "/openapi.json"), ("GET", "/v2/models/tile"),
              ("POST", "/v2/models/tile/infer"), ("POST", "/v1/tile"), ("GET", "/nope")]
@@ -64,16 +65,6 @@ class ApiKeys(unittest.TestCase):
         log = "\n".join(self.d.log_lines())
         for key in ("first-key-123", "second-key-456", "third-key-789"):
             self.assertNotIn(key, log)
-
-
-def make_certificate():
-    """A self-signed certificate for 127.0.0.1: (cert path, key path)."""
-    tmp = tempfile.mkdtemp()
-    cert, key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
-                    "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
-                   check=True, capture_output=True)
-    return cert, key
 
 
 class Tls(unittest.TestCase):

@@ -22,7 +22,7 @@ import threading
 import time
 import unittest
 
-from test_http import BIN, Daemon
+from harness.daemon import BIN, Daemon
 
 SSLYZE_PYTHON = os.environ.get("SSLYZE_PYTHON", "../../build/venv-tls/bin/python")
 DEADLINE = 60  # seconds; only a hang reaches it

@@ -32,8 +32,8 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 
 sys.path.insert(0, os.path.dirname(__file__))
-from test_http import BIN, WRAP, Daemon  # noqa: E402
-from test_grpc_transport import LIVE, infer_request, raw_method, wait_for  # noqa: E402
+from harness.daemon import BIN, WRAP, Daemon, wait_for  # noqa: E402
+from harness.grpcwire import LIVE, infer_request, raw_method  # noqa: E402
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 PARENT_ID = "00f067aa0ba902b7"

@@ -12,7 +12,8 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException, np_to_triton_dtype
 
 sys.path.insert(0, os.path.dirname(__file__))
-from test_http import Daemon, readme_python_output  # noqa: E402
+from harness.daemon import Daemon  # noqa: E402
+from harness.docs import readme_python_output  # noqa: E402
 
 NUMERIC = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
            np.float16, np.float32, np.float64]

@@ -22,7 +22,8 @@ import zlib
 
 import numpy as np
 
-from test_http import Daemon, same, sample
+from harness.daemon import Daemon
+from harness.tensors import same, sample
 
 MODEL = "tile"
 VERSIONS = ["13", "6", "1"]
