@@ -13,7 +13,6 @@ import io
 import json
 import socket
 import struct
-import time
 import unittest
 import zlib
 
@@ -242,8 +241,8 @@ CASES = [
      f"exceeds the max-output limit of {MAX_OUTPUT} bytes"),
     ("json_output_over_max_output", "POST", "/v1/tile", jdoc(dtype="uint8", repeats=[50000]), JSON, 413,
      "max-output"),
-    ("output_over_max_stream", "POST", "/v1/tile?dtype=uint8&shape=2&repeats=4000000", b"ab", RAW, 413,
-     f"above the limit of {MAX_STREAM} bytes"),
+    ("streamed_output_over_max_output", "POST", "/v1/tile?dtype=uint8&shape=2&repeats=4000000", b"ab", RAW, 413,
+     f"output of 8000000 bytes exceeds the max-output limit of {MAX_OUTPUT} bytes (--max-output)"),
     ("output_of_2_pow_62_bytes", "POST", "/v1/tile", jdoc(dtype="uint8", data=(1,), shape=(1,), repeats=[1 << 62]),
      JSON, 413, "bytes"),
     # ---- media types and codings
@@ -514,6 +513,46 @@ class BadInput(unittest.TestCase):
         resp, body = self.d.request("POST", path, b"ab", RAW)
         self.assert_error(resp, body, 400, "query parameter")
         self.assert_healthy()
+
+
+class OutputLimits(unittest.TestCase):
+    """Each size flag bounds what it names, however the output leaves: --max-output every
+    output (held in memory below --stream-threshold, streamed above it), --max-stream the
+    streamed ones; each 413 names its flag and value."""
+
+    def tile(self, d, n):
+        """POST /v1/tile of n uint8 output bytes: (status, body)."""
+        resp, body = d.request("POST", f"/v1/tile?dtype=uint8&shape=1000&repeats={n // 1000}", bytes(1000), RAW)
+        return resp.status, body
+
+    def test_max_output_bounds_streamed_outputs_too(self):
+        d = Daemon("--max-output", "1M")  # --stream-threshold stays 8M: 12 MB would be streamed
+        try:
+            for n in (12_000_000, 1_200_000):
+                status, body = self.tile(d, n)
+                self.assertEqual(status, 413, n)
+                self.assertEqual(json.loads(body)["error"],
+                                 f"output of {n} bytes exceeds the max-output limit of 1048576 bytes (--max-output)")
+            status, body = self.tile(d, 1_000_000)
+            self.assertEqual((status, len(body)), (200, 1_000_000))
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+    def test_max_stream_bounds_streamed_outputs(self):
+        d = Daemon("--max-output", "16M", "--stream-threshold", "1M", "--max-stream", "4M")
+        try:
+            status, body = self.tile(d, 8_000_000)
+            self.assertEqual(status, 413)
+            self.assertEqual(json.loads(body)["error"],
+                             "output of 8000000 bytes, streamed (above --stream-threshold), exceeds the max-stream "
+                             "limit of 4194304 bytes (--max-stream)")
+            status, body = self.tile(d, 20_000_000)
+            self.assertEqual(status, 413)
+            self.assertIn("(--max-output)", json.loads(body)["error"])
+            status, body = self.tile(d, 2_000_000)
+            self.assertEqual((status, len(body)), (200, 2_000_000))
+        finally:
+            self.assertEqual(d.stop(), 0)
 
 
 def _make_case(method, path, body, headers, status, fragment):

@@ -218,7 +218,8 @@ class Exported(unittest.TestCase):
             f"00-{TRACE_ID}-{PARENT_ID}-0g",                # flags not hex
             "",
         ]
-        seen = set()
+        seen, sent = set(), []
+        # Every request first, then their spans: they come in the exporter's batches (one a second).
         for i, tp in enumerate(invalid):
             rid = f"fresh-{i}"
             headers = {"X-Request-Id": rid, "tracestate": "k=v"}
@@ -226,6 +227,8 @@ class Exported(unittest.TestCase):
                 headers["traceparent"] = tp
             resp, _ = self.d.request("GET", "/v2/health/live", None, headers)
             self.assertEqual(resp.status, 200)
+            sent.append((rid, tp))
+        for rid, tp in sent:
             self.assertTrue(wait_for(lambda: access_line(self.d, rid)))
             tid = access_line(self.d, rid)["trace_id"]
             self.assertRegex(tid, r"^[0-9a-f]{32}$")
