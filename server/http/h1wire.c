@@ -145,7 +145,9 @@ static void request_line(struct tiled_h1 *p, const unsigned char *c, size_t len,
     }
     const unsigned char *ver = c + i + 1;
     size_t vlen = len - i - 1;
-    if (vlen == 8 && memcmp(ver, "HTTP/1.", 7) == 0 && (ver[7] == '1' || ver[7] == '0')) {
+    if (vlen == 8 && memcmp(ver, "HTTP/1.", 7) == 0 && ver[7] >= '0' && ver[7] <= '9') {
+        /* A minor version above 1 is processed as 1.1, the highest this
+         * server implements (RFC 9110 2.5: a recipient SHOULD). */
         p->http10 = ver[7] == '0';
     } else if (vlen == 8 && memcmp(ver, "HTTP/", 5) == 0 && ver[5] >= '0' && ver[5] <= '9' && ver[6] == '.' &&
                ver[7] >= '0' && ver[7] <= '9') {

@@ -156,6 +156,9 @@ ACCEPTED = [
     ("chunk_zero_padded", body_post(b"Transfer-Encoding: chunked\r\n", b"00005\r\nhello\r\n000\r\n\r\n"), 200),
     ("ipv6_host", b"GET /v2/health/live HTTP/1.1\r\nHost: [::1]:80\r\n\r\n", 200),
     ("empty_host", b"GET /v2/health/live HTTP/1.1\r\nHost:\r\n\r\n", 200),
+    # RFC 9110 2.5: a higher minor version is processed as the highest implemented, 1.1.
+    ("http_1_2", b"GET /v2/health/live HTTP/1.2\r\nHost: t\r\n\r\n", 200),
+    ("http_1_9_body", body_post(b"Content-Length: 5\r\n", b"hello").replace(b"HTTP/1.1", b"HTTP/1.9", 1), 200),
 ]
 
 

@@ -3,7 +3,8 @@ through PyPI httptools) and h11.
 
 A seeded generator writes request streams: valid requests in unusual but legal forms
 (case of names, OWS around values, leading zeros, chunk extensions, trailers,
-pipelining, absolute-form and asterisk-form targets, empty lines before a request) and
+pipelining, absolute-form and asterisk-form targets, empty lines before a request, a
+minor version above 1) and
 the smuggling-class mutations of them (CL+TE, duplicated and obfuscated
 Transfer-Encoding, folded lines, whitespace before a colon, bare CR and LF, NUL,
 invalid Host, overflowing chunk sizes, ...). Each stream goes to server/http/h1wire.c
@@ -79,6 +80,9 @@ REFERENCE_QUIRKS = {
     ("h11", "empty lines before a request"),
     # A method is any token (RFC 9110 9.1); llhttp knows only registered ones, by case.
     ("llhttp", "a method it does not know"),
+    # RFC 9110 2.5: a recipient SHOULD process a higher minor version (HTTP/1.2) as the
+    # highest it implements, 1.1; llhttp refuses it ("Invalid HTTP version").
+    ("llhttp", "a minor version above 1"),
 }
 
 
@@ -167,6 +171,9 @@ def valid_request(rng, last):
     if rng.random() < 0.1:
         r.leading = b"\r\n" * rng.randint(1, 2)
         r.quirks.add(("h11", "empty lines before a request"))
+    if r.version == b"HTTP/1.1" and rng.random() < 0.05:
+        r.version = rng.choice([b"HTTP/1.2", b"HTTP/1.9"])  # read as HTTP/1.1
+        r.quirks.add(("llhttp", "a minor version above 1"))
     return r
 
 
@@ -296,7 +303,6 @@ def mutations():
         "trailer_no_colon": on_chunked(lambda rng: b"0\r\nX-T\r\n\r\n"),
         "trailer_nul": on_chunked(lambda rng: b"0\r\nX-T: \x00\r\n\r\n"),
         "trailer_bare_lf": on_chunked(lambda rng: b"0\r\nX-T: 1\n\r\n"),
-        "version_1_2": lambda rng, r: setattr(r, "version", b"HTTP/1.2"),
         "version_2": lambda rng, r: setattr(r, "version", b"HTTP/2.0"),
         "version_lower": lambda rng, r: setattr(r, "version", b"http/1.1"),
         "version_space": lambda rng, r: setattr(r, "version", b"HTTP/1.1 "),

@@ -90,6 +90,8 @@ static void head_forms(void **state)
         "GET /a HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n",
         "GET /a HTTP/1.1\r\nHost: t\r\nContent-Length: 000\r\n\r\n",
         "GET /a HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\nX: 1\r\n\r\n0\r\n\r\n",
+        "GET /a HTTP/1.2\r\nHost: t\r\n\r\n", /* a higher minor version: as 1.1 (RFC 9110 2.5) */
+        "GET /a HTTP/1.9\r\nHost: t\r\nContent-Length: 0\r\n\r\n",
     };
     for (size_t k = 0; k < sizeof(ok) / sizeof(ok[0]); k++) {
         feed_every_way(ok[k], strlen(ok[k]));
@@ -290,7 +292,7 @@ static const struct refusal refusals[] = {
     {"ftp_target", "GET ftp://t/a HTTP/1.1\r\nHost: t\r\n\r\n", 0, 400, "request target", 0},
     {"asterisk_not_options", "GET * HTTP/1.1\r\nHost: t\r\n\r\n", 0, 400, "request target", 0},
     {"http_2_0", "GET / HTTP/2.0\r\nHost: t\r\n\r\n", 0, 505, "HTTP version 2.0"[0] ? "HTTP version" : "", 0},
-    {"http_1_2", "GET / HTTP/1.2\r\nHost: t\r\n\r\n", 0, 505, "HTTP version", 0},
+    {"http_3_0", "GET / HTTP/3.0\r\nHost: t\r\n\r\n", 0, 505, "HTTP version", 0},
     {"http_lowercase", "GET / http/1.1\r\nHost: t\r\n\r\n", 0, 400, "version", 0},
     {"version_trailing_space", "GET / HTTP/1.1 \r\nHost: t\r\n\r\n", 0, 400, "version", 0},
     /* Host */
