@@ -26,6 +26,7 @@
 #include "cors.h"
 #include "grpc/grpc.h"
 #include "http/http.h"
+#include "listener.h"
 #include "log.h"
 #include "metrics.h"
 #include "server.h"
@@ -171,9 +172,11 @@ static int serve(struct tiled_server *srv)
     tiled_log_event(TILED_LOG_INFO, "listening", "{s:o, s:i, s:i, s:i}", "host", tiled_json_text(srv->cfg.host),
                     "port", (int)srv->port, "grpc_port", srv->grpc ? (int)srv->grpc_port : -1, "workers",
                     tile_pool_size(srv->pool));
-    printf("listening on %s://%s:%u\n", srv->tls ? "https" : "http", srv->cfg.host, srv->port);
+    char host[300];
+    tiled_listener_url_host(srv->cfg.host, host, sizeof(host));
+    printf("listening on %s://%s:%u\n", srv->tls ? "https" : "http", host, srv->port);
     if (srv->grpc)
-        printf("listening on %s://%s:%u\n", srv->tls ? "grpcs" : "grpc", srv->cfg.host, srv->grpc_port);
+        printf("listening on %s://%s:%u\n", srv->tls ? "grpcs" : "grpc", host, srv->grpc_port);
     fflush(stdout);
 
     int sig = 0;

@@ -624,11 +624,15 @@ static int send_settings(nghttp2_session *h2)
 
 static void remote_address(int fd, char *dst, size_t cap)
 {
-    struct sockaddr_in in;
-    socklen_t len = sizeof(in);
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
     dst[0] = '\0';
-    if (getpeername(fd, (struct sockaddr *)&in, &len) == 0 && in.sin_family == AF_INET)
-        inet_ntop(AF_INET, &in.sin_addr, dst, (socklen_t)cap);
+    if (getpeername(fd, (struct sockaddr *)&ss, &len) < 0)
+        return;
+    if (ss.ss_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)&ss)->sin_addr, dst, (socklen_t)cap);
+    else if (ss.ss_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)&ss)->sin6_addr, dst, (socklen_t)cap);
 }
 
 struct grpc_conn *grpc_conn_new(struct grpc_loop *l, int fd)

@@ -395,18 +395,10 @@ static void *loop_main(void *arg)
 
 static int listen_socket(struct grpc_transport *t, const struct tiled_config *cfg, struct tile_error *e)
 {
-    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)cfg->grpc_port)};
-    if (inet_pton(AF_INET, cfg->host, &addr.sin_addr) != 1)
-        return tile_error_set(e, TILE_EINVAL, "host '%s' is not an IPv4 address", cfg->host);
-    t->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    int one = 1;
-    if (t->lfd < 0 || setsockopt(t->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-        bind(t->lfd, (struct sockaddr *)&addr, sizeof(addr)) < 0 || listen(t->lfd, 1024) < 0)
-        return tile_error_set(e, TILE_EIO, "cannot listen for gRPC on %s:%lld: %s", cfg->host,
-                              (long long)cfg->grpc_port, strerror(errno));
-    socklen_t len = sizeof(addr);
-    getsockname(t->lfd, (struct sockaddr *)&addr, &len);
-    t->port = ntohs(addr.sin_port);
+    t->lfd = tiled_listener_open(cfg->host, (long long)cfg->grpc_port, "--grpc-port", 1024, e);
+    if (t->lfd < 0)
+        return -1;
+    t->port = (uint16_t)tiled_listener_port(t->lfd);
     return 0;
 }
 

@@ -134,6 +134,11 @@ static void remote_address(struct MHD_Connection *c, char *dst, size_t cap)
 {
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     dst[0] = '\0';
+    if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)(const void *)ci->client_addr;
+        inet_ntop(AF_INET6, &in6->sin6_addr, dst, (socklen_t)cap);
+        return;
+    }
     if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET) {
         const struct sockaddr_in *in = (const struct sockaddr_in *)(const void *)ci->client_addr;
         const unsigned char *b = (const unsigned char *)&in->sin_addr;
@@ -537,11 +542,6 @@ static void notify_connection(void *cls, struct MHD_Connection *c, void **socket
 
 int tiled_http_start(struct tiled_server *srv, struct tile_error *e)
 {
-    struct sockaddr_in addr = {0};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons((uint16_t)srv->cfg.port);
-    if (inet_pton(AF_INET, srv->cfg.host, &addr.sin_addr) != 1)
-        return tile_error_set(e, TILE_EINVAL, "host '%s' is not an IPv4 address", srv->cfg.host);
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO;
     if (tiled_wire_start(e) < 0)
         return -1;
@@ -572,13 +572,21 @@ int tiled_http_start(struct tiled_server *srv, struct tile_error *e)
         free(t);
         return -1;
     }
+    /* The listener is tiled's (listener.h: names, IPv6, errors that say
+     * why), handed to the library, which accepts on it and closes it. */
+    int lfd = tiled_listener_open(srv->cfg.host, (long long)srv->cfg.port, "--port", 1024, e);
+    if (lfd < 0) {
+        tiled_headwatch_stop(t->headwatch);
+        free(t);
+        return -1;
+    }
     srv->transport = t;
     /* The connection's pool: libmicrohttpd zeroes all of it after every
      * request on a kept-alive connection, so its size is a cost per
      * request (about 1.5 instructions a byte). 16 KiB holds every head,
      * trailer section and reply head the framer lets through (h1wire.h). */
     t->daemon = MHD_start_daemon(
-        flags, 0, NULL, NULL, access_handler, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+        flags, 0, NULL, NULL, access_handler, srv, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)lfd,
         MHD_OPTION_NOTIFY_COMPLETED, request_completed, srv, MHD_OPTION_NOTIFY_CONNECTION, notify_connection, srv,
         MHD_OPTION_URI_LOG_CALLBACK, uri_logged, NULL, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)srv->cfg.max_connections, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)srv->cfg.idle_timeout,
@@ -589,10 +597,11 @@ int tiled_http_start(struct tiled_server *srv, struct tile_error *e)
         tiled_headwatch_stop(t->headwatch);
         free(t);
         srv->transport = NULL;
-        return tile_error_set(e, TILE_EIO, "cannot listen on %s:%lld", srv->cfg.host, (long long)srv->cfg.port);
+        close(lfd);
+        return tile_error_set(e, TILE_EIO, "cannot start the HTTP transport on %s:%lld (libmicrohttpd refused its "
+                              "options)", srv->cfg.host, (long long)srv->cfg.port);
     }
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(t->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    srv->port = di ? di->port : (uint16_t)srv->cfg.port;
+    srv->port = (uint16_t)tiled_listener_port(lfd);
     return 0;
 }
 

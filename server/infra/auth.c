@@ -7,6 +7,7 @@
  * taken does not reveal how much of a key matched, nor which key. Keys are
  * never logged.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,7 +45,7 @@ static struct tiled_keys *keys_read(const char *path, struct tile_error *e)
 {
     FILE *f = fopen(path, "r");
     if (!f) {
-        tile_error_set(e, TILE_EIO, "cannot read the API key file %s", path);
+        tile_error_set(e, TILE_EIO, "--api-key-file %s: %s", path, strerror(errno));
         return NULL;
     }
     struct tiled_keys *k = calloc(1, sizeof(*k));

@@ -11,6 +11,10 @@
 #ifndef TILED_LISTENER_H
 #define TILED_LISTENER_H
 
+#include <stddef.h>
+
+#include "error.h"
+
 /* How long a held listener still takes the connections whose handshake was
  * under way (a SYN let in before the filter, its last ACK not yet back). A
  * round trip to a proxy beside its replicas is well under a millisecond; a
@@ -18,6 +22,18 @@
  * be reset. Short, as a client that connects meanwhile waits a second for
  * its SYN's retransmission. */
 #define TILED_LISTEN_SETTLE_US (5u * 1000u)
+
+/* A listening TCP socket on HOST:PORT for both transports: HOST is an IPv4
+ * or IPv6 literal ("::" takes IPv4 too: dual stack) or a name, resolved
+ * (the first of its addresses that binds is used); PORT 0 lets the kernel
+ * choose. Nonblocking, close-on-exec, SO_REUSEADDR, BACKLOG waiting.
+ * Returns the descriptor, or -1 with `e` saying why in words a user acts
+ * on, naming PORT_FLAG ("--port", "--grpc-port") or --host as the fix. */
+int tiled_listener_open(const char *host, long long port, const char *port_flag, int backlog, struct tile_error *e);
+/* The port a listener is bound to (0 when unknown). */
+unsigned tiled_listener_port(int fd);
+/* HOST as it goes in a URL: an IPv6 literal in brackets. */
+void tiled_listener_url_host(const char *host, char *dst, size_t cap);
 
 /* Drops every new connection's first segment (SYN without ACK) from now on;
  * the rest (a handshake's last ACK, accepted connections' traffic: they

@@ -1,6 +1,7 @@
 """Operability: Prometheus metrics (checked by promtool), the configuration
 table (flags, env vars, docs/operations.md), and the event log."""
 import gzip
+import http.client
 import json
 import os
 import re
@@ -266,6 +267,69 @@ class Config(unittest.TestCase):
             r = self.run_bin(*args)
             self.assertEqual(r.returncode, 2, args)
             self.assertIn(fragment, r.stderr)
+
+
+class Listening(unittest.TestCase):
+    """--host takes IPv4 and IPv6 literals and names on both ports; start-up
+    errors say why and which flag to change."""
+
+    def h2_settings_from(self, host, port):
+        """True when an HTTP/2 server on host:port answers the preface with SETTINGS."""
+        with socket.create_connection((host, port), timeout=10) as s:
+            s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00")
+            head = b""
+            while len(head) < 9:
+                chunk = s.recv(9 - len(head))
+                if not chunk:
+                    break
+                head += chunk
+            return len(head) == 9 and head[3] == 0x04
+
+    def serves(self, host, port):
+        conn = http.client.HTTPConnection(host, port, timeout=10)
+        try:
+            conn.request("GET", "/v2/health/live")
+            return conn.getresponse().status == 200
+        finally:
+            conn.close()
+
+    def test_ipv6_names_and_dual_stack_on_both_ports(self):
+        for host, reachable in (("::1", ["::1"]), ("localhost", ["localhost"]), ("::", ["127.0.0.1", "::1"])):
+            d = Daemon("--host", host, "--grpc-port", "0", "--log-level", "info")
+            try:
+                self.assertEqual(d.host, host, "printed as a URL's host (an IPv6 literal in brackets)")
+                for via in reachable:
+                    self.assertTrue(self.serves(via, d.port), (host, via))
+                    self.assertTrue(self.h2_settings_from(via, d.grpc_port), (host, via))
+            finally:
+                self.assertEqual(d.stop(), 0)
+
+    def test_the_access_log_shows_an_ipv6_client(self):
+        d = Daemon("--host", "::1", "--log-level", "info")
+        try:
+            d.request("GET", "/v2/health/live", headers={"X-Request-Id": "v6-client"})
+            (line,) = d.access_lines(lambda a: a.get("request_id") == "v6-client")
+            self.assertEqual(line["remote"], "::1")
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+    def test_start_up_errors_say_why_and_what_to_change(self):
+        d = Daemon("--grpc-port", "0")
+        try:
+            for args, words in ((["--port", str(d.port)], ["the address is in use", "choose another --port"]),
+                                (["--port", "0", "--grpc-port", str(d.grpc_port)],
+                                 ["the address is in use", "choose another --grpc-port"]),
+                                (["--port", "0", "--host", "no-such-host.invalid"], ["does not resolve", "--host"]),
+                                (["--port", "0", "--host", "192.0.2.1"], ["not one of this machine's", "--host"]),
+                                (["--port", "0", "--api-key-file", "/nonexistent/keys"],
+                                 ["--api-key-file /nonexistent/keys: No such file or directory"])):
+                r = subprocess.run([BIN, "serve", "--log-level", "error", *args], capture_output=True, text=True,
+                                   timeout=30)
+                self.assertEqual(r.returncode, 1, (args, r.stderr))
+                for w in words:
+                    self.assertIn(w, r.stderr, args)
+        finally:
+            self.assertEqual(d.stop(), 0)
 
 
 class Logs(unittest.TestCase):

@@ -44,14 +44,16 @@ class Daemon:
             self.proc.wait()
             raise RuntimeError("the daemon did not start listening in time")
         line = self.proc.stdout.readline().decode()
-        m = re.fullmatch(r"listening on " + scheme + r"://([0-9.]+):(\d+)\n", line)
+        # The host as --host gave it: an IPv4 or (bracketed) IPv6 literal, or a name.
+        host_port = r"://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):(\d+)\n"
+        m = re.fullmatch(r"listening on " + scheme + host_port, line)
         if not m:
             raise RuntimeError(f"unexpected first line {line!r}")
-        self.host, self.port = m.group(1), int(m.group(2))
+        self.host, self.port = m.group(1).strip("[]"), int(m.group(2))
         self.grpc_port = None
         if "--grpc-port" in args and args[args.index("--grpc-port") + 1] != "-1":
             line = self.proc.stdout.readline().decode()
-            m = re.fullmatch(r"listening on " + ("grpcs" if scheme == "https" else "grpc") + r"://([0-9.]+):(\d+)\n", line)
+            m = re.fullmatch(r"listening on " + ("grpcs" if scheme == "https" else "grpc") + host_port, line)
             if not m:
                 raise RuntimeError(f"unexpected second line {line!r}")
             self.grpc_port = int(m.group(2))
