@@ -77,18 +77,46 @@ BENCH_BIN  := $(BUILD)/bench/bench_kernel
 all: $(BUILD)/tiled $(BUILD)/tests/h1wire_dump $(BUILD)/tests/decode_dump
 
 help:
-	@echo "make            build $(BUILD)/tiled (needs the libraries: make deps)"
-	@echo "make deps       install the Debian packages for the build, tests, bench and fuzzing"
-	@echo "make check      build and run the C unit tests (seconds; the inner loop)"
-	@echo "make test       every suite: unit (plain, ASan+UBSan), clang, integration, deploy"
-	@echo "                (make test ONLY='http k8s' runs the named suites of tests/suites)"
-	@echo "make run        build and start the daemon on 127.0.0.1:8080"
-	@echo "make bench      kernel benchmark (and daemon benchmark when available)"
-	@echo "make bench-perf-analyzer  Triton's perf_analyzer against the daemon"
-	@echo "make bench-jsondecode  callgrind instructions per decode of the small JSON bodies"
-	@echo "make grpc-stubs Python stubs of api/proto/ into build/grpc (needs the test venv)"
-	@echo "make grpc-descriptors  regenerate api/grpc_descriptors.c (reflection) from api/proto/"
-	@echo "make clean      remove build outputs"
+	@echo "Build"
+	@echo "  make                 build/tiled and the test filters (needs the libraries: make deps)"
+	@echo "  make deps            install the Debian packages for the build, tests, bench and fuzzing"
+	@echo "  make lib             build/libtile.a and libtile.so.0 (the core as a library)"
+	@echo "  make cli-only        build/tiled-cli: tile and probe, without the daemon"
+	@echo "  make install         install under PREFIX (/usr/local), DESTDIR honoured"
+	@echo "  make clean           remove build outputs"
+	@echo "Run"
+	@echo "  make run             serve HTTP on 127.0.0.1:8080 and gRPC on 8081 (TILED_PORT=, TILED_GRPC_PORT=)"
+	@echo "Test"
+	@echo "  make check           build and run the C unit tests (seconds; the inner loop)"
+	@echo "  make test            every suite of tests/suites, side by side (ONLY='asan-http k8s' for some)"
+	@echo "  make test-repeat     make test N times (N=10) beside LOAD busy loops (LOAD=2)"
+	@echo "  make test-unit       the C unit tests and the layering check (SAN=address for ASan+UBSan)"
+	@echo "  make test-asan       the C unit tests under ASan+UBSan"
+	@echo "  make test-tsan       unit tests and the HTTP and gRPC suites under ThreadSanitizer"
+	@echo "  make test-valgrind   the HTTP and gRPC suites with the daemon under valgrind"
+	@echo "  make check-clang     build everything with clang (warnings are errors)"
+	@echo "  make fresh-test      make test and make run on a new Debian 12 root (root, network)"
+	@echo "  make layer-flags     print a layer's include path (LAYER=api)"
+	@echo "Fuzz"
+	@echo "  make fuzz            every libFuzzer target for FUZZ_TIME s (FUZZ_TARGETS= for some)"
+	@echo "  make fuzz-smoke      every target over its seeds once"
+	@echo "  make fuzz-campaign   a long campaign: corpora grown and minimised into fuzz/corpus, coverage"
+	@echo "  make fuzz-build      build the targets only;  make fuzz-clean  remove build-fuzz/"
+	@echo "Benchmark (bench/, docs/performance.md)"
+	@echo "  make bench           kernel benchmark (and daemon benchmark when available)"
+	@echo "  make bench-peers     tiled against numpy, torch, ONNX Runtime, nginx, libmicrohttpd"
+	@echo "  make bench-perf-analyzer  Triton's perf_analyzer against the daemon"
+	@echo "  make bench-jsondecode     callgrind instructions per decode of the small JSON bodies"
+	@echo "  make bench-pbcodec   protobuf codec against protobuf-c"
+	@echo "  make soak            1,000,000 mixed requests (SOAK_REQUESTS=);  make overload  a flooded queue"
+	@echo "  make slowloris       a client's latency beside 1000 header-trickling connections"
+	@echo "  make grpc-drain-stress    40,000 gRPC calls across SIGTERM through nginx"
+	@echo "Deploy (deploy/)"
+	@echo "  make image           the container image;  make image-test  run and check it"
+	@echo "  make deploy-test     the deployment suites;  make clean-image  remove the base image"
+	@echo "Generated sources"
+	@echo "  make grpc-stubs      Python stubs of api/proto/ into build/grpc (needs the test venv)"
+	@echo "  make grpc-descriptors  regenerate api/grpc_descriptors.c (reflection) from api/proto/"
 
 # Installs the Debian packages that are missing (as root on Debian; elsewhere
 # it only reports them). An explicit step of run, test, bench and fuzz, never
@@ -265,9 +293,13 @@ test-repeat:
 fresh-test:
 	sh tests/fresh/run.sh
 
+# The daemon in the foreground, HTTP and gRPC (it prints both addresses);
+# `make run TILED_PORT=9000 TILED_GRPC_PORT=9001` moves them.
+TILED_PORT      ?= 8080
+TILED_GRPC_PORT ?= 8081
 run: deps-build
 	@$(MAKE) --no-print-directory $(BUILD)/tiled
-	./$(BUILD)/tiled serve
+	./$(BUILD)/tiled serve --port $(TILED_PORT) --grpc-port $(TILED_GRPC_PORT)
 
 bench:
 	@sh scripts/deps.sh build bench

@@ -228,6 +228,18 @@ for v in --version version "serve --version"; do
   then ok; else bad "tiled $v: $out"; fi
 done
 
+# The README's CLI example as a new user runs it, in an empty folder: its
+# first line makes in.npy with Debian's python3 and numpy, the others tile it
+# (build/tiled is this binary).
+mkdir -p "$tmp/readme"
+bin=$(cd "$(dirname "$TILED_BIN")" && pwd)/$(basename "$TILED_BIN")
+awk '/^python3 -c .*np\.save\("in\.npy"/ { f = 1 } f && /^```/ { exit } f' README.md |
+  sed "s|build/tiled|$bin|" > "$tmp/readme/example.sh"
+if [ "$(grep -c "$bin tile" "$tmp/readme/example.sh")" = 3 ] && (cd "$tmp/readme" && PATH=/usr/bin:$PATH sh -e example.sh) &&
+   $PY -c 'import numpy as np, sys; a = np.arange(6, dtype=np.float32).reshape(2, 3)
+sys.exit(0 if np.array_equal(np.load(sys.argv[1]), np.concatenate([a] * 3, axis=-1)) else 1)' "$tmp/readme/out.npy"
+then ok; else bad "the README's CLI example does not run as written"; fi
+
 # ---- valgrind ---------------------------------------------------------------------
 if ! command -v valgrind >/dev/null 2>&1; then
   echo "valgrind not found: skipping the valgrind runs" >&2

@@ -484,16 +484,50 @@ static void format_value(const struct tiled_config *cfg, const struct tiled_opti
     snprintf(buf, cap, "%lld", (long long)v);
 }
 
+/* TEXT from column 7, wrapped to lines of at most HELP_COLUMNS after a
+ * character of BREAKS (a space is dropped there, another kept). */
+#define HELP_COLUMNS 100
+static void print_wrapped(FILE *out, const char *text, const char *breaks)
+{
+    const int indent = 6;
+    int col = 0;
+    for (const char *w = text; *w;) {
+        int n = (int)strcspn(w, breaks);
+        if (w[n] && w[n] != ' ')
+            n++; /* a kept break character ends its piece */
+        if (col > indent && col + 1 + n > HELP_COLUMNS) {
+            fputc('\n', out);
+            col = 0;
+        }
+        bool space = col && w[-1] == ' ';
+        col += col ? fprintf(out, "%s%.*s", space ? " " : "", n, w) : fprintf(out, "%*s%.*s", indent, "", n, w);
+        w += n;
+        w += strspn(w, " ");
+    }
+    fputc('\n', out);
+}
+
 void tiled_config_help(FILE *out)
 {
     fprintf(out, "usage: tiled serve [options]\n\n"
                  "options (each also read from its environment variable):\n");
     for (size_t i = 0; i < NOPTIONS; i++) {
         const struct tiled_option *o = &tiled_options[i];
-        fprintf(out, "  --%-18s %-24s %s (default: %s)\n", o->flag, o->env, o->help, o->def);
+        int head = (int)(strlen(o->flag) + strlen(o->env) + strlen(o->def) + 20);
+        if (head <= HELP_COLUMNS) {
+            fprintf(out, "  --%s  %s  (default: %s)\n", o->flag, o->env, o->def);
+            print_wrapped(out, o->help, " ");
+        } else { /* a long default (TLS priorities) goes below, broken after its colons */
+            fprintf(out, "  --%s  %s  (default below)\n", o->flag, o->env);
+            print_wrapped(out, o->help, " ");
+            fprintf(out, "      default:\n");
+            print_wrapped(out, o->def, ":");
+        }
     }
-    fprintf(out, "  --%-18s %-24s %s\n", "print-config", "", "print the effective configuration and exit");
-    fprintf(out, "  --%-18s %-24s %s\n", "help", "", "show this help");
+    fprintf(out, "  --print-config\n");
+    print_wrapped(out, "print the effective configuration and exit", " ");
+    fprintf(out, "  --help\n");
+    print_wrapped(out, "show this help", " ");
 }
 
 void tiled_config_print(const struct tiled_config *cfg, FILE *out)

@@ -144,6 +144,9 @@ in_root --net -- '
   kill -TERM -"$pid"
   wait "$pid" || true
   tail -n 4 /root/make-run.log
+  # Both addresses printed, as the quick start says: HTTP on 8080, gRPC on 8081.
+  grep -qx "listening on http://127.0.0.1:8080" /root/make-run.log &&
+    grep -qx "listening on grpc://127.0.0.1:8081" /root/make-run.log || { echo "fresh: make run did not print both addresses"; exit 1; }
   case "$out" in *"[1,2,1,2,1,2]"*) ;; *) exit 1 ;; esac' && run_status=0 || run_status=$?
 step "make run exited $run_status"
 

@@ -167,6 +167,16 @@ expect "PyPI out of reach: the venv suite fails" offline [ "$rc" -ne 0 ]
 expect "PyPI out of reach: venv and its dependant are named" offline has offline "failed suites: venv clients"
 expect "PyPI out of reach: the venv step says why" offline grep -q "is PyPI reachable" "$TEST_LOGS/venv.log"
 
+# make help names every target of the Makefile and the files it includes
+# (`make` alone stands for all), and fits 100 columns.
+${MAKE:-make} -s --no-print-directory help > "$tmp/help.out" 2>&1
+for t in $(cat Makefile fuzz/fuzz.mk bench/*.mk bench/peers/peers.mk deploy/deploy.mk |
+           sed -n 's/^\([a-z][a-z0-9-]*\):.*/\1/p' | sort -u); do
+  case "$t" in all | help) continue ;; esac
+  if grep -qE "make $t( |$)" "$tmp/help.out"; then ok "make help lists $t"; else bad "make help does not list $t"; fi
+done
+if awk 'length > 100 { exit 1 }' "$tmp/help.out"; then ok "make help fits 100 columns"; else bad "make help: a line past 100 columns"; fi
+
 # make test-unit runs every unit binary and names the failed ones.
 printf '#!/bin/sh\nexit 1\n' > "$tmp/unit-fails"
 printf '#!/bin/sh\ntouch "$MARK/unit-ran"\n' > "$tmp/unit-passes"

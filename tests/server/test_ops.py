@@ -244,12 +244,20 @@ class Config(unittest.TestCase):
         rows = re.findall(r"^\| `--([a-z-]+)` \| `(TILED_[A-Z_]+)` \| `([^`]*)` \| (.*) \|$",
                           self.run_bin("--help-markdown").stdout, re.M)
         self.assertGreater(len(rows), 10)
+        # Each option: "  --flag  ENV  (default: D)", then its meaning wrapped on indented lines.
+        entries = {m.group(1): m.group(0) for m in re.finditer(r"^  --([a-z-]+) .*\n(?:      .*\n)*", help_text, re.M)}
         for flag, env, default, meaning in rows:
-            line = next((l for l in help_text.splitlines() if l.strip().startswith(f"--{flag} ")), None)
-            self.assertIsNotNone(line, flag)
-            self.assertIn(env, line)
-            self.assertIn(f"(default: {default})", line)
-            self.assertIn(meaning, line)
+            entry = entries.get(flag)
+            self.assertIsNotNone(entry, flag)
+            first, rest = entry.split("\n", 1)
+            if first.endswith("(default below)"):  # too long for the line: after the meaning, wrapped
+                self.assertEqual(first, f"  --{flag}  {env}  (default below)")
+                self.assertIn(f"default:{default}", "".join(rest.split()))
+            else:
+                self.assertEqual(first, f"  --{flag}  {env}  (default: {default})")
+            self.assertIn(meaning, " ".join(rest.split()))
+        long = [line for line in help_text.splitlines() if len(line) > 100]
+        self.assertEqual(long, [], "--help fits 100 columns")
 
     def test_print_config_applies_env_then_flags(self):
         r = self.run_bin("--queue", "7", "--print-config", env={"TILED_QUEUE": "5", "TILED_WORKERS": "3"})
