@@ -23,8 +23,8 @@ deploy-test: $(BUILD)/tiled
 	@status=0; for t in k8s nginx_failover systemd; do \
 	  TILED_BIN=$(BUILD)/tiled sh tests/deploy/test_$$t.sh || status=1; \
 	done; \
-	TILED_BIN=$(BUILD)/tiled build/venv/bin/python -m unittest -v tests/deploy/test_kserve.py || status=1; \
-	TILED_BIN=$(BUILD)/tiled build/venv/bin/python -m unittest -v tests/deploy/test_grpc_failover.py || status=1; \
+	cd tests/deploy && TILED_BIN=../../$(BUILD)/tiled ../../build/venv/bin/python -m unittest -v test_kserve \
+	    test_grpc_failover || status=1; \
 	exit $$status
 
 # The debootstrapped base image tarball (images stay in the engine's store).

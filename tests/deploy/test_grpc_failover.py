@@ -15,7 +15,7 @@
 
 Every wait is for a condition, with a deadline only a hang reaches.
 
-    TILED_BIN=build/tiled build/venv/bin/python -m unittest -v tests/deploy/test_grpc_failover.py
+    cd tests/deploy && TILED_BIN=../../build/tiled ../../build/venv/bin/python -m unittest -v test_grpc_failover
 """
 import json
 import os

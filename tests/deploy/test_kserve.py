@@ -12,7 +12,7 @@ the port tiled listens on (the environment is fed to `tiled serve
 the gRPC InferenceService routes to the port tiled serves gRPC on, named h2c
 as Knative requires.
 Run with the virtual environment scripts/venv.sh makes:
-  build/venv/bin/python -m unittest tests/deploy/test_kserve.py
+  cd tests/deploy && ../../build/venv/bin/python -m unittest test_kserve
 """
 import os
 import re

@@ -1,8 +1,10 @@
 """deploy/prometheus and deploy/grafana against a real Prometheus.
 
 promtool checks and unit-tests the rules (tests/deploy/rules_test.yml); then
-Debian's prometheus binary is started on loopback, scraping a tiled daemon
-(gRPC and shared memory on) every second while the test loads it with
+Debian's prometheus binary is started on loopback with the shipped
+deploy/prometheus/prometheus.yml (only its target, key file path, rules path
+and interval changed), scraping a tiled daemon that has API keys on (gRPC and
+shared memory too) every second while the test loads it with
 inference requests, refusals and errors, and every rule expression and every
 dashboard panel query is evaluated through Prometheus' HTTP API until each
 returns data. An alert's expression is evaluated with its comparison made a
@@ -10,7 +12,7 @@ returns data. An alert's expression is evaluated with its comparison made a
 Prometheus 2 asks for OpenMetrics first, so its scrape also reads that format;
 the test checks the same text with prometheus_client's OpenMetrics parser.
 Run with the virtual environment scripts/venv.sh makes:
-  TILED_BIN=build/tiled build/venv/bin/python -m unittest tests/deploy/test_prometheus.py
+  cd tests/deploy && TILED_BIN=../../build/tiled ../../build/venv/bin/python -m unittest test_prometheus
 """
 import gzip
 import http.client
@@ -32,6 +34,9 @@ from prometheus_client.openmetrics import parser as om_parser
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 BIN = os.path.abspath(os.environ.get("TILED_BIN", os.path.join(ROOT, "build", "tiled")))
 RULES = os.path.join(ROOT, "deploy", "prometheus", "rules.yml")
+SHIPPED = os.path.join(ROOT, "deploy", "prometheus", "prometheus.yml")
+KEY = "prometheus-scrape-key"
+AUTH = {"Authorization": "Bearer " + KEY}
 DASHBOARD = os.path.join(ROOT, "deploy", "grafana", "tiled.json")
 DEADLINE = 180  # seconds; only a hang reaches it
 TILE = b'{"input":{"dtype":"int8","shape":[1],"data":[1]},"repeats":[3]}'
@@ -110,8 +115,12 @@ class LivePrometheus(unittest.TestCase):
     @classmethod
     def start_tiled(cls):
         cls.tiled_log = open(os.path.join(cls.tmp, "tiled.log"), "a+b")  # appended: the offset is shared
+        cls.key_file = os.path.join(cls.tmp, "tiled-api-key")
+        with open(cls.key_file, "w") as f:
+            f.write(KEY + "\n")
         p = subprocess.Popen([BIN, "serve", "--port", "0", "--grpc-port", "0", "--shared-memory", "system",
-                              "--log-level", "warn"], stdout=subprocess.PIPE, stderr=cls.tiled_log)
+                              "--api-key-file", cls.key_file, "--log-level", "warn"],
+                             stdout=subprocess.PIPE, stderr=cls.tiled_log)
         cls.procs.append(p)
         line = p.stdout.readline().decode()  # the first line comes once it listens
         m = re.fullmatch(r"listening on http://127\.0\.0\.1:(\d+)\n", line)
@@ -121,12 +130,13 @@ class LivePrometheus(unittest.TestCase):
     @classmethod
     def start_prometheus(cls):
         cls.prom_port = free_port()
-        config = {
-            "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-            "rule_files": [os.path.abspath(RULES)],
-            "scrape_configs": [{"job_name": "tiled", "static_configs": [
-                {"targets": ["127.0.0.1:%d" % cls.tiled_port]}]}],
-        }
+        with open(SHIPPED) as f:
+            config = yaml.safe_load(f)
+        config["global"].update({"scrape_interval": "1s", "evaluation_interval": "1s"})
+        config["rule_files"] = [os.path.abspath(RULES)]
+        (job,) = config["scrape_configs"]
+        job["authorization"]["credentials_file"] = cls.key_file
+        job["static_configs"] = [{"targets": ["127.0.0.1:%d" % cls.tiled_port]}]
         path = os.path.join(cls.tmp, "prometheus.yml")
         with open(path, "w") as f:
             yaml.safe_dump(config, f)
@@ -162,13 +172,14 @@ class LivePrometheus(unittest.TestCase):
             try:
                 c = http.client.HTTPConnection("127.0.0.1", cls.tiled_port, timeout=30)
                 for _ in range(5):
-                    c.request("POST", "/v1/tile", TILE, {"Content-Type": "application/json"})
+                    c.request("POST", "/v1/tile", TILE, {"Content-Type": "application/json", **AUTH})
                     c.getresponse().read()
-                c.request("GET", "/nope")
+                c.request("GET", "/nope", headers=AUTH)
                 c.getresponse().read()
                 c.close()
                 with socket.create_connection(("127.0.0.1", cls.tiled_port), timeout=30) as s:
-                    s.sendall(b"POST /v1/tile HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n")
+                    s.sendall(b"POST /v1/tile HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + KEY.encode()
+                              + b"\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n")
                     while s.recv(4096):
                         pass
             except OSError:
@@ -210,11 +221,15 @@ class LivePrometheus(unittest.TestCase):
         # The 501s of the load are seen by the 5xx selectors alerts use.
         self.assertTrue(self.query('tiled_requests_total{code=~"5..",code="501"}'))
         up = self.query('up{job="tiled"}')
-        self.assertEqual(up[0]["value"][1], "1")
+        self.assertEqual(up[0]["value"][1], "1", "the keyed scrape succeeds")
+
+    def test_the_daemon_refuses_a_scrape_without_the_key(self):
+        self.assertEqual(get(self.tiled_port, "/metrics")[0].status, 401)
+        self.assertEqual(get(self.tiled_port, "/metrics", AUTH)[0].status, 200)
 
     def test_openmetrics_scrape_parses(self):
         accept = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"
-        r, body = get(self.tiled_port, "/metrics", {"Accept": accept, "Accept-Encoding": "gzip"})
+        r, body = get(self.tiled_port, "/metrics", {"Accept": accept, "Accept-Encoding": "gzip", **AUTH})
         self.assertEqual(r.getheader("Content-Encoding"), "gzip")
         text = gzip.decompress(body).decode()
         families = {f.name: f for f in om_parser.text_string_to_metric_families(text)}

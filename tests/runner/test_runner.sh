@@ -189,10 +189,11 @@ expect "test-unit names the failed binary" unit grep -qx "failed unit tests: $tm
 
 # Every test script and module is run by a suite or a make target: none is
 # left out of the runs without anyone seeing it.
-# The modules of tests/server are named as unittest modules, the rest by path.
+# The modules of tests/server and tests/deploy are named as unittest modules,
+# the rest by path.
 for f in tests/*/test_*.py tests/*/test_*.sh tests/test_*.sh; do
   case "$f" in
-    tests/server/*) name=$(basename "$f" .py) ;;
+    tests/server/*.py | tests/deploy/*.py) name=$(basename "$f" .py) ;;
     *) name=$f ;;
   esac
   if grep -qw -- "$name" tests/suites Makefile ./*/*.mk ./*/*/*.mk 2>/dev/null; then
