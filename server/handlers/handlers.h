@@ -18,6 +18,7 @@ void tiled_handle_ready(struct tiled_req *req);
 void tiled_handle_server_metadata(struct tiled_req *req);
 void tiled_handle_metrics(struct tiled_req *req);
 void tiled_handle_openapi(struct tiled_req *req);
+void tiled_handle_server_options(struct tiled_req *req);
 void tiled_handle_models(struct tiled_req *req);
 /* The response format for an Accept value (v1.c): the first listed
  * supported type with the highest q; wildcards and an empty value mean

@@ -23,6 +23,8 @@ static const struct tiled_route tiled_routes[] = {
      .needs_body = true, .prefix = true},
     {.method = "GET", .path = "/metrics", .handler = tiled_handle_metrics, .label = TILED_RL_METRICS},
     {.method = "GET", .path = "/openapi.json", .handler = tiled_handle_openapi, .label = TILED_RL_OTHER},
+    /* The asterisk-form target: the server itself, not a resource. */
+    {.method = "OPTIONS", .path = "*", .handler = tiled_handle_server_options, .label = TILED_RL_OTHER},
     /* gRPC: the HTTP/2 :path is /<package>.<service>/<method>; health is
      * open like its HTTP twins. */
     {.method = "POST", .path = "/inference.GRPCInferenceService/ServerLive", .handler = tiled_handle_grpc,

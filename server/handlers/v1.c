@@ -144,6 +144,9 @@ static int v1_prepare(struct tiled_req *req, struct tile_error *e)
 
 void tiled_check_tile_head(struct tiled_req *req)
 {
+    /* The answer's type is chosen by Accept: caches must key on it, for the
+     * 406 that refuses it too (work.c adds Accept-Encoding to a result). */
+    tiled_reply_vary(&req->reply, "Accept");
     if (!req->content_type[0]) {
         tiled_reply_error(&req->reply, TILED_UNSUPPORTED_MEDIA_TYPE,
                           "missing Content-Type (use application/json, application/octet-stream or application/x-npy)");

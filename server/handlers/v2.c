@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "caching.h"
 #include "handlers.h"
 #include "server.h"
 #include "text.h"
@@ -30,6 +31,7 @@ void tiled_handle_server_metadata(struct tiled_req *req)
         json_array_append_new(list, json_string(ext[i]));
     tiled_reply_doc(&req->reply, TILED_OK,
                     json_pack("{s:s, s:s, s:o}", "name", "tiled", "version", TILED_VERSION, "extensions", list));
+    tiled_cache_fixed(req);
 }
 
 /* ---- infer ---------------------------------------------------------------- */
@@ -116,6 +118,7 @@ static void handle_stats(struct tiled_req *req, int version)
             list = NULL;
         }
     }
+    tiled_cache_no_store(&req->reply);
     tiled_reply_doc(&req->reply, TILED_OK, json_pack("{s:o}", "model_stats", list));
 }
 
@@ -193,6 +196,9 @@ void tiled_handle_models(struct tiled_req *req)
     }
     if (!tiled_method_is(req, "GET"))
         return;
+    /* Metadata and configuration are fixed documents (caching.h); readiness
+     * is about now. */
+    bool fixed = strcmp(action, "") == 0 || strcmp(action, "config") == 0;
     if (strcmp(action, "") == 0)
         doc = tile_v2_model_metadata(v);
     else if (strcmp(action, "config") == 0)
@@ -207,6 +213,8 @@ void tiled_handle_models(struct tiled_req *req)
         tiled_reply_error(&req->reply, TILED_NOT_FOUND, "no such endpoint: %s %s", req->method, req->path);
         return;
     }
+    if (!fixed)
+        tiled_cache_no_store(&req->reply);
     if (!doc || !doc[0]) {
         tiled_reply_error(&req->reply, doc ? TILED_UNAVAILABLE : TILED_INTERNAL_ERROR, doc ? "model 'tile' is not ready: the server is draining"
                                                               : "out of memory");
@@ -215,4 +223,6 @@ void tiled_handle_models(struct tiled_req *req)
     }
     tiled_reply_json(&req->reply, TILED_OK, doc);
     free(doc);
+    if (fixed)
+        tiled_cache_fixed(req);
 }

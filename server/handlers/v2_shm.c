@@ -25,6 +25,7 @@
 
 #include "v2_shm.h"
 
+#include "caching.h"
 #include "clock.h"
 #include "handlers.h"
 #include "inflate.h"
@@ -226,6 +227,7 @@ static void json_region(void *ctx, const struct tiled_shm_info *r)
 
 static void handle_status(struct tiled_req *req, bool cuda, const char *name)
 {
+    tiled_cache_no_store(&req->reply); /* regions come and go with every register call */
     json_t *list = json_array();
     if (tiled_v2_shm_list(req, cuda, name, json_region, list))
         tiled_reply_doc(&req->reply, TILED_OK, list);

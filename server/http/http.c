@@ -173,10 +173,25 @@ static ssize_t read_stream(void *cls, uint64_t pos, char *buf, size_t max)
     return MHD_CONTENT_READER_END_OF_STREAM;
 }
 
+/* The reader of a 304's body, which libmicrohttpd never sends (it sends a
+ * 304's head alone); it is there for the length the response announces. */
+static ssize_t no_body(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)cls;
+    (void)pos;
+    (void)buf;
+    (void)max;
+    return MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
 static struct MHD_Response *body_response(struct tiled_req *req)
 {
     struct tiled_reply *r = &req->reply;
     struct MHD_Response *resp;
+    /* libmicrohttpd 0.9.75 gives a 304 the Content-Length of its response:
+     * that of the body it stands for (RFC 9110 8.6), not 0. */
+    if (r->status == TILED_NOT_MODIFIED)
+        return MHD_create_response_from_callback(r->validated_len, 4096, no_body, NULL, NULL);
     if (r->stream) {
         resp = MHD_create_response_from_callback(tiled_stream_size(r->stream), (size_t)req->srv->cfg.stream_chunk,
                                                  read_stream, r->stream, tiled_stream_free);
@@ -218,7 +233,9 @@ static enum MHD_Result queue_reply(struct tiled_req *req, struct MHD_Connection 
     if (!resp)
         return MHD_NO;
     const struct tiled_reply *r = &req->reply;
-    if (r->status != TILED_NO_CONTENT) /* a 204 has no body, so no body type */
+    /* A 204 has no body, so no body type; a 304 stands for the body the
+     * client holds, and sends only what updates its cached copy (caching.h). */
+    if (r->status != TILED_NO_CONTENT && r->status != TILED_NOT_MODIFIED)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
                                 r->content_type[0] ? r->content_type : "application/json");
     MHD_add_response_header(resp, "X-Request-Id", req->request_id);

@@ -113,7 +113,10 @@ static int accept_q(const char *list, const char *coding)
 
 enum tiled_coding tiled_coding_negotiate(const char *accept_encoding)
 {
-    int gz = accept_q(accept_encoding, "gzip"), df = accept_q(accept_encoding, "deflate");
+    int gz = accept_q(accept_encoding, "gzip"), xgz = accept_q(accept_encoding, "x-gzip");
+    int df = accept_q(accept_encoding, "deflate");
+    if (xgz > gz) /* RFC 9110 8.4.1.3: a recipient SHOULD take x-gzip as gzip */
+        gz = xgz;
     if (gz <= 0 && df <= 0)
         return TILED_CODING_IDENTITY;
     return gz >= df ? TILED_CODING_GZIP : TILED_CODING_DEFLATE;
@@ -125,33 +128,50 @@ enum tiled_coding tiled_coding_negotiate(const char *accept_encoding)
  * body larger, for the CPU time of setting up a deflate stream. */
 #define COMPRESS_MIN_BYTES 1024
 
-int tiled_reply_compress(struct tiled_reply *r, enum tiled_coding c, struct tile_error *e)
+enum tiled_coding tiled_coding_sent(enum tiled_coding c, uint64_t len)
 {
-    if (c == TILED_CODING_IDENTITY || !r->body || r->body_len < COMPRESS_MIN_BYTES)
-        return 0;
+    return len < COMPRESS_MIN_BYTES ? TILED_CODING_IDENTITY : c;
+}
+
+int tiled_compress(enum tiled_coding c, const void *data, uint64_t len, char **out, uint64_t *out_len,
+                   struct tile_error *e)
+{
     z_stream z = {0};
     if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, tiled_coding_window_bits(c), 8, Z_DEFAULT_STRATEGY) != Z_OK)
         return tile_error_set(e, TILE_ENOMEM, "cannot set up compression");
-    uLong bound = deflateBound(&z, (uLong)r->body_len);
-    char *out = malloc(bound);
-    if (!out) {
+    uLong bound = deflateBound(&z, (uLong)len);
+    char *buf = malloc(bound);
+    if (!buf) {
         deflateEnd(&z);
         return tile_error_set(e, TILE_ENOMEM, "cannot allocate the compressed response");
     }
-    z.next_in = (Bytef *)r->body;
-    z.avail_in = (uInt)r->body_len;
-    z.next_out = (Bytef *)out;
+    z.next_in = (Bytef *)data;
+    z.avail_in = (uInt)len;
+    z.next_out = (Bytef *)buf;
     z.avail_out = (uInt)bound;
     int rc = deflate(&z, Z_FINISH);
-    uint64_t n = z.total_out;
+    *out_len = z.total_out;
     deflateEnd(&z);
     if (rc != Z_STREAM_END) {
-        free(out);
-        return 0; /* send it uncompressed */
+        free(buf);
+        return 0;
     }
+    *out = buf;
+    return 1;
+}
+
+int tiled_reply_compress(struct tiled_reply *r, enum tiled_coding c, struct tile_error *e)
+{
+    if (!r->body || tiled_coding_sent(c, r->body_len) == TILED_CODING_IDENTITY)
+        return 0;
+    char *out;
+    uint64_t n;
+    int rc = tiled_compress(c, r->body, r->body_len, &out, &n, e);
+    if (rc <= 0)
+        return rc; /* out of memory, or deflate failed: the body stays as it is */
     tiled_reply_set_body(r, out, n, NULL);
     tiled_reply_header(r, "Content-Encoding", tiled_coding_name(c));
-    return 0;
+    return 1;
 }
 
 const char *tiled_compress_library(void)

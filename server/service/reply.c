@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "text.h"
 
@@ -17,6 +18,21 @@ void tiled_reply_header(struct tiled_reply *r, const char *name, const char *val
     r->headers[r->nheaders][0] = strdup(name);
     r->headers[r->nheaders][1] = strdup(value);
     r->nheaders++;
+}
+
+void tiled_reply_vary(struct tiled_reply *r, const char *field)
+{
+    for (int i = 0; i < r->nheaders; i++) {
+        if (!r->headers[i][0] || !r->headers[i][1] || strcasecmp(r->headers[i][0], "Vary") != 0)
+            continue;
+        char *joined;
+        if (asprintf(&joined, "%s, %s", r->headers[i][1], field) < 0)
+            return; /* out of memory: the fields listed stay */
+        free(r->headers[i][1]);
+        r->headers[i][1] = joined;
+        return;
+    }
+    tiled_reply_header(r, "Vary", field);
 }
 
 void tiled_reply_set_body(struct tiled_reply *r, char *body, uint64_t len, void (*release)(void *body))

@@ -26,6 +26,7 @@ struct tiled_stream;
 #define TILED_STATUSES(X)                                                                                     \
     X(TILED_OK, 200)                                                                                          \
     X(TILED_NO_CONTENT, 204)                                                                                  \
+    X(TILED_NOT_MODIFIED, 304) /* a conditional GET of a representation the client has (caching.h) */         \
     X(TILED_BAD_REQUEST, 400)                                                                                 \
     X(TILED_UNAUTHORIZED, 401)                                                                                \
     X(TILED_FORBIDDEN, 403)                                                                                   \
@@ -33,6 +34,7 @@ struct tiled_stream;
     X(TILED_METHOD_NOT_ALLOWED, 405)                                                                          \
     X(TILED_NOT_ACCEPTABLE, 406)                                                                              \
     X(TILED_REQUEST_TIMEOUT, 408)                                                                             \
+    X(TILED_PRECONDITION_FAILED, 412)                                                                         \
     X(TILED_TOO_LARGE, 413)                                                                                   \
     X(TILED_URI_TOO_LONG, 414)                                                                                \
     X(TILED_UNSUPPORTED_MEDIA_TYPE, 415)                                                                      \
@@ -59,6 +61,9 @@ struct tiled_reply {
     int nheaders;
     char *body;               /* owned: malloc'd, or let go with release_body */
     uint64_t body_len;
+    /* A 304's: the length of the body it stands for, the one a 200 would
+     * carry, sent as its Content-Length (RFC 9110 8.6); it has no body. */
+    uint64_t validated_len;
     void (*release_body)(void *body); /* NULL: free() */
     /* Owned; a streamed body instead of `body`, let go with release_stream. */
     struct tiled_stream *stream;
@@ -74,6 +79,9 @@ void tiled_reply_json(struct tiled_reply *r, int status, const char *json);
  * the reply an empty 503). */
 void tiled_reply_doc(struct tiled_reply *r, int status, json_t *doc);
 void tiled_reply_header(struct tiled_reply *r, const char *name, const char *value);
+/* Adds a request field the reply depends on to its one Vary header
+ * (RFC 9110 12.5.5): "Vary: Accept, Accept-Encoding" from two calls. */
+void tiled_reply_vary(struct tiled_reply *r, const char *field);
 /* Replaces the body (the old one is let go); `release` NULL means free(). */
 void tiled_reply_set_body(struct tiled_reply *r, char *body, uint64_t len, void (*release)(void *body));
 void tiled_reply_free(struct tiled_reply *r);

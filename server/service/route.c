@@ -30,6 +30,16 @@ const char *tiled_allow_value(const char *method)
     return strcmp(method, "GET") == 0 ? "GET, HEAD" : method;
 }
 
+bool tiled_method_known(const char *method)
+{
+    static const char *const known[] = {"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"};
+    for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+        if (strcmp(method, known[i]) == 0)
+            return true;
+    }
+    return false;
+}
+
 bool tiled_method_serves(const char *method, const char *want)
 {
     return strcmp(method, want) == 0 || (strcmp(want, "GET") == 0 && strcmp(method, "HEAD") == 0);

@@ -62,6 +62,16 @@ const char *tiled_allow_value(const char *method);
  * GET without the body (RFC 9110 9.3.2). */
 bool tiled_method_serves(const char *method, const char *want);
 
+/* The methods some route serves, for the Allow of OPTIONS * (RFC 9110
+ * 9.3.7: what the server as a whole can do). */
+#define TILED_SERVER_METHODS "GET, HEAD, POST, OPTIONS"
+
+/* True for a method HTTP defines (RFC 9110 9.3, and PATCH, RFC 5789):
+ * one that a route does not serve is refused with 405 and Allow. Any other
+ * method is not one tiled recognises: 501 wherever it is sent (RFC 9110
+ * 9.1). Methods are case-sensitive: "get" is not GET. */
+bool tiled_method_known(const char *method);
+
 struct tiled_reply;
 
 /* True when a request's method serves a route of method `want` (HEAD

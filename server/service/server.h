@@ -96,6 +96,10 @@ struct tiled_req {
     const char *accept;
     const char *accept_encoding;
     const char *content_encoding;
+    /* A conditional GET's preconditions (caching.h), over HTTP only: the
+     * first If-Match and If-None-Match field line; NULL when absent. */
+    const char *if_match;
+    const char *if_none_match;
     enum tiled_coding request_coding;
     char remote[64];
     bool want_trailers;

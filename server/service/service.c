@@ -98,6 +98,8 @@ struct tiled_req *tiled_req_new(struct tiled_server *srv, const struct tiled_hea
          * a gRPC reply is sent whole, its length known. */
         req->accept_encoding = header_or_empty(h, conn, "Accept-Encoding");
         req->content_encoding = header_or_empty(h, conn, "Content-Encoding");
+        req->if_match = h->header(conn, "If-Match");
+        req->if_none_match = h->header(conn, "If-None-Match");
         req->infer_header_len = h->header(conn, "Inference-Header-Content-Length");
         const char *te = h->header(conn, "TE");
         req->want_trailers = te && strcasestr(te, "trailers");
@@ -144,6 +146,12 @@ bool tiled_service_route(struct tiled_req *req, const char *authorization)
     if ((!req->route || !req->route->open) && tiled_auth_enabled() && !tiled_auth_check(authorization)) {
         tiled_reply_error(&req->reply, TILED_UNAUTHORIZED, "missing or invalid API key (send Authorization: Bearer KEY)");
         tiled_reply_header(&req->reply, "WWW-Authenticate", "Bearer realm=\"tiled\"");
+        return true;
+    }
+    if (!tiled_method_known(req->method)) { /* on any path: no route serves it, nor ever could */
+        tiled_reply_error(&req->reply, TILED_NOT_IMPLEMENTED,
+                          "method %s is not implemented by this server (it implements %s)", req->method,
+                          TILED_SERVER_METHODS);
         return true;
     }
     if (req->route)

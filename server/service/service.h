@@ -46,8 +46,8 @@ struct tiled_req *tiled_req_new(struct tiled_server *srv, const struct tiled_hea
 void tiled_req_add_query(struct tiled_req *req, const char *key, const char *value);
 
 /* Finds the route and checks the API key. True when the reply is decided
- * already (401, 404, 405; 501 for an unknown gRPC method): send it without
- * reading the body. */
+ * already (401, 404, 405; 501 for a method HTTP does not define, or an
+ * unknown gRPC method): send it without reading the body. */
 bool tiled_service_route(struct tiled_req *req, const char *authorization);
 /* Sizes the body buffer from the declared length (NULL: unknown). True
  * when the reply is decided (400 for a length that is not a number, 413

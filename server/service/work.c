@@ -105,7 +105,7 @@ static int produce(struct tiled_req *req, struct tile_error *e)
      * key on it (an HTTP matter: the gRPC transport hides accept-encoding
      * from the service, so its replies are never compressed here). */
     if (req->transport == TILED_TRANSPORT_HTTP)
-        tiled_reply_header(r, "Vary", "Accept-Encoding");
+        tiled_reply_vary(r, "Accept-Encoding");
     r->status = TILED_OK;
     return 0;
 }

@@ -83,6 +83,22 @@ static void test_coding_negotiation(void **state)
     assert_int_equal(tiled_coding_negotiate("gzip;q=0, deflate;q=0"), TILED_CODING_IDENTITY);
     assert_int_equal(tiled_coding_negotiate("gzip;q=9"), TILED_CODING_IDENTITY);
     assert_int_equal(tiled_coding_negotiate("br, gzipx"), TILED_CODING_IDENTITY);
+    /* x-gzip weighs for gzip (RFC 9110 8.4.1.3), the heavier of the two. */
+    assert_int_equal(tiled_coding_negotiate("x-gzip"), TILED_CODING_GZIP);
+    assert_int_equal(tiled_coding_negotiate("X-GZIP;q=0.5, deflate;q=0.4"), TILED_CODING_GZIP);
+    assert_int_equal(tiled_coding_negotiate("x-gzip;q=0.3, deflate;q=0.4"), TILED_CODING_DEFLATE);
+    assert_int_equal(tiled_coding_negotiate("gzip;q=0.2, x-gzip;q=0.9, deflate;q=0.5"), TILED_CODING_GZIP);
+    assert_int_equal(tiled_coding_negotiate("x-gzip;q=0"), TILED_CODING_IDENTITY);
+}
+
+/* A body below compress.c's floor goes uncompressed whatever was negotiated. */
+static void test_coding_sent(void **state)
+{
+    (void)state;
+    assert_int_equal(tiled_coding_sent(TILED_CODING_GZIP, 100), TILED_CODING_IDENTITY);
+    assert_int_equal(tiled_coding_sent(TILED_CODING_GZIP, 1 << 20), TILED_CODING_GZIP);
+    assert_int_equal(tiled_coding_sent(TILED_CODING_DEFLATE, 1 << 20), TILED_CODING_DEFLATE);
+    assert_int_equal(tiled_coding_sent(TILED_CODING_IDENTITY, 1 << 20), TILED_CODING_IDENTITY);
 }
 
 int main(void)
@@ -92,6 +108,7 @@ int main(void)
         cmocka_unit_test(test_what_is_not_a_weight),
         cmocka_unit_test(test_quoted_strings),
         cmocka_unit_test(test_coding_negotiation),
+        cmocka_unit_test(test_coding_sent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,7 +16,8 @@ coding), and to werkzeug. The rule:
     when werkzeug weighs them all 0 (ties are the server's to break: RFC 9110 12.5.1);
   * the answer's Content-Encoding is gzip when werkzeug's gzip weight is above 0 and
     not below deflate's, deflate when deflate's is above both, none when both are 0
-    (tiled's policy, compress.c, over werkzeug's weights);
+    (tiled's policy, compress.c, over werkzeug's weights), gzip's weight being the
+    higher of werkzeug's weights for gzip and x-gzip (RFC 9110 8.4.1.3);
 
 except for the documented classes below, where RFC 9110 leaves the choice open or
 werkzeug reads the header otherwise than accept.h documents. For each, werkzeug is
@@ -224,7 +225,7 @@ def reference_formats(value):
 def reference_coding(value):
     """tiled's policy (compress.c) over werkzeug's weights for gzip and deflate."""
     acc = without_parameters(parse_accept_header(value, Accept), Accept)
-    gz, df = acc.quality("gzip"), acc.quality("deflate")
+    gz, df = max(acc.quality("gzip"), acc.quality("x-gzip")), acc.quality("deflate")
     if gz <= 0 and df <= 0:
         return None
     return "gzip" if gz >= df else "deflate"
