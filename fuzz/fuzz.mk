@@ -38,18 +38,35 @@ $(FUZZ_BUILD)/fuzz_%: fuzz/fuzz_%.c $(FUZZ_LIB_OBJ)
 	$(FUZZ_CC) $(LAYER_api) $(CPPFLAGS) -Ifuzz $(FUZZ_CFLAGS) -fsanitize=fuzzer $(PKG_CFLAGS) -o $@ $< $(FUZZ_LIB_OBJ) $(API_LIBS) -pthread -lm
 
 # The gRPC transport's target drives the daemon's own code (fuzz_grpc_transport.c):
-# server/ (with the OpenAPI document it embeds) and its libraries as well.
-FUZZ_SERVER_OBJ := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(SERVER_SRC)) $(FUZZ_BUILD)/obj/gen/openapi.o
-.SECONDARY: $(FUZZ_SERVER_OBJ) $(FUZZ_BUILD)/obj/fuzz/h2_replies.o
+# server/ (with the OpenAPI document it embeds) and its libraries as well,
+# with a worker pool without threads and a clock the harness moves
+# (fuzz/step_pool.c, fuzz/step_clock.c) in place of core/pool.c and
+# server/infra/clock.c. Only the transport (server/grpc/) and the harness
+# feed libFuzzer their comparisons (trace-cmp); the rest is built again
+# into $(FUZZ_NOCMP) with edge coverage alone: the decoders and the kernel
+# have targets of their own, and their comparisons' callbacks took a fifth
+# of this target's time.
+FUZZ_NOCMP    := $(FUZZ_BUILD)/obj-nocmp
+FUZZ_GRPC_SRC := $(wildcard server/grpc/*.c)
+FUZZ_TRANSPORT_OBJ := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(FUZZ_GRPC_SRC)) $(FUZZ_BUILD)/obj/gen/openapi.o \
+    $(patsubst %.c,$(FUZZ_NOCMP)/%.o,$(filter-out core/pool.c server/infra/clock.c $(FUZZ_GRPC_SRC),$(CORE_SRC) \
+        $(API_SRC) $(SERVER_SRC)) fuzz/fuzz_common.c fuzz/h2_replies.c fuzz/step_pool.c fuzz/step_clock.c)
+.SECONDARY: $(FUZZ_TRANSPORT_OBJ)
+
+$(FUZZ_NOCMP)/%.o: %.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(or $(call layer_of,$<),$(LAYER_api)) $(CPPFLAGS) -Ifuzz $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link \
+	    -fno-sanitize-coverage=trace-cmp $(PKG_CFLAGS) -MMD -MP -c $< -o $@
+
+$(FUZZ_NOCMP)/fuzz/step_clock.o: CPPFLAGS += -Iserver/infra
 
 $(FUZZ_BUILD)/obj/gen/openapi.o: $(BUILD)/gen/openapi.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
-$(FUZZ_BUILD)/fuzz_grpc_transport: fuzz/fuzz_grpc_transport.c $(FUZZ_BUILD)/obj/fuzz/h2_replies.o $(FUZZ_LIB_OBJ) \
-                                   $(FUZZ_SERVER_OBJ)
+$(FUZZ_BUILD)/fuzz_grpc_transport: fuzz/fuzz_grpc_transport.c $(FUZZ_TRANSPORT_OBJ)
 	$(FUZZ_CC) $(LAYER_server) -Iserver/grpc $(CPPFLAGS) -Ifuzz $(FUZZ_CFLAGS) -fsanitize=fuzzer $(PKG_CFLAGS) \
-	    -o $@ $< $(FUZZ_BUILD)/obj/fuzz/h2_replies.o $(FUZZ_LIB_OBJ) $(FUZZ_SERVER_OBJ) $(PKG_LIBS) -pthread -lm
+	    -o $@ $< $(FUZZ_TRANSPORT_OBJ) $(PKG_LIBS) -pthread -lm
 
 # The HTTP/1.1 framer (fuzz_h1wire.c) is server/http/h1wire.c alone, driven
 # as the unit test drives it (tests/server/harness/h1drive.h).
@@ -99,4 +116,4 @@ fuzz-smoke: fuzz-build
 fuzz-clean:
 	rm -rf $(FUZZ_BUILD)
 
--include $(shell find $(FUZZ_BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(FUZZ_BUILD)/obj $(FUZZ_NOCMP) -name '*.d' 2>/dev/null)

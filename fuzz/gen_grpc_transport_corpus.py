@@ -29,7 +29,7 @@ DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PING, GOAWAY, WINDOW_UPDATE, CONT
 END_STREAM, ACK, END_HEADERS, PADDED, PRIO = 0x1, 0x1, 0x4, 0x8, 0x20
 # The harness's own bits (fuzz_grpc_transport.c), ignored by HTTP/2 receivers.
 NO_WAIT = 0x80000000  # reserved bit of the stream id
-DRAIN, SPLIT, PAUSE = 0x40, 0x80, 0x10  # frame flags no frame type defines
+DRAIN, SPLIT, PAUSE, WORKERS = 0x40, 0x80, 0x10, 0x02  # frame flags no frame type defines
 
 SERVICE = "/inference.GRPCInferenceService/"
 HEALTH = "/grpc.health.v1.Health/Check"
@@ -129,10 +129,20 @@ def seeds():
     s["cancel_in_flight"] = c.out
     s["deadline"] = Client().call(1, SERVICE + "ModelInfer", BIG_INFER, [("grpc-timeout", "1n")]).out
     s["deadline_late"] = Client().call(1, SERVICE + "ModelInfer", BIG_INFER, [("grpc-timeout", "99999999H")]).out
+    # The harness's clock moves 100 us a turn: 250u passes after the DATA
+    # frame's turn, at the PING's, while a worker holds the call.
     c = Client()
-    c.add(c.head(1, SERVICE + "ModelInfer", [("grpc-timeout", "50u")]),
+    c.add(c.head(1, SERVICE + "ModelInfer", [("grpc-timeout", "250u")]),
           frame(DATA, END_STREAM, 1 | NO_WAIT, message(BIG_INFER)), frame(PING, 0, 0, b"deadline"))
     s["deadline_with_worker"] = c.out
+    # A worker finishes while the client resets its call: the loop reads the
+    # RST_STREAM before it takes the worker's resume (and a PING before
+    # another's).
+    c = Client()
+    c.add(c.head(1, SERVICE + "ModelInfer"), frame(DATA, END_STREAM, 1 | NO_WAIT, message(BIG_INFER)),
+          frame(RST_STREAM, WORKERS, 1, struct.pack(">I", 8)), c.head(3, SERVICE + "ModelInfer"),
+          frame(DATA, END_STREAM, 3 | NO_WAIT, message(BIG_INFER)), frame(PING, WORKERS, 0, b"resumed!"))
+    s["reset_before_resume"] = c.out
     s["gzip"] = one_stream(SERVICE + "ModelInfer", message(gzip.compress(INFER, mtime=0), flag=1), [("grpc-encoding", "gzip")])
     s["bad_encoding"] = Client().call(1, SERVICE + "ServerLive", b"", [("grpc-encoding", "br")]).out
     s["compressed_identity"] = one_stream(SERVICE + "ServerLive", message(b"", flag=1))
@@ -213,7 +223,7 @@ def seeds():
           frame(DATA, END_STREAM, 3, message(INFER)))
     s["stream_reset"] = c.out
     c = Client()
-    c.add(c.head(1, stream, [("grpc-timeout", "50u")]),
+    c.add(c.head(1, stream, [("grpc-timeout", "250u")]),
           frame(DATA, 0, 1 | NO_WAIT, message(BIG_INFER) + message(BIG_INFER)), frame(PING, 0, 0, b"deadline"))
     s["stream_deadline"] = c.out
     c = Client()

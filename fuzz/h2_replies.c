@@ -61,12 +61,19 @@ static uint32_t be32(const uint8_t *p)
 
 void h2_replies_begin(bool verbose)
 {
-    if (rd.hd)
-        nghttp2_hd_inflate_del(rd.hd);
     FUZZ_CHECK(nghttp2_hd_inflate_new(&rd.hd) == 0, "out of memory");
     rd.verbose = verbose;
     rd.len = rd.nreplies = rd.block_len = 0;
     rd.block_open = false;
+}
+
+void h2_replies_end(void)
+{
+    nghttp2_hd_inflate_del(rd.hd);
+    free(rd.buf);
+    free(rd.replies);
+    free(rd.block);
+    memset(&rd, 0, sizeof(rd));
 }
 
 static struct reply *reply_of(int32_t id)

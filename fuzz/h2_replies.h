@@ -22,5 +22,8 @@
 void h2_replies_begin(bool verbose);
 /* Bytes the server wrote, in order. */
 void h2_replies_read(const uint8_t *p, size_t n);
+/* The connection is over: what was kept of it is freed (an input's
+ * allocations end with it, as libFuzzer's leak check expects). */
+void h2_replies_end(void);
 
 #endif

@@ -215,6 +215,10 @@ nghttp2_session_callbacks *grpc_conn_callbacks_new(void)
 
 /* ---- socket I/O --------------------------------------------------------------- */
 
+/* The connection's socket calls go through its transport's struct grpc_io
+ * (h2.h); the daemon's are these. */
+const struct grpc_io grpc_socket_io = {.recv = recv, .sendmsg = sendmsg, .shutdown = shutdown};
+
 static long sock_send(struct grpc_conn *c, const uint8_t *p, size_t n)
 {
     if (c->tls) {
@@ -224,7 +228,9 @@ static long sock_send(struct grpc_conn *c, const uint8_t *p, size_t n)
             c->last_active_us = tiled_now_us();
         return r;
     }
-    ssize_t r = send(c->fd, p, n, MSG_NOSIGNAL);
+    struct iovec iov = {.iov_base = (void *)p, .iov_len = n};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+    ssize_t r = c->loop->t->io->sendmsg(c->fd, &msg, MSG_NOSIGNAL);
     if (r > 0)
         c->last_active_us = tiled_now_us(); /* a client reading a long reply is not idle */
     if (r >= 0)
@@ -236,7 +242,7 @@ static long sock_recv(struct grpc_conn *c, uint8_t *buf, size_t cap)
 {
     if (c->tls)
         return grpc_tls_recv(c->tls, buf, cap);
-    ssize_t r = recv(c->fd, buf, cap, 0);
+    ssize_t r = c->loop->t->io->recv(c->fd, buf, cap, 0);
     if (r >= 0)
         return r;
     return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? -1 : -2;
@@ -365,7 +371,7 @@ static long send_pieces(struct grpc_conn *c)
         iov[n] = (struct iovec){.iov_base = (void *)(out_bytes(c, o) + skip), .iov_len = o->len - skip};
     }
     struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n};
-    ssize_t r = sendmsg(c->fd, &msg, MSG_NOSIGNAL);
+    ssize_t r = c->loop->t->io->sendmsg(c->fd, &msg, MSG_NOSIGNAL);
     if (r > 0)
         c->last_active_us = tiled_now_us(); /* a client reading a long reply is not idle */
     if (r >= 0)
@@ -501,7 +507,7 @@ static void produce(struct grpc_conn *c)
 static void linger(struct grpc_conn *c)
 {
     grpc_tls_bye(c->tls);
-    if (shutdown(c->fd, SHUT_WR) < 0) {
+    if (c->loop->t->io->shutdown(c->fd, SHUT_WR) < 0) {
         c->dead = true;
         return;
     }
@@ -513,7 +519,7 @@ static void linger(struct grpc_conn *c)
 static void linger_read(struct grpc_conn *c)
 {
     for (;;) {
-        ssize_t n = recv(c->fd, c->loop->rbuf, sizeof(c->loop->rbuf), 0);
+        ssize_t n = c->loop->t->io->recv(c->fd, c->loop->rbuf, sizeof(c->loop->rbuf), 0);
         if (n > 0)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
