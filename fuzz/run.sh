@@ -5,7 +5,8 @@
 # (fuzz/corpus/<name>/, read only) and the inputs earlier runs found
 # ($FUZZ_BUILD/corpus/<name>/, where new ones are added); a crash, leak or
 # UBSan report leaves its input in $FUZZ_BUILD/artifacts/<name>/. One line
-# per target at the end:  fuzz v1_json: 123456 runs in 60 s, 0 crashes
+# per target at the end, with libFuzzer's average rate (seeds included):
+#   fuzz v1_json: 123456 runs in 60 s, 2057 exec/s, 0 crashes
 # SECONDS = 0: each target runs over its seeds once (a quick check).
 # Exits 1 when any target failed.
 set -u
@@ -58,9 +59,11 @@ for t in "$@"; do
     elapsed=$(($(date +%s) - start))
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
     [ -n "$runs" ] || runs=$(sed -n 's/^#\([0-9][0-9]*\).*/\1/p' "$log" | tail -n 1)
+    rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
+    [ -n "$rate" ] || rate=$((${runs:-0} / (elapsed > 0 ? elapsed : 1)))
     crashes=$(find "$art" -type f -newer "$stamp" | wc -l)
     [ "$rc" -ne 0 ] && [ "$crashes" -eq 0 ] && crashes=1
-    line="fuzz $t: ${runs:-0} runs in $elapsed s, $crashes crashes"
+    line="fuzz $t: ${runs:-0} runs in $elapsed s, $rate exec/s, $crashes crashes"
     if [ "$crashes" -ne 0 ]; then
       failed=1
       tail -n 60 "$log"
