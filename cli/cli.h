@@ -9,8 +9,9 @@
  * message goes to stderr as "tiled: ..."), 2 on a usage error. */
 int tiled_cli_tile(int argc, char **argv);
 
-/* `tiled probe URL`: GET the URL over a plain socket, exit 0 on a 2xx
- * status (argv[0] is "probe"). */
+/* `tiled probe [--cacert FILE | --insecure] [--cert FILE --key FILE] URL`:
+ * GET an http:// or https:// URL, exit 0 on a 2xx status (argv[0] is
+ * "probe"); https needs the full binary (probe.c says why). */
 int tiled_cli_probe(int argc, char **argv);
 
 #endif

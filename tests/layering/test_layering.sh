@@ -9,7 +9,8 @@
 #     finds a planted cycle in each;
 #   - only server/http/ includes microhttpd.h, only server/grpc/ nghttp2,
 #     only server/grpc/ and server/tls/ GnuTLS;
-#   - the CLI links without server/ (BUILD/tiled-cli) and says so for serve.
+#   - the CLI links without server/ (BUILD/tiled-cli) and says so for serve
+#     and for https probes (TLS is reached through a weak symbol of server/tls/).
 #
 #   sh tests/layering/test_layering.sh [BUILD]     (run by make test-unit)
 set -u
@@ -73,6 +74,8 @@ if [ -x "$cli" ] && "$cli" tile --help | grep -q -- "--repeats"; then ok; else b
 "$cli" serve > "$tmp/out" 2>&1
 if [ $? -eq 2 ] && grep -q "no HTTP daemon" "$tmp/out"; then ok; else bad "$cli serve should say it has no daemon"; fi
 if nm "$cli" | grep -q ' T tiled_http_start'; then bad "$cli links server code"; else ok; fi
+"$cli" probe --insecure https://127.0.0.1:1/ > "$tmp/out" 2>&1
+if [ $? -eq 2 ] && grep -q "this build has no TLS" "$tmp/out"; then ok; else bad "$cli probe https:// should say it has no TLS"; fi
 
 echo "layering: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -22,6 +22,7 @@ import threading
 import time
 import unittest
 
+from harness.certs import make_certificate
 from harness.daemon import BIN, Daemon
 
 SSLYZE_PYTHON = os.environ.get("SSLYZE_PYTHON", "../../build/venv-tls/bin/python")
@@ -417,6 +418,76 @@ class Rotation(TlsCase):
             self.assertIn(message, last["error"])
             for port, c in ((self.ports["https"], ctx), (self.ports["grpc"], h2ctx)):
                 self.assertEqual(handshake(port, c)[3], "second", message)
+
+
+class Probe(unittest.TestCase):
+    """`tiled probe` over HTTPS (the image's HEALTHCHECK, exec probes):
+    verified against --cacert, refused without it (the test certificate is
+    self-signed, in no system store) and the message says why, --insecure
+    as curl -k; a plain-http probe of the TLS port fails at once and says
+    to use https."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.cert, cls.key = make_certificate()
+        cls.d = Daemon("--tls-cert", cls.cert, "--tls-key", cls.key, scheme="https")
+        cls.url = f"https://127.0.0.1:{cls.d.port}/v2/health/ready"
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.d.stop() == 0, "daemon exit status"
+        shutil.rmtree(os.path.dirname(cls.cert), ignore_errors=True)
+
+    def probe(self, *args):
+        t0 = time.monotonic()
+        r = subprocess.run([BIN, "probe", *args], capture_output=True, text=True, timeout=DEADLINE)
+        return r, time.monotonic() - t0
+
+    def test_cacert_verifies(self):
+        r, _ = self.probe("--cacert", self.cert, self.url)
+        self.assertEqual((r.returncode, r.stdout), (0, "200\n"), r.stderr)
+
+    def test_unverified_certificate_is_refused_with_the_reason(self):
+        r, _ = self.probe(self.url)
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("the server's certificate does not verify against the system's trust store", r.stderr)
+        self.assertIn("The certificate issuer is unknown", r.stderr)
+        self.assertIn("--cacert FILE", r.stderr)
+        # A name the certificate does not carry (it has IP:127.0.0.1 only).
+        r, _ = self.probe("--cacert", self.cert, f"https://localhost:{self.d.port}/v2/health/ready")
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("The name in the certificate does not match", r.stderr)
+
+    def test_insecure_skips_verification(self):
+        for flag in ("--insecure", "-k"):
+            r, _ = self.probe(flag, self.url)
+            self.assertEqual((r.returncode, r.stdout), (0, "200\n"), r.stderr)
+
+    def test_plain_http_to_the_tls_port_fails_fast_and_says_why(self):
+        r, took = self.probe(f"http://127.0.0.1:{self.d.port}/v2/health/ready")
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("without an HTTP answer (does the port serve TLS? then probe https://)", r.stderr)
+        self.assertLess(took, 10)
+
+    def test_https_to_a_plain_port_fails_and_says_why(self):
+        d = Daemon()
+        try:
+            r, took = self.probe("--insecure", f"https://127.0.0.1:{d.port}/v2/health/ready")
+        finally:
+            self.assertEqual(d.stop(), 0)
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("no TLS handshake", r.stderr)
+        self.assertIn("plain HTTP", r.stderr)
+        self.assertLess(took, 10)
+
+    def test_usage_errors(self):
+        for args, message in ((("--cacert", self.cert, "--insecure", self.url), "exclude each other"),
+                              (("--cacert", self.cert, f"http://127.0.0.1:{self.d.port}/"), "for https:// URLs"),
+                              (("--cert", self.cert, self.url), "--cert and --key go together"),
+                              (("ftp://x/",), "not an http:// or https://")):
+            r, _ = self.probe(*args)
+            self.assertEqual(r.returncode, 2, args)
+            self.assertIn(message, r.stderr)
 
 
 class BadFilesAtStart(unittest.TestCase):
