@@ -10,7 +10,8 @@
 #          chromium and its WebDriver (the browser test), ...
 #   bench  load generators and the peer web server
 #   fuzz   clang with its sanitizer and libFuzzer runtimes; protobuf-c (its
-#          compiler and library) for the differential protobuf target
+#          compiler and library) for the differential protobuf target;
+#          llvm-profdata and llvm-cov for a campaign's coverage report
 #
 # A COMMAND=PACKAGE entry is satisfied by the command from any source: a
 # machine may have a newer kubectl than Debian's kubernetes-client (which
@@ -27,7 +28,8 @@ for group in "$@"; do
                  gnutls-bin h2load=nghttp2-client
                  chromium chromium-driver" ;;
     bench) want="$want wrk nginx-light curl python3-numpy h2load=nghttp2-client" ;;
-    fuzz)  want="$want clang libclang-rt-14-dev protobuf-c-compiler libprotobuf-c-dev" ;;
+    fuzz)  want="$want clang libclang-rt-14-dev protobuf-c-compiler libprotobuf-c-dev llvm-profdata=llvm
+                 llvm-cov=llvm" ;;
     *) echo "usage: $0 build|test|bench|fuzz..." >&2; exit 2 ;;
   esac
 done
