@@ -6,6 +6,10 @@
 #   make fuzz-smoke           run each target over its seed corpus only
 #   make fuzz-build           only build (build-fuzz/fuzz_<name>)
 #   make fuzz-clean           remove build-fuzz/
+#   make fuzz-campaign        a long run of every target, corpora minimised into
+#                             fuzz/corpus/ and a coverage report (fuzz/campaign.sh;
+#                             CAMPAIGN_HOURS=1 or CAMPAIGN_SECONDS= per target,
+#                             CAMPAIGN_JOBS= jobs side by side, default one per core)
 #
 # The library sources (core/ and api/; only grpc_transport needs the
 # server, and it gets server/ too) are built again into $(FUZZ_BUILD) with
@@ -25,7 +29,11 @@ FUZZ_LIB_SRC := $(CORE_SRC) $(API_SRC)
 FUZZ_LIB_OBJ := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(FUZZ_LIB_SRC)) $(FUZZ_BUILD)/obj/fuzz/fuzz_common.o
 FUZZ_BIN     := $(patsubst %,$(FUZZ_BUILD)/fuzz_%,$(FUZZ_TARGETS))
 
-.PHONY: fuzz fuzz-build fuzz-smoke fuzz-clean
+CAMPAIGN_HOURS   ?= 1
+CAMPAIGN_SECONDS ?= $$(($(CAMPAIGN_HOURS) * 3600))
+CAMPAIGN_JOBS    ?= $$(nproc)
+
+.PHONY: fuzz fuzz-build fuzz-smoke fuzz-clean fuzz-campaign
 # Keep the objects (make would delete them as intermediates of the pattern rule).
 .SECONDARY: $(FUZZ_LIB_OBJ)
 
@@ -112,6 +120,13 @@ fuzz: fuzz-build
 
 fuzz-smoke: fuzz-build
 	@FUZZ_BUILD=$(FUZZ_BUILD) sh fuzz/run.sh 0 $(FUZZ_TARGETS)
+
+# The JSON documents' generator asks decode_dump for the dtype names (without
+# it the campaign goes on without those seeds).
+fuzz-campaign: fuzz-build
+	-@$(MAKE) --no-print-directory $(BUILD)/tests/decode_dump
+	@FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_CC="$(FUZZ_CC)" CAMPAIGN_SECONDS=$(CAMPAIGN_SECONDS) \
+	    CAMPAIGN_JOBS=$(CAMPAIGN_JOBS) sh fuzz/campaign.sh $(FUZZ_TARGETS)
 
 fuzz-clean:
 	rm -rf $(FUZZ_BUILD)

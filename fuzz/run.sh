@@ -14,27 +14,15 @@ secs=${1:?usage: run.sh SECONDS TARGET...}
 shift
 build=${FUZZ_BUILD:-build-fuzz}
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
-
-# Longest input per target: enough for every structure the decoder knows,
-# small enough to keep executions fast.
-max_len() {
-  case "$1" in
-    lists) echo 256 ;;
-    raw | npy) echo 4096 ;;
-    h1wire) echo 20000 ;; # past the head limit (16 KiB), to reach every refusal
-    *) echo 8192 ;;
-  esac
-}
+. fuzz/targets.sh
 
 failed=0
 summary=""
 for t in "$@"; do
   bin=$build/fuzz_$t
   seeds=fuzz/corpus/$t
-  dict=fuzz/dict/$t.dict
   [ -x "$bin" ] || { echo "run.sh: $bin is not built" >&2; exit 2; }
-  opts="-max_len=$(max_len "$t") -timeout=25 -rss_limit_mb=2048 -print_final_stats=1"
-  [ -f "$dict" ] && opts="$opts -dict=$dict"
+  opts=$(fuzz_opts "$t")
   mkdir -p "$build/logs"
   log=$build/logs/$t.log
   if [ "$secs" = 0 ]; then
