@@ -108,6 +108,7 @@ help:
 	@echo "  make bench-perf-analyzer  Triton's perf_analyzer against the daemon"
 	@echo "  make bench-jsondecode     callgrind instructions per decode of the small JSON bodies"
 	@echo "  make bench-pbcodec   protobuf codec against protobuf-c"
+	@echo "  make bench-mhd-framing    the framing table against libmicrohttpd alone and tiled"
 	@echo "  make soak            1,000,000 mixed requests (SOAK_REQUESTS=);  make overload  a flooded queue"
 	@echo "  make slowloris       a client's latency beside 1000 header-trickling connections"
 	@echo "  make grpc-drain-stress    40,000 gRPC calls across SIGTERM through nginx"
@@ -300,6 +301,15 @@ TILED_GRPC_PORT ?= 8081
 run: deps-build
 	@$(MAKE) --no-print-directory $(BUILD)/tiled
 	./$(BUILD)/tiled serve --port $(TILED_PORT) --grpc-port $(TILED_GRPC_PORT)
+
+# libmicrohttpd alone (bench/mhd_floor.c): the floor of a small request,
+# and what the library refuses by itself of the framing table.
+$(BUILD)/bench/mhd_floor: bench/mhd_floor.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(PKG_LIBS) $(LDLIBS)
+
+bench-mhd-framing: $(BUILD)/bench/mhd_floor $(BUILD)/tiled
+	@MHD_FLOOR=$(BUILD)/bench/mhd_floor TILED_BIN=$(BUILD)/tiled sh bench/mhd_framing.sh
 
 bench:
 	@sh scripts/deps.sh build bench

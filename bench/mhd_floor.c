@@ -1,0 +1,102 @@
+/* mhd_floor.c - a minimal libmicrohttpd application: the library's own
+ * speed and framing, with no tiled code in the way.
+ *
+ * One epoll thread (MHD_USE_EPOLL_INTERNAL_THREAD); for each request, a
+ * response built from a copied 64-byte body with the four headers every
+ * small tiled reply carries (Content-Type, X-Request-Id, Server-Timing,
+ * Vary), queued and destroyed: the per-request work of an application that
+ * answers through the library's public API and nothing else. Bodies are
+ * read and dropped. It is the floor row of `make bench-peers` and the
+ * subject of bench/mhd_framing.py, which sends it the framing table of
+ * tests/server/test_framing.py to see what the library refuses by itself.
+ *
+ *   mhd_floor PORT [DISCIPLINE]
+ *   mhd_floor levels       prints the discipline levels this build takes
+ *
+ * DISCIPLINE is libmicrohttpd's MHD_OPTION_CLIENT_DISCIPLINE_LVL (-3..3;
+ * 1.0 and later only). It prints "listening on PORT" once it listens and
+ * runs until SIGTERM or SIGINT.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <microhttpd.h>
+
+static const char body[64] = "{\"output\":{\"dtype\":\"float32\",\"shape\":[2,4],\"data\":[1,2]}}     ";
+
+static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                              const char *version, const char *upload, size_t *upload_size, void **state)
+{
+    (void)cls;
+    (void)url;
+    (void)method;
+    (void)version;
+    (void)upload;
+    if (!*state) { /* the head: the body, if any, comes next */
+        *state = (void *)1;
+        return MHD_YES;
+    }
+    if (*upload_size) { /* a body piece, dropped */
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    struct MHD_Response *r = MHD_create_response_from_buffer(sizeof(body), (void *)body, MHD_RESPMEM_MUST_COPY);
+    if (!r)
+        return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", "application/json");
+    MHD_add_response_header(r, "X-Request-Id", "0123456789abcdef0123456789abcdef");
+    MHD_add_response_header(r, "Server-Timing", "queue;dur=0.000, decode;dur=0.001, tile;dur=0.001, total;dur=0.003");
+    MHD_add_response_header(r, "Vary", "Accept-Encoding");
+    enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: mhd_floor PORT [DISCIPLINE] | mhd_floor levels\n");
+        return 2;
+    }
+    if (strcmp(argv[1], "levels") == 0) {
+        puts(MHD_VERSION >= 0x00097701 ? "-3 -2 -1 0 1 2 3" : "0");
+        return 0;
+    }
+    int discipline = argc > 2 ? atoi(argv[2]) : 0;
+    unsigned port = (unsigned)atoi(argv[1]);
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    struct MHD_OptionItem opts[] = {
+#if MHD_VERSION >= 0x00097701
+        {MHD_OPTION_CLIENT_DISCIPLINE_LVL, discipline, NULL},
+#endif
+        {MHD_OPTION_END, 0, NULL},
+    };
+#if MHD_VERSION < 0x00097701
+    if (discipline != 0) {
+        fprintf(stderr, "mhd_floor: libmicrohttpd %s has no MHD_OPTION_CLIENT_DISCIPLINE_LVL\n", MHD_get_version());
+        return 2;
+    }
+#endif
+    struct MHD_Daemon *d =
+        MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD, (uint16_t)port, NULL, NULL, answer, NULL,
+                         MHD_OPTION_CONNECTION_LIMIT, 4096u, MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
+                         MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+    if (!d) {
+        fprintf(stderr, "mhd_floor: cannot listen on port %u\n", port);
+        return 1;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    printf("listening on %u (libmicrohttpd %s, discipline %d)\n", di ? di->port : port, MHD_get_version(),
+           discipline);
+    fflush(stdout);
+    int sig;
+    sigwait(&sigs, &sig);
+    MHD_stop_daemon(d);
+    return 0;
+}
