@@ -40,7 +40,7 @@ os.environ.setdefault("TILED_BIN", os.path.join(ROOT, "build", "tiled"))
 if not os.path.isabs(os.environ["TILED_BIN"]):
     os.environ["TILED_BIN"] = os.path.join(os.getcwd(), os.environ["TILED_BIN"])
 sys.path.insert(0, os.path.join(ROOT, "tests", "server"))
-from harness.daemon import Daemon  # noqa: E402
+from harness.daemon import Daemon, wait_for as harness_wait_for  # noqa: E402
 from harness.grpcwire import INFER, infer_request, raw_method, raw_output  # noqa: E402
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
@@ -64,12 +64,7 @@ def grpc_calls(d):
 
 
 def wait_for(cond, timeout=HANG):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.02)
-    return cond()
+    return harness_wait_for(cond, timeout)
 
 
 def listening(port):

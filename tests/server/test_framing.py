@@ -24,7 +24,7 @@ import subprocess
 import tempfile
 import unittest
 
-from harness.daemon import WRAP, Daemon
+from harness.daemon import WRAP, Daemon, DaemonCase
 
 TIMEOUT = 60 if WRAP else 30  # only a hang reaches it
 SMUGGLED = b"GET /smuggled HTTP/1.1\r\nHost: t\r\n\r\n"
@@ -265,16 +265,7 @@ class RawExchange:
         self.assertEqual(json.loads(probe[2]), {"live": True}, name)
 
 
-class Framing(RawExchange, unittest.TestCase):
-    daemon_args = ()
-
-    @classmethod
-    def setUpClass(cls):
-        cls.d = Daemon(*cls.daemon_args)
-
-    @classmethod
-    def tearDownClass(cls):
-        assert cls.d.stop() == 0, "daemon exit status"
+class Framing(RawExchange, DaemonCase):
 
     def test_both_framing_headers_never_run_a_second_request(self):
         """The issue's request: CL 50 with a chunked body holding a smuggled GET, sent in one write

@@ -44,7 +44,7 @@ from tritonclient.utils import InferenceServerException, np_to_triton_dtype
 
 sys.path.insert(0, os.path.dirname(__file__))
 from harness.certs import make_certificate  # noqa: E402
-from harness.daemon import Daemon  # noqa: E402
+from harness.daemon import Daemon, wait_for  # noqa: E402
 from harness.docs import readme_python_output  # noqa: E402
 from harness.triton import error_of  # noqa: E402
 
@@ -919,7 +919,7 @@ class SizeLimits(GrpcCase):
         req = self.raw_request(a, [1])
         e = grpc_error(lambda: self.stub.ModelInfer(req))
         self.assertEqual(e.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
-        self.assertRegex(e.details(), rf"\b4096\b")
+        self.assertRegex(e.details(), r"\b4096\b")
         self.assertRegex(e.details(), rf"\b{req.ByteSize()}\b")  # the message's size
 
     def test_output_above_the_limit(self):
@@ -928,7 +928,7 @@ class SizeLimits(GrpcCase):
         self.assertTrue(np.array_equal(output_array(ok), np.tile(a, 32)))
         e = grpc_error(lambda: self.stub.ModelInfer(self.raw_request(a, [128])))  # 8 KiB output
         self.assertEqual(e.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
-        self.assertRegex(e.details(), rf"\b4096\b")
+        self.assertRegex(e.details(), r"\b4096\b")
         sizes = [int(n) for n in re.findall(r"\b\d+\b", e.details())]
         self.assertTrue(any(8192 < n < 8192 + 256 for n in sizes), e.details())  # the response's size
         # tritonclient shows the same message.
@@ -1159,14 +1159,9 @@ class StreamInfer(GrpcCase):
         self.assert_still_streaming()
 
 
-def wait_until(cond, timeout=60):
-    """True once cond() is; False after `timeout` s (which only a hang reaches)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.02)
-    return False
+def wait_until(cond):
+    """True once cond() is; False after 60 s (which only a hang reaches)."""
+    return wait_for(cond, 60)
 
 
 class ApiKeys(GrpcCase):
