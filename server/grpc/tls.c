@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "h2.h"
+#include "log.h"
 #include "tls/tls.h"
 
 struct tiled_grpc_tls_conn {
@@ -82,6 +83,14 @@ long grpc_tls_recv(struct tiled_grpc_tls_conn *tc, uint8_t *buf, size_t cap)
     if (n == GNUTLS_E_AGAIN || n == GNUTLS_E_INTERRUPTED) {
         errno = EAGAIN;
         return -1;
+    }
+    if (n == GNUTLS_E_REHANDSHAKE) {
+        /* A client-initiated renegotiation (TLS 1.2): refused, never
+         * begun. GnuTLS answers it with a no_renegotiation warning (RFC
+         * 5246 7.2.2), one try. The connection then ends: GnuTLS keeps the
+         * ClientHello queued, and the next read would fail on it. */
+        (void)gnutls_alert_send_appropriate(tc->s, (int)n);
+        tiled_log_event(TILED_LOG_INFO, "tls_renegotiation_refused", "{s:s}", "transport", "grpc");
     }
     tc->established = false; /* a failed session sends nothing more */
     return -2;

@@ -4,11 +4,14 @@
 #include <errno.h>
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 
 #include "grow.h"
 #include "log.h"
@@ -223,6 +226,143 @@ static int priorities_init(struct tiled_tls *t, const char *priorities, struct t
     return h2_check(t->prio_h2, e);
 }
 
+/* ---- client-initiated renegotiation on libmicrohttpd's sessions ------------
+ *
+ * TLS 1.2 lets a client start a new handshake on an established connection
+ * (a ClientHello in a handshake record), each costing the server a key
+ * exchange: the DoS that testssl.sh calls "client-initiated renegotiation".
+ * GnuTLS never performs one by itself: gnutls_record_recv() returns
+ * GNUTLS_E_REHANDSHAKE and leaves the answer to the application (GnuTLS
+ * manual, "TLS 1.2 re-authentication"). The gRPC port answers with the
+ * no_renegotiation alert and closes (grpc/tls.c). libmicrohttpd 0.9.75
+ * answers by closing the connection with close_notify, an orderly end that
+ * clients (OpenSSL's s_client, so testssl.sh) read as the server going
+ * along; and it offers no hook between GnuTLS and its reads.
+ *
+ * So libmicrohttpd's sessions read their socket through a pull function
+ * (gnutls_transport_set_pull_function) that follows the record headers the
+ * client sends. After its ChangeCipherSpec a client's next handshake record
+ * is its Finished (full or resumed handshake alike); one after that, in a
+ * version that has renegotiation (TLS 1.2 or older), is a renegotiation:
+ * the socket is shut and the read fails as a reset connection before
+ * GnuTLS sees any of the record. GnuTLS ends the session as broken and
+ * libmicrohttpd closes it; its close_notify (GnuTLS sends alerts even on a
+ * broken session) finds the socket shut, so the client sees the
+ * connection cut, not ended in order. No renegotiation is ever begun, and
+ * the client is not left to take the close for consent. TLS 1.3 has none:
+ * after its ChangeCipherSpec (sent for middleboxes) a client's records are
+ * all application_data, the second ClientHello of a HelloRetryRequest
+ * aside, which the rule takes for the Finished. */
+
+enum { REC_CHANGE_CIPHER_SPEC = 20, REC_HEARTBEAT = 24, REC_HANDSHAKE = 22, REC_HEADER = 5 };
+
+/* One watched connection: its session and where the next header begins. */
+struct rec_watch {
+    gnutls_session_t s; /* NULL: not watched */
+    uint16_t left;      /* bytes of the current record's body still to come */
+    uint8_t have;       /* bytes of the next header read so far */
+    uint8_t hdr[REC_HEADER];
+    uint8_t stage;      /* WATCH_*: how far the client's first handshake is */
+};
+
+enum { WATCH_HELLO, WATCH_CHANGED_CIPHER, WATCH_FINISHED };
+
+/* Indexed by descriptor, allocated once for every descriptor the process
+ * may open (calloc'd pages are touched only for those in use). An entry is
+ * written when its connection's session starts and ends, and read by its
+ * reads, all on the connection's own libmicrohttpd thread. */
+static struct rec_watch *watches;
+static size_t nwatches;
+static pthread_once_t watches_once = PTHREAD_ONCE_INIT;
+
+static void watches_alloc(void)
+{
+    struct rlimit rl;
+    size_t n = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? (size_t)rl.rlim_cur : 65536;
+    if (n > (1u << 22))
+        n = 1u << 22;
+    watches = calloc(n, sizeof(*watches));
+    nwatches = watches ? n : 0;
+}
+
+static struct rec_watch *watch_of(int fd)
+{
+    return fd >= 0 && (size_t)fd < nwatches && watches[fd].s ? &watches[fd] : NULL;
+}
+
+static bool has_renegotiation(gnutls_session_t s)
+{
+    gnutls_protocol_t v = gnutls_protocol_get_version(s);
+    return v == GNUTLS_SSL3 || v == GNUTLS_TLS1_0 || v == GNUTLS_TLS1_1 || v == GNUTLS_TLS1_2;
+}
+
+/* Follows the record headers in n bytes read; false on a renegotiation.
+ * Bytes that are no TLS record (a type that does not exist, a major
+ * version other than 3) end the watch: GnuTLS refuses them itself. */
+static bool watch_bytes(struct rec_watch *w, const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n && w->s;) {
+        if (w->left > 0) {
+            size_t k = n - i < w->left ? n - i : w->left;
+            w->left = (uint16_t)(w->left - k);
+            i += k;
+            continue;
+        }
+        w->hdr[w->have++] = p[i++];
+        if (w->have < REC_HEADER)
+            continue;
+        w->have = 0;
+        w->left = (uint16_t)(w->hdr[3] << 8 | w->hdr[4]);
+        if (w->hdr[0] < REC_CHANGE_CIPHER_SPEC || w->hdr[0] > REC_HEARTBEAT || w->hdr[1] != 3)
+            w->s = NULL;
+        else if (w->hdr[0] == REC_CHANGE_CIPHER_SPEC && w->stage == WATCH_HELLO)
+            w->stage = WATCH_CHANGED_CIPHER;
+        else if (w->hdr[0] == REC_HANDSHAKE && w->stage == WATCH_CHANGED_CIPHER)
+            w->stage = WATCH_FINISHED;
+        else if (w->hdr[0] == REC_HANDSHAKE && w->stage == WATCH_FINISHED && has_renegotiation(w->s))
+            return false;
+    }
+    return true;
+}
+
+static ssize_t watched_pull(gnutls_transport_ptr_t ptr, void *buf, size_t n)
+{
+    int fd = (int)(intptr_t)ptr;
+    ssize_t r = recv(fd, buf, n, 0);
+    struct rec_watch *w = r > 0 ? watch_of(fd) : NULL;
+    if (w && !watch_bytes(w, buf, (size_t)r)) {
+        tiled_log_event(TILED_LOG_INFO, "tls_renegotiation_refused", "{s:s}", "transport", "http");
+        w->s = NULL;
+        shutdown(fd, SHUT_RDWR);
+        errno = ECONNRESET;
+        return -1;
+    }
+    return r;
+}
+
+/* GnuTLS wants a wait with a timeout beside a pull function it did not
+ * provide (else a timed read fails); the same as its own. */
+static int watched_pull_timeout(gnutls_transport_ptr_t ptr, unsigned ms)
+{
+    struct pollfd pfd = {(int)(intptr_t)ptr, POLLIN, 0};
+    return poll(&pfd, 1, ms == GNUTLS_INDEFINITE_TIMEOUT ? -1 : (int)ms);
+}
+
+static void watch_start(gnutls_session_t s, int fd)
+{
+    if ((size_t)fd >= nwatches)
+        return; /* a descriptor above the limit at start: libmicrohttpd's own answer stands */
+    watches[fd] = (struct rec_watch){.s = s};
+    gnutls_transport_set_pull_function(s, watched_pull);
+    gnutls_transport_set_pull_timeout_function(s, watched_pull_timeout);
+}
+
+static void watch_end(int fd)
+{
+    if (fd >= 0 && (size_t)fd < nwatches)
+        watches[fd].s = NULL;
+}
+
 struct tiled_tls *tiled_tls_new(const char *cert_path, const char *key_path, const char *priorities,
                                 struct tile_error *e)
 {
@@ -236,6 +376,13 @@ struct tiled_tls *tiled_tls_new(const char *cert_path, const char *key_path, con
         return NULL;
     }
     pthread_mutex_init(&t->lock, NULL);
+    pthread_once(&watches_once, watches_alloc);
+    if (!watches) {
+        tile_error_set(e, TILE_ENOMEM, "cannot allocate the TLS connection table");
+        pthread_mutex_destroy(&t->lock);
+        free(t);
+        return NULL;
+    }
     snprintf(t->cert_path, sizeof(t->cert_path), "%s", cert_path);
     snprintf(t->key_path, sizeof(t->key_path), "%s", key_path);
     int rc;
@@ -357,6 +504,8 @@ int tiled_tls_session_start(struct tiled_tls *t, void *session, int fd, bool h2)
         gnutls_credentials_set(s, GNUTLS_CRD_CERTIFICATE, c->cred) < 0 ||
         gnutls_session_ticket_enable_server(s, &t->ticket_key) < 0)
         return -1; /* the caller drops the session, then ends it */
+    if (!h2)
+        watch_start(s, fd);
     return 0;
 }
 
@@ -364,6 +513,7 @@ void tiled_tls_session_end(struct tiled_tls *t, int fd)
 {
     if (fd < 0)
         return;
+    watch_end(fd);
     pthread_mutex_lock(&t->lock);
     struct tls_cred *old = NULL;
     if ((size_t)fd < t->nheld) {

@@ -12,6 +12,7 @@ test) and sslyze in its own venv (scripts/venv-tls.sh; $SSLYZE_PYTHON or
 import http.client
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -172,14 +173,14 @@ class DefaultPolicy(TlsCase):
 
     def test_testssl_finds_nothing_high_or_medium_but_the_test_certificate(self):
         """testssl.sh, narrowed to protocols, suite categories, forward
-        secrecy, server order, server defaults (certificate, tickets) and,
-        on HTTPS, the HTTP headers (HSTS). Its findings about the certificate
-        itself (a private CA testssl does not trust, no revocation URI) are
-        the test certificate's, not the policy's."""
+        secrecy, server order, server defaults (certificate, tickets),
+        renegotiation and, on HTTPS, the HTTP headers (HSTS). Its findings
+        about the certificate itself (a private CA testssl does not trust,
+        no revocation URI) are the test certificate's, not the policy's."""
         for name, port in self.ports.items():
             with tempfile.TemporaryDirectory() as tmp:
                 out = os.path.join(tmp, "testssl.json")
-                checks = ["-p", "-s", "-f", "-P", "-S"] + (["-h"] if name == "https" else [])
+                checks = ["-p", "-s", "-f", "-P", "-S", "-R"] + (["-h"] if name == "https" else [])
                 target = f"https://127.0.0.1:{port}/v2/health/live" if name == "https" else f"127.0.0.1:{port}"
                 r = subprocess.run(["testssl", "--quiet", "--color", "0", "--warnings", "off", *checks, "--jsonfile",
                                     out, target], capture_output=True, text=True, timeout=600)
@@ -191,6 +192,13 @@ class DefaultPolicy(TlsCase):
             by_id = {x["id"]: x["finding"] for x in findings}
             self.assertEqual(by_id["TLS1"], "not offered", name)
             self.assertIn("offered", by_id["TLS1_3"], name)
+            # It judges by whether `openssl s_client` still runs after "R"
+            # (on HTTPS, four of them a second apart): an orderly close
+            # (close_notify) counted as renegotiation accepted.
+            renego = {x["id"]: x for x in findings if x["id"] in ("secure_renego", "secure_client_renego")}
+            self.assertEqual(renego["secure_renego"]["finding"], "supported", name)
+            self.assertEqual(renego["secure_client_renego"]["severity"], "OK", (name, renego))
+            self.assertNotIn("VULNERABLE", renego["secure_client_renego"]["finding"], name)
             if name == "https":
                 self.assertIn("63072000", by_id.get("HSTS_time", ""))
 
@@ -238,6 +246,59 @@ class DefaultPolicy(TlsCase):
                                 "h2", "--resume", *flags, "127.0.0.1"], stdin=subprocess.DEVNULL,
                                capture_output=True, text=True, errors="replace", timeout=DEADLINE)
             self.assertIn("This is a resumed session", r.stdout, (flags, r.stdout, r.stderr))
+
+    def test_client_initiated_renegotiation_is_refused_on_both_ports(self):
+        """openssl s_client over TLS 1.2 asks for a renegotiation ("R" on
+        its input, which stays open): the server never answers with a
+        ServerHello; the gRPC port says no_renegotiation, the HTTPS port
+        (libmicrohttpd's) cuts the connection. s_client then fails by
+        itself; a server going along would keep it running until the
+        deadline."""
+        for name, port in self.ports.items():
+            p = subprocess.Popen(["openssl", "s_client", "-connect", f"127.0.0.1:{port}", "-tls1_2", "-msg",
+                                  *(["-alpn", "h2"] if name == "grpc" else [])],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            try:
+                # s_client reads its input only once the handshake is done.
+                p.stdin.write(b"R\n")
+                p.stdin.flush()
+                out, err = p.communicate(timeout=DEADLINE)
+            finally:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+            out, err = out.decode(errors="replace"), err.decode(errors="replace")
+            self.assertNotEqual(p.returncode, 0, (name, err))
+            self.assertIn("RENEGOTIATING", err, name)
+            hellos = re.findall(r"^(<<<|>>>) TLS 1.2, Handshake \[length \w+\], (ClientHello|ServerHello)$", out, re.M)
+            # The first handshake's, then the renegotiation's ClientHello with no answer.
+            self.assertEqual(hellos, [(">>>", "ClientHello"), ("<<<", "ServerHello"), (">>>", "ClientHello")], name)
+            if name == "grpc":
+                self.assertIn("warning no_renegotiation", out)
+                self.assertIn("no renegotiation", err)
+            else:
+                self.assertNotIn("close_notify", out)
+                self.assertIn("unexpected eof", err)
+        refused = [json.loads(ln) for ln in self.d.log_lines() if '"event":"tls_renegotiation_refused"' in ln]
+        self.assertEqual(sorted(e["transport"] for e in refused), ["grpc", "http"])
+
+    def test_renegotiation_watch_leaves_ordinary_traffic_alone(self):
+        """The HTTPS port reads through a watch of the client's record
+        headers: requests of every size over TLS 1.2 and 1.3, several on one
+        connection, and resumed sessions pass it."""
+        for version in (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3):
+            ctx = client_context(self.pki.ca)
+            ctx.minimum_version = ctx.maximum_version = version
+            c = http.client.HTTPSConnection("127.0.0.1", self.ports["https"], context=ctx, timeout=DEADLINE)
+            for size in (0, 1, 100, 16384, 16385, 100000):
+                c.request("POST", f"/v1/tile?dtype=uint8&shape={size}&repeats=2", body=bytes(range(256)) * (size // 256)
+                          + bytes(size % 256), headers={"Content-Type": "application/octet-stream"})
+                r = c.getresponse()
+                body = r.read()
+                self.assertEqual((r.status, len(body)), (200, 2 * size), (version, size))
+            session = c.sock.session
+            c.close()
+            self.assertTrue(handshake(self.ports["https"], ctx, session)[4], version)
 
     def test_close_notify_ends_both_ports_connections(self):
         """The client reads the server's close as a clean end of stream (no
