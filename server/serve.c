@@ -106,9 +106,9 @@ static int metrics_start(struct tiled_server *srv, struct tile_error *e)
 static int tls_start(struct tiled_server *srv, struct tile_error *e)
 {
     const struct tiled_config *c = &srv->cfg;
-    if (!c->tls_cert[0] && !c->tls_key[0])
+    if (!c->tls_cert[0] && !c->tls_key[0] && !c->tls_client_ca[0])
         return 0;
-    srv->tls = tiled_tls_new(c->tls_cert, c->tls_key, c->tls_priorities, e);
+    srv->tls = tiled_tls_new(c->tls_cert, c->tls_key, c->tls_client_ca, c->tls_priorities, e);
     return srv->tls ? 0 : -1;
 }
 

@@ -58,8 +58,13 @@ int grpc_tls_handshake(struct tiled_grpc_tls_conn *tc, bool *want_write)
         *want_write = gnutls_record_get_direction(tc->s) == 1;
         return 0;
     }
-    if (rc < 0)
+    if (rc < 0) {
+        /* The alert that says why (a missing or untrusted client
+         * certificate, a suite or version in common with none), one try on
+         * the non-blocking socket: the connection ends either way. */
+        (void)gnutls_alert_send_appropriate(tc->s, rc);
         return -1;
+    }
     /* A client that offered ALPN without h2 was refused by GnuTLS (no
      * common protocol); one that offered none speaks HTTP/2 by prior
      * knowledge, which this server takes. The policy already keeps HTTP/2

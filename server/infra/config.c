@@ -293,6 +293,13 @@ static const struct tiled_option tiled_options[] = {
      .offset = OFF(tls_key),
      .def = "",
      .help = "PEM private key file for --tls-cert (unencrypted); both are re-read on SIGHUP"},
+    {.flag = "tls-client-ca",
+     .env = "TILED_TLS_CLIENT_CA",
+     .type = OPT_STRING,
+     .offset = OFF(tls_client_ca),
+     .def = "",
+     .help = "PEM file of CA certificates: both ports then require a client certificate issued by one of them "
+             "(mutual TLS; the handshake fails without); re-read on SIGHUP with --tls-cert"},
     {.flag = "tls-priorities",
      .env = "TILED_TLS_PRIORITIES",
      .type = OPT_STRING,

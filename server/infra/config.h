@@ -47,6 +47,7 @@ struct tiled_config {
     char api_key_file[256];   /* "" = no authentication */
     char tls_cert[256];       /* PEM files; both or neither */
     char tls_key[256];
+    char tls_client_ca[256];  /* PEM CA certificates clients must present one of; "" = none asked */
     char tls_priorities[256]; /* GnuTLS priority string of both ports */
     int64_t hsts_max_age;     /* seconds of Strict-Transport-Security; 0 = no header */
     int64_t shared_memory;    /* enum tiled_shm_kind */

@@ -26,10 +26,12 @@ static const char h2_removals[] = ":-VERS-SSL3.0:-VERS-TLS1.0:-VERS-TLS1.1:-RSA:
 
 #define MAX_PEM (1u << 20)
 
-/* One certificate chain and key. refs: one while it is current, one per
- * session using it; under tiled_tls.lock. */
+/* One certificate chain and key (and client CAs), with the session-ticket
+ * key of the sessions that start with them. refs: one while it is current,
+ * one per session using it; under tiled_tls.lock. */
 struct tls_cred {
     gnutls_certificate_credentials_t cred;
+    gnutls_datum_t ticket_key;
     unsigned refs;
     char subject[256];
 };
@@ -40,10 +42,10 @@ struct tiled_tls {
     struct tls_cred **held; /* held[fd]: the credentials of the session on socket fd */
     size_t nheld;
     char cert_path[256], key_path[256];
+    char ca_path[256]; /* --tls-client-ca; "" when no client certificate is asked for */
     char *cert_pem, *key_pem; /* as first loaded */
     char priorities[256];
     gnutls_priority_t prio, prio_h2;
-    gnutls_datum_t ticket_key;
 };
 
 /* The whole file as a NUL-terminated string; NULL with `e` naming it. */
@@ -76,6 +78,10 @@ static void cred_free(struct tls_cred *c)
         return;
     if (c->cred)
         gnutls_certificate_free_credentials(c->cred);
+    if (c->ticket_key.data) {
+        memset(c->ticket_key.data, 0, c->ticket_key.size);
+        gnutls_free(c->ticket_key.data);
+    }
     free(c);
 }
 
@@ -142,13 +148,48 @@ done:
     return c;
 }
 
-/* Loads both files; their text goes to *cert_out and *key_out when asked for. */
+/* The CAs whose client certificates the handshake accepts: the trust list
+ * GnuTLS verifies a client's chain against, and whose names its
+ * CertificateRequest lists so a client can pick the right certificate. */
+static int client_ca_load(struct tls_cred *c, const char *path, struct tile_error *e)
+{
+    size_t len = 0;
+    char *pem = read_pem("--tls-client-ca", path, &len, e);
+    if (!pem)
+        return -1;
+    gnutls_datum_t d = {(unsigned char *)pem, (unsigned)len};
+    int rc = gnutls_certificate_set_x509_trust_mem(c->cred, &d, GNUTLS_X509_FMT_PEM);
+    free(pem);
+    if (rc <= 0)
+        return tile_error_set(e, TILE_EINVAL, "--tls-client-ca %s: not a PEM certificate: %s", path,
+                              gnutls_strerror(rc < 0 ? rc : GNUTLS_E_NO_CERTIFICATE_FOUND));
+    return 0;
+}
+
+/* Loads the files; the certificate's and key's text goes to *cert_out and
+ * *key_out when asked for. */
 static struct tls_cred *cred_load(const struct tiled_tls *t, char **cert_out, char **key_out, struct tile_error *e)
 {
     size_t cl = 0, kl = 0;
     char *cert = read_pem("--tls-cert", t->cert_path, &cl, e);
     char *key = cert ? read_pem("--tls-key", t->key_path, &kl, e) : NULL;
     struct tls_cred *c = key ? cred_from_pem(t->cert_path, cert, cl, t->key_path, key, kl, e) : NULL;
+    if (c && t->ca_path[0] && client_ca_load(c, t->ca_path, e) < 0) {
+        cred_free(c);
+        c = NULL;
+    }
+    /* A random ticket key per load, GnuTLS deriving the keys it encrypts
+     * tickets with from it and rotating them. A new one at each reload
+     * means no session resumes past it: a resumed session shows no
+     * certificate again, and the client CAs, or the certificate, it was
+     * made under may be the ones the reload took away. */
+    int rc;
+    if (c && (rc = gnutls_session_ticket_key_generate(&c->ticket_key)) < 0) {
+        c->ticket_key.data = NULL;
+        tile_error_set(e, TILE_EINVAL, "cannot make a session-ticket key: %s", gnutls_strerror(rc));
+        cred_free(c);
+        c = NULL;
+    }
     if (c && cert_out) {
         *cert_out = cert;
         *key_out = key;
@@ -363,11 +404,12 @@ static void watch_end(int fd)
         watches[fd].s = NULL;
 }
 
-struct tiled_tls *tiled_tls_new(const char *cert_path, const char *key_path, const char *priorities,
-                                struct tile_error *e)
+struct tiled_tls *tiled_tls_new(const char *cert_path, const char *key_path, const char *client_ca_path,
+                                const char *priorities, struct tile_error *e)
 {
     if (!cert_path[0] || !key_path[0]) {
-        tile_error_set(e, TILE_EINVAL, "--tls-cert and --tls-key must be given together");
+        tile_error_set(e, TILE_EINVAL, "--tls-cert and --tls-key must be given together%s",
+                       client_ca_path[0] ? " (--tls-client-ca needs both)" : "");
         return NULL;
     }
     struct tiled_tls *t = calloc(1, sizeof(*t));
@@ -385,16 +427,9 @@ struct tiled_tls *tiled_tls_new(const char *cert_path, const char *key_path, con
     }
     snprintf(t->cert_path, sizeof(t->cert_path), "%s", cert_path);
     snprintf(t->key_path, sizeof(t->key_path), "%s", key_path);
-    int rc;
+    snprintf(t->ca_path, sizeof(t->ca_path), "%s", client_ca_path);
     if (priorities_init(t, priorities, e) < 0 || !(t->current = cred_load(t, &t->cert_pem, &t->key_pem, e)))
         goto fail;
-    /* One random key for the daemon's life; GnuTLS derives the keys it
-     * encrypts tickets with from it and rotates them. */
-    if ((rc = gnutls_session_ticket_key_generate(&t->ticket_key)) < 0) {
-        t->ticket_key.data = NULL;
-        tile_error_set(e, TILE_EINVAL, "cannot make a session-ticket key: %s", gnutls_strerror(rc));
-        goto fail;
-    }
     return t;
 fail:
     tiled_tls_free(t);
@@ -413,10 +448,6 @@ void tiled_tls_free(struct tiled_tls *t)
         gnutls_priority_deinit(t->prio);
     if (t->prio_h2)
         gnutls_priority_deinit(t->prio_h2);
-    if (t->ticket_key.data) {
-        memset(t->ticket_key.data, 0, t->ticket_key.size);
-        gnutls_free(t->ticket_key.data);
-    }
     free(t->cert_pem);
     if (t->key_pem) {
         memset(t->key_pem, 0, strlen(t->key_pem));
@@ -502,8 +533,17 @@ int tiled_tls_session_start(struct tiled_tls *t, void *session, int fd, bool h2)
     retire(stale);
     if (gnutls_priority_set(s, h2 ? t->prio_h2 : t->prio) < 0 ||
         gnutls_credentials_set(s, GNUTLS_CRD_CERTIFICATE, c->cred) < 0 ||
-        gnutls_session_ticket_enable_server(s, &t->ticket_key) < 0)
+        gnutls_session_ticket_enable_server(s, &c->ticket_key) < 0)
         return -1; /* the caller drops the session, then ends it */
+    if (t->ca_path[0]) {
+        /* Mutual TLS: no certificate, or one whose chain does not verify
+         * against the CAs or is not for TLS clients (extended key usage),
+         * fails the handshake. */
+        static gnutls_typed_vdata_st client_use = {GNUTLS_DT_KEY_PURPOSE_OID, (unsigned char *)GNUTLS_KP_TLS_WWW_CLIENT,
+                                                   0};
+        gnutls_certificate_server_set_request(s, GNUTLS_CERT_REQUIRE);
+        gnutls_session_set_verify_cert2(s, &client_use, 1, 0);
+    }
     if (!h2)
         watch_start(s, fd);
     return 0;

@@ -2,7 +2,9 @@
 we did not write (sslyze's Mozilla "intermediate" check, sslscan,
 testssl.sh), old versions and weak suites refused, HTTP/2's own rules on
 the gRPC port, session resumption, close_notify, Strict-Transport-Security,
-certificate rotation on SIGHUP under load, and the messages for bad files.
+certificate rotation on SIGHUP under load, the messages for bad files,
+client-initiated renegotiation refused, mutual TLS (--tls-client-ca) with
+curl, openssl and Python's ssl, and `tiled probe` over HTTPS.
 
 Needs openssl, gnutls-cli, sslscan and testssl (Debian: scripts/deps.sh
 test) and sslyze in its own venv (scripts/venv-tls.sh; $SSLYZE_PYTHON or
@@ -23,44 +25,11 @@ import threading
 import time
 import unittest
 
-from harness.certs import make_certificate
+from harness.certs import Pki, make_certificate, openssl
 from harness.daemon import BIN, Daemon
 
 SSLYZE_PYTHON = os.environ.get("SSLYZE_PYTHON", "../../build/venv-tls/bin/python")
 DEADLINE = 60  # seconds; only a hang reaches it
-
-
-def openssl(*args):
-    subprocess.run(["openssl", *args], check=True, capture_output=True)
-
-
-class Pki:
-    """A test CA and server certificates it signs for 127.0.0.1."""
-
-    def __init__(self):
-        self.dir = tempfile.mkdtemp(prefix="tiled-tls-")
-        self.ca_key, self.ca = self.path("ca.key"), self.path("ca.pem")
-        openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", self.ca_key, "-out", self.ca,
-                "-days", "200", "-subj", "/CN=tiled test CA", "-addext", "basicConstraints=critical,CA:TRUE",
-                "-addext", "keyUsage=critical,keyCertSign,cRLSign")
-
-    def path(self, name):
-        return os.path.join(self.dir, name)
-
-    def server(self, cn, kind="rsa"):
-        """(cert path, key path) of a leaf for 127.0.0.1 with subject CN=cn."""
-        key, csr, cert, ext = (self.path(f"{cn}.{x}") for x in ("key", "csr", "pem", "ext"))
-        if kind == "rsa":
-            openssl("genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", key)
-        else:
-            openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", key)
-        openssl("req", "-new", "-key", key, "-out", csr, "-subj", f"/CN={cn}")
-        with open(ext, "w") as f:
-            f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n"
-                    "keyUsage=critical,digitalSignature,keyEncipherment\n")
-        openssl("x509", "-req", "-in", csr, "-CA", self.ca, "-CAkey", self.ca_key, "-CAcreateserial", "-out", cert,
-                "-days", "200", "-sha256", "-extfile", ext)
-        return cert, key
 
 
 def client_context(ca=None, alpn=None):
@@ -369,6 +338,145 @@ class CustomPolicy(TlsCase):
         self.assertEqual(r.getheader("Strict-Transport-Security"), "max-age=300")
 
 
+def tls_exchange(port, ctx, request=None, session=None):
+    """A handshake, `request` sent (if any) and the first bytes of the
+    answer: those bytes (b"" when the server closed), or the exception that
+    ended it. A client certificate is judged in TLS 1.3 after the client's
+    side of the handshake ends, so a refusal may come at the read; and a
+    request may then meet the closed connection before the client has read
+    the server's alert."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=DEADLINE) as raw:
+            with ctx.wrap_socket(raw, server_hostname="127.0.0.1", session=session) as s:
+                if request:
+                    s.sendall(request)
+                return s.recv(65536)
+    except (ssl.SSLError, ConnectionResetError, BrokenPipeError) as e:
+        return e
+
+
+HTTP_GET = b"GET /v2/health/ready HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])  # and empty SETTINGS
+
+
+class MutualTls(unittest.TestCase):
+    """--tls-client-ca: both ports require a client certificate issued by
+    that CA. One from another CA, or none, fails the handshake (over TLS
+    1.3, at the client's first read); SIGHUP re-reads the CA file."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.pki, cls.other = Pki(), Pki("another CA")
+        cls.cert, cls.key = cls.pki.server("server")
+        cls.good = cls.pki.client("alice")
+        cls.bad = cls.other.client("mallory")
+        cls.client_ca = cls.pki.path("clients.pem")
+        shutil.copyfile(cls.pki.ca, cls.client_ca)
+        cls.d = Daemon("--grpc-port", "0", "--tls-cert", cls.cert, "--tls-key", cls.key, "--tls-client-ca",
+                       cls.client_ca, scheme="https")
+        cls.ports = {"https": cls.d.port, "grpc": cls.d.grpc_port}
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.d.stop() == 0, "daemon exit status"
+        shutil.rmtree(cls.pki.dir, ignore_errors=True)
+        shutil.rmtree(cls.other.dir, ignore_errors=True)
+
+    def context(self, client, version, alpn=None):
+        ctx = client_context(self.pki.ca, alpn=alpn)
+        ctx.minimum_version = ctx.maximum_version = version
+        if client:
+            ctx.load_cert_chain(*client)
+        return ctx
+
+    def outcomes(self, client):
+        """{(port name, TLS version): accepted?} for a client certificate (or None)."""
+        got = {}
+        for version in (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3):
+            r = tls_exchange(self.ports["https"], self.context(client, version), HTTP_GET)
+            got[("https", version)] = isinstance(r, bytes) and r.startswith(b"HTTP/1.1 200")
+            r = tls_exchange(self.ports["grpc"], self.context(client, version, alpn=["h2"]), H2_PREFACE)
+            got[("grpc", version)] = isinstance(r, bytes) and len(r) >= 9 and r[3] == 4  # the server's SETTINGS
+        return got
+
+    def test_python_ssl_on_both_ports(self):
+        self.assertEqual(set(self.outcomes(self.good).values()), {True})
+        self.assertEqual(set(self.outcomes(self.bad).values()), {False})
+        self.assertEqual(set(self.outcomes(None).values()), {False})
+
+    def test_grpc_port_says_why_with_an_alert(self):
+        for client, alerts in ((None, ("CERTIFICATE_REQUIRED", "DECODE_ERROR")), (self.bad, ("BAD_CERTIFICATE",))):
+            for version in (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3):
+                r = tls_exchange(self.ports["grpc"], self.context(client, version, alpn=["h2"]))
+                self.assertIsInstance(r, ssl.SSLError, (client, version))
+                self.assertTrue(any(a in r.reason for a in alerts), (client, version, r.reason))
+
+    def test_curl(self):
+        url = f"https://127.0.0.1:{self.ports['https']}/v2/health/ready"
+        for tls in (["--tlsv1.2", "--tls-max", "1.2"], ["--tlsv1.3"]):
+            for client, ok in ((self.good, True), (self.bad, False), (None, False)):
+                args = ["--cert", client[0], "--key", client[1]] if client else []
+                r = subprocess.run(["curl", "-sS", "--cacert", self.pki.ca, *tls, *args, url], capture_output=True,
+                                   text=True, timeout=DEADLINE)
+                if ok:
+                    self.assertEqual((r.returncode, r.stdout), (0, '{"ready":true}'), r.stderr)
+                else:
+                    self.assertNotEqual(r.returncode, 0, (tls, client))
+                    self.assertEqual(r.stdout, "", (tls, client))
+
+    def test_probe_presents_a_client_certificate(self):
+        url = f"https://127.0.0.1:{self.ports['https']}/v2/health/ready"
+        r = subprocess.run([BIN, "probe", "--cacert", self.pki.ca, "--cert", self.good[0], "--key", self.good[1], url],
+                           capture_output=True, text=True, timeout=DEADLINE)
+        self.assertEqual((r.returncode, r.stdout), (0, "200\n"), r.stderr)
+        r = subprocess.run([BIN, "probe", "--cacert", self.pki.ca, url], capture_output=True, text=True,
+                           timeout=DEADLINE)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("--cert FILE --key FILE", r.stderr)
+
+    def test_sighup_reloads_the_client_ca(self):
+        def reload(src):
+            shutil.copyfile(src, self.client_ca + ".new")
+            os.replace(self.client_ca + ".new", self.client_ca)
+            before = len([ln for ln in self.d.log_lines() if '"event":"tls_reload"' in ln])
+            self.d.proc.send_signal(signal.SIGHUP)
+            wait_for(lambda: len([ln for ln in self.d.log_lines() if '"event":"tls_reload"' in ln]) > before,
+                     "the reload's log line")
+            last = [json.loads(ln) for ln in self.d.log_lines() if '"event":"tls_reload"' in ln][-1]
+            self.assertEqual(last["level"], "info", last)
+
+        sessions = []  # TLS sessions made with a certificate from the first CA
+        for version in (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3):
+            ctx = self.context(self.good, version)
+            # A request first, so that a TLS 1.3 ticket (sent after the
+            # handshake) has arrived before the session is taken.
+            c = http.client.HTTPSConnection("127.0.0.1", self.ports["https"], context=ctx, timeout=DEADLINE)
+            self.assertEqual(https_get(self.ports["https"], ctx, conn=c)[0].status, 200)
+            sessions.append((ctx, c.sock.session))
+            c.close()
+            r = tls_exchange(self.ports["https"], ctx, HTTP_GET, session=sessions[-1][1])
+            self.assertTrue(isinstance(r, bytes) and r.startswith(b"HTTP/1.1 200"), (version, r))
+        try:
+            reload(self.other.ca)
+            self.assertEqual(set(self.outcomes(self.bad).values()), {True})
+            self.assertEqual(set(self.outcomes(self.good).values()), {False})
+            # Nor does a session made before resume: a resumed session
+            # shows no certificate, and its CA is no longer trusted.
+            for ctx, session in sessions:
+                r = tls_exchange(self.ports["https"], ctx, HTTP_GET, session=session)
+                self.assertFalse(isinstance(r, bytes) and r.startswith(b"HTTP/1.1 200"), (ctx.maximum_version, r))
+            # A file that is no certificate keeps the CAs in use, and says why.
+            with open(self.client_ca, "w") as f:
+                f.write("not a certificate\n")
+            self.d.proc.send_signal(signal.SIGHUP)
+            wait_for(lambda: any('"level":"error"' in ln and "--tls-client-ca" in ln for ln in self.d.log_lines()),
+                     "the failed reload's log line")
+            self.assertEqual(set(self.outcomes(self.bad).values()), {True})
+        finally:
+            reload(self.pki.ca)
+        self.assertEqual(set(self.outcomes(self.good).values()), {True})
+
+
 class HstsOff(unittest.TestCase):
     def test_zero_turns_it_off_and_plain_http_never_has_it(self):
         pki = Pki()
@@ -601,6 +709,16 @@ class BadFilesAtStart(unittest.TestCase):
             self.assertIn(message, err)
             # GnuTLS's reason follows the message's own words.
             self.assertRegex(err.split(message, 1)[1].splitlines()[0] if message.endswith(": ") else err, r"\S")
+
+    def test_client_ca_file(self):
+        missing = self.pki.path("missing.pem")
+        for path, message in ((missing, f"--tls-client-ca {missing}: No such file or directory"),
+                              (self.garbage, f"--tls-client-ca {self.garbage}: not a PEM certificate: "),
+                              (self.empty, f"--tls-client-ca {self.empty}: not a PEM certificate: ")):
+            err = self.start_fails("--tls-cert", self.cert, "--tls-key", self.key, "--tls-client-ca", path)
+            self.assertIn(message, err)
+        err = self.start_fails("--tls-client-ca", self.pki.ca)
+        self.assertIn("--tls-cert and --tls-key must be given together (--tls-client-ca needs both)", err)
 
     def test_bad_priority_strings(self):
         err = self.start_fails("--tls-cert", self.cert, "--tls-key", self.key, "--tls-priorities", "NORMAL:+NOPE")
