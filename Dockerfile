@@ -41,8 +41,15 @@ EXPOSE 8080 8081
 # SIGTERM drains in-flight requests (TILED_DRAIN_TIMEOUT, 20 s by default),
 # then the process exits 0: give `docker stop -t` more than that.
 STOPSIGNAL SIGTERM
+# The probe asks the daemon on TILED_PORT, over https when TLS is on
+# (TILED_TLS_CERT set): --insecure, since the certificate names the service,
+# not 127.0.0.1, and what is checked is that the daemon answers ready. With
+# TILED_TLS_CLIENT_CA (mutual TLS) it needs a client certificate: replace this
+# with `tiled probe --cert FILE --key FILE ...` (docs/operations.md, Health checks).
 HEALTHCHECK --interval=10s --timeout=5s --start-period=5s --retries=3 \
-  CMD ["/usr/local/bin/tiled", "probe", "http://127.0.0.1:8080/v2/health/ready"]
+  CMD if [ -n "$TILED_TLS_CERT" ]; \
+      then exec /usr/local/bin/tiled probe --insecure "https://127.0.0.1:${TILED_PORT:-8080}/v2/health/ready"; \
+      else exec /usr/local/bin/tiled probe "http://127.0.0.1:${TILED_PORT:-8080}/v2/health/ready"; fi
 ENTRYPOINT ["/usr/local/bin/tiled"]
 CMD ["serve"]
 # Last, so that a new binary reuses every layer above.

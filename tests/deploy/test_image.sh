@@ -119,9 +119,13 @@ check("EXPOSE 8080/tcp", "8080/tcp" in (cfg.get("ExposedPorts") or {}))
 check("EXPOSE 8081/tcp (gRPC)", "8081/tcp" in (cfg.get("ExposedPorts") or {}))
 check("ENV TILED_GRPC_PORT=8081", env.get("TILED_GRPC_PORT") == "8081")
 check("STOPSIGNAL SIGTERM", cfg.get("StopSignal") in ("SIGTERM", "15", "TERM"))
-check("HEALTHCHECK tiled probe http://127.0.0.1:8080/v2/health/ready",
-      "/usr/local/bin/tiled" in hc and "probe" in hc
-      and "http://127.0.0.1:8080/v2/health/ready" in hc)
+# A shell form ("CMD-SHELL", script): http, or https when TILED_TLS_CERT is set.
+script = " ".join(hc[1:])
+check("HEALTHCHECK tiled probe http(s)://127.0.0.1:$TILED_PORT/v2/health/ready",
+      hc[:1] == ["CMD-SHELL"] and "/usr/local/bin/tiled probe" in script
+      and '"http://127.0.0.1:${TILED_PORT:-8080}/v2/health/ready"' in script
+      and '--insecure "https://127.0.0.1:${TILED_PORT:-8080}/v2/health/ready"' in script
+      and "TILED_TLS_CERT" in script)
 check("ENV TILED_HOST=0.0.0.0", env.get("TILED_HOST") == "0.0.0.0")
 check("ENTRYPOINT /usr/local/bin/tiled, CMD serve",
       cfg.get("Entrypoint") == ["/usr/local/bin/tiled"] and cfg.get("Cmd") == ["serve"])

@@ -649,6 +649,23 @@ class Probe(unittest.TestCase):
         self.assertIn("plain HTTP", r.stderr)
         self.assertLess(took, 10)
 
+    def test_the_images_healthcheck_follows_tls(self):
+        """The Dockerfile's HEALTHCHECK, run as the image would (sh -c), with
+        this binary: https with TILED_TLS_CERT set, http without."""
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Dockerfile")) as f:
+            text = f.read().replace("\\\n", " ")
+        script = re.search(r"^HEALTHCHECK .*? CMD (.*)$", text, re.M).group(1)
+        self.assertFalse(script.startswith("["), "a shell form: the scheme follows TILED_TLS_CERT")
+        script = script.replace("/usr/local/bin/tiled", os.path.abspath(BIN))
+        plain = Daemon()
+        try:
+            for port, env in ((self.d.port, {"TILED_TLS_CERT": self.cert}), (plain.port, {"TILED_TLS_CERT": ""})):
+                r = subprocess.run(["sh", "-c", script], env=dict(os.environ, TILED_PORT=str(port), **env),
+                                   capture_output=True, text=True, timeout=DEADLINE)
+                self.assertEqual((r.returncode, r.stdout), (0, "200\n"), (env, r.stderr))
+        finally:
+            self.assertEqual(plain.stop(), 0)
+
     def test_usage_errors(self):
         for args, message in ((("--cacert", self.cert, "--insecure", self.url), "exclude each other"),
                               (("--cacert", self.cert, f"http://127.0.0.1:{self.d.port}/"), "for https:// URLs"),
