@@ -74,9 +74,14 @@ fetch_trixie_libs() {
   done
 }
 
+# One fetch at a time: make test runs suites side by side, and two of them may
+# be first to need perf_analyzer (each fetch starts by removing what it makes).
+exec 9> "$DIR/.fetch.lock"
+flock 9
 [ -x "$BIN" ] || fetch_wheel
 [ -x "$ROOT/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2" ] || fetch_trixie_libs
 [ -e "$CUDART/libcudart.so" ] || fetch_cudart
+exec 9>&-
 exec "$ROOT/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2" \
   --library-path "$ROOT/usr/lib/x86_64-linux-gnu:$CUDART:/usr/lib/x86_64-linux-gnu:/lib/x86_64-linux-gnu" \
   "$BIN" "$@"
