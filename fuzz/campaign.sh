@@ -12,9 +12,10 @@
 #      new and generated inputs that reach edges it does not (it removes
 #      nothing), so the kept corpus grows in the tree. Edges alone
 #      (-use_counters=0): counted as features, each loop's hit counts kept
-#      a slow input apiece (a raw body repeated to 1 MiB), four times the
-#      files, and `make fuzz` spent its short runs on them (raw went from
-#      35,000 to 3,500 executions a second); the fuzzing itself counts hits;
+#      a slow input apiece (a raw body repeated to 1 MiB), five times the
+#      files, and `make fuzz` spent its short runs on them (raw made 1.7
+#      times fewer executions a second from such a corpus than from the
+#      edges' one, side by side); the fuzzing itself counts hits;
 #   3. coverage: the target built again with clang's source-based coverage
 #      (into $FUZZ_BUILD/cov/) runs over fuzz/corpus/<t>/; llvm-profdata and
 #      llvm-cov report it per file in $FUZZ_BUILD/campaign/<t>/coverage.txt.
