@@ -83,7 +83,11 @@ static long tls_error(gnutls_session_t s, int rc, const char *cacert, bool own_c
                       rc == GNUTLS_E_PULL_ERROR))
         return fail(why, cap, "no TLS handshake: %s (does the port speak plain HTTP? then probe http://)",
                     gnutls_strerror(rc));
-    if (!handshake && rc == GNUTLS_E_PREMATURE_TERMINATION)
+    /* After a TLS 1.3 handshake the server judges the client's certificate
+     * and may close while the request is still being written: the write
+     * fails (the peer reset it) or the read finds the end, which is one. */
+    if (!handshake && (rc == GNUTLS_E_PREMATURE_TERMINATION || rc == GNUTLS_E_PUSH_ERROR ||
+                       rc == GNUTLS_E_PULL_ERROR))
         return fail(why, cap, "the server closed the connection after the TLS handshake%s",
                     own_cert ? "" : " (a server that requires a client certificate does so: --cert FILE --key FILE)");
     return fail(why, cap, "TLS %s failed: %s", handshake ? "handshake" : "connection", gnutls_strerror(rc));
