@@ -253,16 +253,23 @@ static void message_sent(struct grpc_call *call, size_t n)
 }
 
 /* A connection's unsent reply bytes (c->unsent, what --max-grpc-conn-memory
- * bounds) change only here, so the transport's figures follow them: the sum
- * over connections, and the most any one connection held at once, which
+ * bounds) change only here, so the figures follow them: the sum over
+ * connections, and the most any one connection held at once, which
  * tiled_grpc_metrics exports (the budget's own account, not the allocator's). */
+static atomic_uint_fast64_t unsent_now, unsent_peak;
+
+void grpc_unsent_figures(uint64_t *now, uint64_t *peak)
+{
+    *now = atomic_load_explicit(&unsent_now, memory_order_relaxed);
+    *peak = atomic_load_explicit(&unsent_peak, memory_order_relaxed);
+}
+
 static void unsent_add(struct grpc_conn *c, uint64_t n)
 {
-    struct grpc_transport *t = c->loop->t;
     c->unsent += n;
-    atomic_fetch_add_explicit(&t->unsent_bytes, n, memory_order_relaxed);
-    uint64_t peak = atomic_load_explicit(&t->unsent_peak, memory_order_relaxed);
-    while (c->unsent > peak && !atomic_compare_exchange_weak_explicit(&t->unsent_peak, &peak, c->unsent,
+    atomic_fetch_add_explicit(&unsent_now, n, memory_order_relaxed);
+    uint64_t peak = atomic_load_explicit(&unsent_peak, memory_order_relaxed);
+    while (c->unsent > peak && !atomic_compare_exchange_weak_explicit(&unsent_peak, &peak, c->unsent,
                                                                        memory_order_relaxed, memory_order_relaxed))
         ;
 }
@@ -270,7 +277,7 @@ static void unsent_add(struct grpc_conn *c, uint64_t n)
 static void unsent_sub(struct grpc_conn *c, uint64_t n)
 {
     c->unsent -= n;
-    atomic_fetch_sub_explicit(&c->loop->t->unsent_bytes, n, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&unsent_now, n, memory_order_relaxed);
 }
 
 void grpc_call_given_back(struct grpc_call *call, uint64_t at, size_t n)

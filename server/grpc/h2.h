@@ -185,9 +185,6 @@ struct grpc_transport {
      * empty and TILED_LISTEN_SETTLE_US (listener.h) passed. */
     uint64_t quiesce_at_us;
     atomic_bool listener_closed;
-    /* In-memory reply bytes the sockets have not taken (call.c, unsent_add):
-     * now, over every connection, and the most one connection held at once. */
-    atomic_uint_fast64_t unsent_bytes, unsent_peak;
     int nloops;
     struct grpc_loop *loops;
 };
@@ -214,6 +211,11 @@ struct grpc_loop {
 /* ---- loop.c ------------------------------------------------------------ */
 /* The connection has output to produce: flushed once this loop turn ends,
  * so every reply decided in one turn leaves in one write. */
+/* In-memory reply bytes the sockets have not taken (call.c, unsent_add):
+ * now, over every connection, and the most one connection held at once.
+ * Process-wide atomics, readable from any thread at any time (a scrape may
+ * come before the transport starts or after it stops). */
+void grpc_unsent_figures(uint64_t *now, uint64_t *peak);
 void grpc_loop_mark_dirty(struct grpc_conn *c);
 /* A call for `c` (from the loop's free list); NULL when out of memory. */
 struct grpc_call *grpc_call_alloc(struct grpc_conn *c, int32_t id);

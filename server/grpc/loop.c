@@ -533,16 +533,19 @@ void tiled_grpc_stop(struct tiled_server *srv)
 
 void tiled_grpc_metrics(struct tiled_metrics_out *o, void *server)
 {
-    struct grpc_transport *t = ((struct tiled_server *)server)->grpc;
-    if (!t)
+    /* cfg, not srv->grpc: set before any thread, and the figures are the
+     * process's, so a scrape while the transport starts or stops is safe. */
+    if (((const struct tiled_server *)server)->cfg.grpc_port < 0)
         return;
+    uint64_t now, peak;
+    grpc_unsent_figures(&now, &peak);
     tiled_metrics_family(o, "tiled_grpc_unsent_reply_bytes", "gauge",
                          "Bytes of gRPC replies held in memory that the clients' sockets have not taken.");
-    tiled_metrics_sample(o, "tiled_grpc_unsent_reply_bytes", atomic_load(&t->unsent_bytes));
+    tiled_metrics_sample(o, "tiled_grpc_unsent_reply_bytes", now);
     tiled_metrics_family(o, "tiled_grpc_conn_unsent_reply_peak_bytes", "gauge",
                          "The most bytes of unsent gRPC replies one connection has held at once since the start "
                          "(bounded by --max-grpc-conn-memory, or one reply alone when it is larger).");
-    tiled_metrics_sample(o, "tiled_grpc_conn_unsent_reply_peak_bytes", atomic_load(&t->unsent_peak));
+    tiled_metrics_sample(o, "tiled_grpc_conn_unsent_reply_peak_bytes", peak);
 }
 
 const char *tiled_grpc_library(void)
