@@ -396,6 +396,14 @@ class Logs(unittest.TestCase):
             for i in range(20):
                 resp, _ = d.request("GET", "/v2/health/live", headers={**auth, "X-Request-Id": f"before-{i}"})
                 self.assertEqual(resp.status, 200)
+
+            # A request ends in the daemon (its access line is made) once its reply has left,
+            # which the client may see first: wait until only the scrape asking is in flight.
+            def only_the_scrape():
+                _, text = d.request("GET", "/metrics", headers=auth)
+                return metric_value(text.decode(), "tiled_inflight_requests") == 1
+
+            wait_for(only_the_scrape, "the 20 requests to end")
             os.unlink(keys)
             d.proc.send_signal(signal.SIGHUP)
             def failed(e):
@@ -404,7 +412,8 @@ class Logs(unittest.TestCase):
             wait_for(lambda: any(failed(json.loads(l)) for l in d.log_lines()), "the failed reload's error line")
             events = [json.loads(l) for l in d.log_lines()]
             at = next(i for i, e in enumerate(events) if failed(e))
-            self.assertEqual([e.get("request_id") for e in events[at - 20:at]], [f"before-{i}" for i in range(20)])
+            before = [e.get("request_id") for e in events[:at] if str(e.get("request_id")).startswith("before-")]
+            self.assertEqual(before, [f"before-{i}" for i in range(20)])
             resp, _ = d.request("GET", "/v2/health/live", headers={**auth, "X-Request-Id": "after"})
             self.assertEqual(resp.status, 200)  # the old keys are kept
         finally:
@@ -413,7 +422,8 @@ class Logs(unittest.TestCase):
                 os.unlink(keys)
         order = [(e["event"], e.get("request_id")) for e in map(json.loads, d.log_lines())]
         self.assertLess(order.index(("access", "after")), order.index(("exit", None)))
-        self.assertEqual(sum(1 for ev, _ in order if ev == "access"), 21)
+        self.assertEqual(sum(1 for ev, rid in order if ev == "access" and str(rid).startswith(("before-", "after"))),
+                         21, "every line reached the log (the scrapes aside)")
 
     def test_text_format(self):
         d = Daemon("--log-format", "text")
