@@ -25,7 +25,7 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness.certs import Pki  # noqa: E402
+from harness.certs import mutual_tls_parties  # noqa: E402
 from harness.daemon import Daemon  # noqa: E402
 
 DEADLINE = 60  # seconds; only a hang reaches it
@@ -55,10 +55,7 @@ except Exception as e:
 class TritonClientsMutualTls(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.pki, cls.other = Pki(), Pki("another CA")
-        cls.cert, cls.key = cls.pki.server("server")
-        cls.good = cls.pki.client("alice")
-        cls.bad = cls.other.client("mallory")
+        mutual_tls_parties(cls)
         cls.d = Daemon("--grpc-port", "0", "--tls-cert", cls.cert, "--tls-key", cls.key, "--tls-client-ca",
                        cls.pki.ca, scheme="https")
 

@@ -25,7 +25,7 @@ import threading
 import time
 import unittest
 
-from harness.certs import Pki, make_certificate, openssl
+from harness.certs import Pki, make_certificate, mutual_tls_parties, openssl
 from harness.daemon import BIN, Daemon
 
 SSLYZE_PYTHON = os.environ.get("SSLYZE_PYTHON", "../../build/venv-tls/bin/python")
@@ -366,10 +366,7 @@ class MutualTls(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.pki, cls.other = Pki(), Pki("another CA")
-        cls.cert, cls.key = cls.pki.server("server")
-        cls.good = cls.pki.client("alice")
-        cls.bad = cls.other.client("mallory")
+        mutual_tls_parties(cls)
         cls.client_ca = cls.pki.path("clients.pem")
         shutil.copyfile(cls.pki.ca, cls.client_ca)
         cls.d = Daemon("--grpc-port", "0", "--tls-cert", cls.cert, "--tls-key", cls.key, "--tls-client-ca",

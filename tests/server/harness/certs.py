@@ -53,3 +53,13 @@ class Pki:
     def client(self, cn, kind="rsa"):
         """(cert path, key path) of a TLS client certificate with subject CN=cn."""
         return self._issue(cn, kind, "extendedKeyUsage=clientAuth\nkeyUsage=critical,digitalSignature\n")
+
+
+def mutual_tls_parties(case):
+    """Sets on a test class what a mutual-TLS test needs: case.pki (the CA the daemon
+    trusts) and case.other (another CA), case.cert and case.key (the daemon's), and
+    case.good and case.bad ((certificate, key) of a client of each CA)."""
+    case.pki, case.other = Pki(), Pki("another CA")
+    case.cert, case.key = case.pki.server("server")
+    case.good = case.pki.client("alice")
+    case.bad = case.other.client("mallory")
