@@ -3,7 +3,9 @@
 # hand (neither CI nor `make test` runs it). For each target in turn:
 #   1. fuzzing for CAMPAIGN_SECONDS (default 3600; or CAMPAIGN_HOURS hours)
 #      with CAMPAIGN_JOBS libFuzzer jobs side by side (-jobs, -workers;
-#      default one per core), from the kept corpus fuzz/corpus/<t>/ and the
+#      default one per core) or, with CAMPAIGN_RUNS set, until the jobs
+#      together have run that many inputs (each job CAMPAIGN_RUNS / jobs;
+#      CAMPAIGN_SECONDS then only caps it), from the kept corpus fuzz/corpus/<t>/ and the
 #      inputs the differential tests' generators write
 #      (fuzz/gen_campaign_seeds.py, CAMPAIGN_SEEDS per generator, default
 #      300); new inputs go to $FUZZ_BUILD/campaign/<t>/corpus/, crash, leak,
@@ -33,6 +35,10 @@ build=${FUZZ_BUILD:-build-fuzz}
 case "$build" in /*) ;; *) build=$root/$build ;; esac
 secs=${CAMPAIGN_SECONDS:-$((${CAMPAIGN_HOURS:-1} * 3600))}
 jobs=${CAMPAIGN_JOBS:-$(nproc)}
+runs=${CAMPAIGN_RUNS:-}
+case "$runs" in *[!0-9]*) echo "campaign.sh: CAMPAIGN_RUNS is a number" >&2; exit 2 ;; esac
+runopt=""
+[ -n "$runs" ] && runopt="-runs=$(((runs + jobs - 1) / jobs))"
 camp=$build/campaign
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 
@@ -96,11 +102,13 @@ for t in "$@"; do
   opts=$(fuzz_opts "$t")
   before=$(find "$kept" -type f | wc -l)
 
-  echo "== campaign $t: $secs s, $jobs jobs (logs: $dir/logs/)"
+  echo "== campaign $t: ${runs:+$runs executions within }$secs s, $jobs jobs (logs: $dir/logs/)"
   # libFuzzer writes each job's log, fuzz-<job>.log, where it runs.
+  start=$(date +%s)
   # shellcheck disable=SC2086
-  (cd "$dir/logs" && "$bin" $opts -jobs="$jobs" -workers="$jobs" -max_total_time="$secs" \
+  (cd "$dir/logs" && "$bin" $opts -jobs="$jobs" -workers="$jobs" -max_total_time="$secs" $runopt \
     -artifact_prefix="$dir/artifacts/" "$dir/corpus" "$kept" $extra >main.log 2>&1)
+  took=$(($(date +%s) - start))
   execs=0
   edges=0
   for log in "$dir"/logs/fuzz-*.log; do
@@ -111,7 +119,7 @@ for t in "$@"; do
     execs=$((execs + ${n:-0}))
     [ "${c:-0}" -gt "$edges" ] && edges=$c
   done
-  rate=$((execs / (secs > 0 ? secs : 1)))
+  rate=$((execs / (took > 0 ? took : 1)))
 
   # shellcheck disable=SC2086
   if ! "$bin" -merge=1 -use_counters=0 $opts -artifact_prefix="$dir/artifacts/" "$kept" "$dir/corpus" $extra \
@@ -134,8 +142,8 @@ for t in "$@"; do
     failed=1
   fi
   # shellcheck disable=SC2086  # $cov and $allcov are two figures each
-  row=$(printf '%-15s %11s %8s %6s %6s -> %-6s %8s %7s %7s %7s %7s' "$t" "$execs" "$rate" "$edges" "$before" \
-    "$after" "$findings" $cov $allcov)
+  row=$(printf '%-15s %11s %6s %8s %6s %6s -> %-6s %8s %7s %7s %7s %7s' "$t" "$execs" "$took" "$rate" "$edges" \
+    "$before" "$after" "$findings" $cov $allcov)
   table="$table$row
 "
   if [ "$findings" -ne 0 ]; then
@@ -144,9 +152,10 @@ for t in "$@"; do
 done
 
 echo
-echo "campaign: $secs s per target, $jobs jobs; coverage per file in $camp/<target>/coverage.txt"
-printf '%-15s %11s %8s %6s %16s %8s %15s %15s\n' "" "" "" "" "corpus files" "" "focus cov %" "all cov %"
-printf '%-15s %11s %8s %6s %6s    %-6s %8s %7s %7s %7s %7s\n' target executions exec/s edges before after \
-  findings lines regions lines regions
+echo "campaign: ${runs:+$runs executions or }$secs s per target, $jobs jobs; coverage per file in" \
+  "$camp/<target>/coverage.txt"
+printf '%-15s %11s %6s %8s %6s %16s %8s %15s %15s\n' "" "" "" "" "" "corpus files" "" "focus cov %" "all cov %"
+printf '%-15s %11s %6s %8s %6s %6s    %-6s %8s %7s %7s %7s %7s\n' target executions secs exec/s edges before \
+  after findings lines regions lines regions
 printf '%s' "$table"
 exit $failed

@@ -9,7 +9,8 @@
 #   make fuzz-campaign        a long run of every target, corpora minimised into
 #                             fuzz/corpus/ and a coverage report (fuzz/campaign.sh;
 #                             CAMPAIGN_HOURS=1 or CAMPAIGN_SECONDS= per target,
-#                             CAMPAIGN_JOBS= jobs side by side, default one per core)
+#                             CAMPAIGN_JOBS= jobs side by side, default one per core;
+#                             CAMPAIGN_RUNS=10000000 executions per target instead)
 #
 # The library sources (core/ and api/; only grpc_transport needs the
 # server, and it gets server/ too) are built again into $(FUZZ_BUILD) with
@@ -32,6 +33,7 @@ FUZZ_BIN     := $(patsubst %,$(FUZZ_BUILD)/fuzz_%,$(FUZZ_TARGETS))
 CAMPAIGN_HOURS   ?= 1
 CAMPAIGN_SECONDS ?= $$(($(CAMPAIGN_HOURS) * 3600))
 CAMPAIGN_JOBS    ?= $$(nproc)
+CAMPAIGN_RUNS    ?=
 
 .PHONY: fuzz fuzz-build fuzz-smoke fuzz-clean fuzz-campaign
 # Keep the objects (make would delete them as intermediates of the pattern rule).
@@ -143,7 +145,7 @@ fuzz-smoke: fuzz-build
 fuzz-campaign: fuzz-build
 	-@$(MAKE) --no-print-directory $(BUILD)/tests/decode_dump
 	@FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_CC="$(FUZZ_CC)" CAMPAIGN_SECONDS=$(CAMPAIGN_SECONDS) \
-	    CAMPAIGN_JOBS=$(CAMPAIGN_JOBS) sh fuzz/campaign.sh $(FUZZ_TARGETS)
+	    CAMPAIGN_JOBS=$(CAMPAIGN_JOBS) CAMPAIGN_RUNS=$(CAMPAIGN_RUNS) sh fuzz/campaign.sh $(FUZZ_TARGETS)
 
 fuzz-clean:
 	rm -rf $(FUZZ_BUILD)
