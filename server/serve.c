@@ -28,6 +28,7 @@
 #include "http/http.h"
 #include "listener.h"
 #include "log.h"
+#include "memory.h"
 #include "metrics.h"
 #include "server.h"
 #include "shm.h"
@@ -95,6 +96,7 @@ static int shm_start(struct tiled_server *srv, struct tile_error *e)
 static int metrics_start(struct tiled_server *srv, struct tile_error *e)
 {
     if (tiled_metrics_provide(tiled_bodycache_metrics, srv->bodies) < 0 ||
+        tiled_metrics_provide(tiled_memory_metrics, &srv->memory) < 0 ||
         (srv->shm && tiled_metrics_provide(tiled_shm_metrics, srv->shm) < 0) ||
         tiled_metrics_provide(tiled_grpc_metrics, srv) < 0)
         return tile_error_set(e, TILE_EIO, "too many metrics providers");
@@ -147,6 +149,7 @@ static int serve(struct tiled_server *srv)
     if (rc == 0) {
         srv->pool = tile_pool_init((int)srv->cfg.workers, (int)srv->cfg.queue, &e);
         srv->bodies = tiled_bodycache_new((uint64_t)srv->cfg.body_cache);
+        srv->memory.budget = (uint64_t)srv->cfg.max_memory;
         if (!srv->bodies)
             tile_error_set(&e, TILE_ENOMEM, "cannot allocate the body cache");
         rc = srv->pool && srv->bodies && shm_start(srv, &e) == 0 && tls_start(srv, &e) == 0 &&

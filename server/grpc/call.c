@@ -37,6 +37,7 @@
 #include "clock.h"
 #include "grow.h"
 #include "list.h"
+#include "memory.h"
 #include "numfmt.h"
 #include "pbwire.h"
 #include "recv_deadline.h"
@@ -1095,12 +1096,23 @@ static bool stream_data(struct grpc_call *call, const uint8_t *data, size_t len)
         call->backlog_len -= call->backlog_off;
         call->backlog_off = 0;
     }
-    uint8_t *b = tile_grow(call->backlog, &call->backlog_cap, call->backlog_len, len, 1, 16384, SIZE_MAX);
+    size_t cap = call->backlog_cap;
+    uint8_t *b = tile_grow(call->backlog, &cap, call->backlog_len, len, 1, 16384, SIZE_MAX);
     if (!b) {
         stream_end(call, TILED_FAULT_UNAVAILABLE, "cannot allocate the request");
         return false;
     }
     call->backlog = b;
+    /* The backlog is request memory like a body (up to the stream's window
+     * per call): what it grows by is taken from the budget, given back
+     * with the call. */
+    struct tile_error e = {0};
+    if (cap > call->backlog_cap && tiled_memory_take(&call->loop->t->srv->memory, &call->backlog_held,
+                                                     cap - call->backlog_cap, &e) < 0) {
+        stream_end(call, TILED_FAULT_UNAVAILABLE, e.text);
+        return false;
+    }
+    call->backlog_cap = cap;
     memcpy(call->backlog + call->backlog_len, data, len);
     call->backlog_len += len;
     stream_pump(call);
@@ -1120,6 +1132,7 @@ static void finish(struct grpc_call *call)
     }
     tile_grpc_deframer_free(&call->deframer);
     free(call->backlog);
+    tiled_memory_release(&call->loop->t->srv->memory, &call->backlog_held);
     free(call->errbuf);
     grpc_call_release(call);
 }

@@ -141,6 +141,16 @@ static const struct tiled_option tiled_options[] = {
      .min = 1,
      .max = 1024 * GIB,
      .help = "largest request body in bytes (after decompression)"},
+    {.flag = "max-memory",
+     .env = "TILED_MAX_MEMORY",
+     .type = OPT_SIZE,
+     .offset = OFF(max_memory),
+     .def = "0",
+     .min = 0,
+     .max = INT64_MAX,
+     .help = "bytes of request bodies and replies that all requests together may hold in memory (a streamed "
+             "reply: its two chunks); a request that would go above is refused with 503 and Retry-After (gRPC: "
+             "UNAVAILABLE), unless it is alone; 0 = no bound. docs/operations.md, Memory, sums up the rest"},
     {.flag = "max-output",
      .env = "TILED_MAX_OUTPUT",
      .type = OPT_SIZE,

@@ -29,6 +29,7 @@ struct tiled_config {
     int64_t grpc_max_conn_age_grace; /* seconds its calls then have before it is closed; 0 = no bound */
     int64_t queue;            /* queued requests before 503 */
     int64_t max_body;         /* bytes */
+    int64_t max_memory;       /* bytes all requests may hold at once; 0 = no bound */
     int64_t max_output;       /* bytes of an output, however it is sent */
     int64_t max_stream;       /* bytes of a streamed output */
     int64_t max_rank;

@@ -37,6 +37,9 @@ int tiled_inflate_body(struct tiled_req *req, struct tile_error *e)
         return -2;
     }
     req->body_cap = req->body_len;
+    /* The inflated copy is taken from the budget; the compressed one's bytes stay counted. */
+    if (tiled_memory_take(&req->srv->memory, &req->mem_held, req->body_len, e) < 0)
+        return -1;
     req->request_coding = TILED_CODING_IDENTITY;
     req->content_encoding = ""; /* inflated once, whoever reads the body next */
     return 0;

@@ -22,6 +22,7 @@
 #include "compress.h"
 #include "config.h"
 #include "encode.h"
+#include "memory.h"
 #include "reply.h"
 #include "request.h"
 #include "route.h"
@@ -61,6 +62,7 @@ struct tiled_server {
     struct tile_limits lim;
     struct tile_pool *pool;
     struct tiled_bodycache *bodies; /* reused response bodies (bodycache.h) */
+    struct tiled_memory memory;     /* the request memory budget, --max-memory (memory.h) */
     void *transport;          /* the transport's own state (server/http/) */
     void *grpc;               /* the gRPC transport's (server/grpc/); NULL when off */
     uint16_t grpc_port;
@@ -106,6 +108,8 @@ struct tiled_req {
     char *body;
     uint64_t body_len, body_cap;
     uint64_t body_dropped;    /* body bytes read after the reply was decided (read and dropped) */
+    uint64_t mem_held;        /* bytes taken from the memory budget (memory.h), given back at the end */
+    bool input_taken;         /* the decoded input's bytes are in mem_held */
     uint64_t bytes_out;
     /* Timestamps (µs, monotonic). */
     uint64_t t_start, t_queued, t_work, t_decoded, t_tiled, t_encoded;

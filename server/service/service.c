@@ -20,6 +20,7 @@
 #include "grow.h"
 #include "handlers.h"
 #include "log.h"
+#include "memory.h"
 #include "metrics.h"
 #include "route.h"
 #include "router.h"
@@ -131,6 +132,7 @@ static void req_free(struct tiled_req *req)
     for (int i = 0; i < req->nquery; i++)
         free(req->query[i].value);
     free(req->body);
+    tiled_memory_release(&req->srv->memory, &req->mem_held);
     pthread_mutex_destroy(&req->lock);
     atomic_fetch_sub(&req->srv->inflight, 1);
     tile_spare_give(&spare_req, req);
@@ -233,9 +235,17 @@ void tiled_service_body(struct tiled_req *req, const char *data, size_t n)
         return;
     }
     uint64_t max = req->srv->lim.max_body;
+    struct tile_error e = {0};
     if (req->body_len + n > max) {
         body_fail(req, TILED_TOO_LARGE, "request body exceeds the max-body limit of %llu bytes",
                   (unsigned long long)max);
+        req->body_dropped = n;
+        return;
+    }
+    /* Counted as it arrives, not as declared (memory.h). */
+    if (tiled_memory_take(&req->srv->memory, &req->mem_held, n, &e) < 0) {
+        body_fail(req, TILED_UNAVAILABLE, "%s", e.text);
+        tiled_reply_header(&req->reply, "Retry-After", "1");
         req->body_dropped = n;
         return;
     }

@@ -21,6 +21,7 @@
 #include "clock.h"
 #include "compress.h"
 #include "inflate.h"
+#include "memory.h"
 #include "server.h"
 #include "stream.h"
 
@@ -93,11 +94,13 @@ static int produce(struct tiled_req *req, struct tile_error *e)
     if (req->produce)
         return req->produce(req, e); /* a handler's own answer (the shared-memory output) */
     if (size > (uint64_t)srv->cfg.stream_threshold) {
+        if (tiled_memory_take(&srv->memory, &req->mem_held, 2 * (uint64_t)srv->cfg.stream_chunk, e) < 0)
+            return -1;
         r->stream = tiled_stream_init(req, (uint64_t)srv->cfg.stream_chunk);
         if (!r->stream)
             return tile_error_set(e, TILE_ENOMEM, "cannot set up the response stream");
         r->release_stream = tiled_stream_free;
-    } else if (build_body(req, e) < 0 ||
+    } else if (tiled_memory_take(&srv->memory, &req->mem_held, size, e) < 0 || build_body(req, e) < 0 ||
                tiled_reply_compress(r, tiled_coding_negotiate(req->accept_encoding), e) < 0) {
         return -1;
     }
@@ -117,6 +120,20 @@ void tiled_work_fail(struct tiled_req *req, const struct tile_error *e)
     tiled_reply_free(&req->reply);
     memset(&req->reply, 0, sizeof(req->reply));
     tiled_reply_tile_error(&req->reply, e);
+    if (e->code == TILE_ENOMEM) /* memory, the budget's or the system's: may be there in a moment */
+        tiled_reply_header(&req->reply, "Retry-After", "1");
+}
+
+/* The decoded input's bytes, when it has its own (a raw or .npy body's
+ * may be read in place), are the request's too (memory.h). */
+static int take_input(struct tiled_req *req, struct tile_error *e)
+{
+    const struct tile_tensor *in = &req->treq.input;
+    if (!in->owns_data || req->input_taken)
+        return 0;
+    req->input_taken = true;
+    return tiled_memory_take(&req->srv->memory, &req->mem_held, in->nelem * tile_dtype_size(in->dtype) + in->blob_len,
+                             e);
 }
 
 /* Decodes the body: 0 when prepared, -1 with `e` set, -2 when the reply
@@ -126,7 +143,9 @@ static int prepare(struct tiled_req *req, struct tile_error *e)
     if (req->enc)
         return 0;
     int rc = tiled_inflate_body(req, e);
-    return rc ? rc : req->prepare(req, e);
+    if (rc == 0)
+        rc = req->prepare(req, e);
+    return rc == 0 ? take_input(req, e) : rc;
 }
 
 void tiled_work_run(struct tiled_req *req)

@@ -1,0 +1,130 @@
+"""--max-memory: one budget for the request memory of every request, over both transports.
+
+A client holds part of the budget with a body it has not finished sending; meanwhile a
+request whose body would go above it (HTTP), one whose in-memory output would (HTTP), and a
+gRPC call whose message would, are refused with 503 and Retry-After (gRPC: UNAVAILABLE),
+naming the flag; the held request then completes whole, the budget is all given back (the
+daemon's own gauge), and the refused requests succeed when sent again. A request above the
+budget is served when it is alone. Waits are for conditions (the daemon's gauges), not time.
+
+    cd tests/server && TILED_BIN=../../build/tiled build/venv/bin/python -m unittest -v test_memory
+"""
+import http.client
+import json
+import socket
+import unittest
+
+import grpc
+import numpy as np
+
+from harness.daemon import DaemonCase, Daemon, wait_for
+from harness.grpcwire import INFER, infer_request, raw_method, raw_output
+
+BUDGET = 1 << 20
+HELD = 800_000          # the held request's body and output: more than half the budget
+SENT_FIRST = 700_000    # what its client sends before it stops
+RAW = {"Content-Type": "application/octet-stream"}
+
+
+def metric(d, name):
+    resp, body = d.request("GET", "/metrics")
+    assert resp.status == 200, resp.status
+    for line in body.decode().splitlines():
+        if line.startswith(name + " "):
+            return int(float(line.split()[1]))
+    raise AssertionError(f"{name} is not on /metrics")
+
+
+def tile_path(n, repeats=1):
+    return f"/v1/tile?dtype=int8&shape={n}&repeats={repeats}"
+
+
+class MemoryBudget(DaemonCase):
+    daemon_args = ("--max-memory", str(BUDGET), "--max-body", "4M", "--grpc-port", "0", "--log-level", "warn")
+
+    def held(self):
+        return metric(self.d, "tiled_request_memory_bytes")
+
+    def assert_refused(self, resp, body):
+        self.assertEqual(resp.status, 503, body[:300])
+        self.assertEqual(resp.getheader("Retry-After"), "1")
+        self.assertIn("--max-memory", json.loads(body)["error"])
+
+    def test_a_held_body_keeps_others_out_until_it_ends(self):
+        data = (np.arange(HELD) % 97).astype(np.int8)
+        refused0 = metric(self.d, "tiled_request_memory_refused_total")
+        s = socket.create_connection((self.d.host, self.d.port), timeout=60)
+        try:
+            s.sendall(f"POST {tile_path(HELD)} HTTP/1.1\r\nHost: t\r\nContent-Type: application/octet-stream\r\n"
+                      f"Content-Length: {HELD}\r\n\r\n".encode() + data[:SENT_FIRST].tobytes())
+            # The daemon has taken what arrived (the library may still buffer a few KiB of it).
+            self.assertTrue(wait_for(lambda: self.held() >= SENT_FIRST - (64 << 10), 60), self.held())
+
+            # A body that would go above the budget, refused as it arrives.
+            resp, body = self.d.request("POST", tile_path(HELD), data.tobytes(), RAW)
+            self.assert_refused(resp, body)
+            # A small body whose in-memory output (1,000,000 bytes) would.
+            small = data[:1000]
+            resp, body = self.d.request("POST", tile_path(1000, 1000), small.tobytes(), RAW)
+            self.assert_refused(resp, body)
+            # A gRPC call whose message would: the budget is the process's, not a transport's.
+            with grpc.insecure_channel(f"{self.d.host}:{self.d.grpc_port}") as ch:
+                with self.assertRaises(grpc.RpcError) as cm:
+                    raw_method(ch, INFER)(infer_request(data, [1]), timeout=60)
+            self.assertEqual(cm.exception.code(), grpc.StatusCode.UNAVAILABLE)
+            self.assertIn("--max-memory", cm.exception.details())
+            self.assertEqual(metric(self.d, "tiled_request_memory_refused_total") - refused0, 3)
+
+            # The held request ends whole.
+            s.sendall(data[SENT_FIRST:].tobytes())
+            resp = http.client.HTTPResponse(s)
+            resp.begin()
+            self.assertEqual(resp.status, 200)
+            self.assertEqual(resp.read(), data.tobytes())
+        finally:
+            s.close()
+        # Everything taken is given back, and the refused requests pass when sent again.
+        self.assertTrue(wait_for(lambda: self.held() == 0, 60), self.held())
+        resp, body = self.d.request("POST", tile_path(1000, 1000), data[:1000].tobytes(), RAW)
+        self.assertEqual(resp.status, 200)
+        self.assertEqual(body, np.tile(data[:1000], 1000).tobytes())
+        with grpc.insecure_channel(f"{self.d.host}:{self.d.grpc_port}") as ch:
+            reply = raw_method(ch, INFER)(infer_request(data, [1]), timeout=60)
+        self.assertEqual(raw_output(reply), data.tobytes())
+        self.assertTrue(wait_for(lambda: self.held() == 0, 60), self.held())
+        self.assertGreaterEqual(metric(self.d, "tiled_request_memory_peak_bytes"), SENT_FIRST)
+        self.assertEqual(metric(self.d, "tiled_request_memory_budget_bytes"), BUDGET)
+
+    def test_a_request_above_the_budget_is_served_alone(self):
+        self.assertTrue(wait_for(lambda: self.held() == 0, 60), self.held())
+        data = (np.arange(3 * BUDGET // 2) % 89).astype(np.int8)
+        resp, body = self.d.request("POST", tile_path(data.size, 2), data.tobytes(), RAW)
+        self.assertEqual(resp.status, 200, body[:300])
+        self.assertEqual(body, np.tile(data, 2).tobytes())
+
+
+class NoBudget(unittest.TestCase):
+    def test_the_default_counts_without_refusing(self):
+        d = Daemon("--log-level", "warn")
+        try:
+            self.assertEqual(metric(d, "tiled_request_memory_budget_bytes"), 0)
+            data = np.arange(1 << 20).astype(np.int8)
+            resp, body = d.request("POST", tile_path(data.size), data.tobytes(), RAW)
+            self.assertEqual(resp.status, 200)
+            self.assertGreaterEqual(metric(d, "tiled_request_memory_peak_bytes"), 2 * data.size)
+            self.assertEqual(metric(d, "tiled_request_memory_refused_total"), 0)
+            # A JSON body and its reply are held at once, with what the decoder keeps of the input.
+            n = 1 << 18
+            doc = json.dumps({"inputs": [{"name": "input", "datatype": "FP64", "shape": [n], "data": [1] * n},
+                                         {"name": "repeats", "datatype": "INT64", "shape": [1], "data": [1]}]},
+                             separators=(",", ":")).encode()
+            resp, body = d.request("POST", "/v2/models/tile/infer", doc, {"Content-Type": "application/json"})
+            self.assertEqual(resp.status, 200, body[:300])
+            self.assertGreaterEqual(metric(d, "tiled_request_memory_peak_bytes"), len(doc) + len(body))
+            self.assertTrue(wait_for(lambda: metric(d, "tiled_request_memory_bytes") == 0, 60))
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
