@@ -41,6 +41,7 @@ struct mhd_transport {
     struct MHD_Daemon *daemon;
     struct tiled_headwatch *headwatch; /* NULL when --header-timeout is 0 */
     char hsts[48];                     /* Strict-Transport-Security value; "" = none */
+    atomic_uint open;                  /* connections libmicrohttpd has (notify_connection) */
     /* Drain (listener.h), on the thread that drains: the listener held
      * (new SYNs dropped) from held_at_us until it is quiesced; its queue's
      * length last seen, and since when. */
@@ -50,9 +51,12 @@ struct mhd_transport {
     uint64_t held_queue_since_us;
 };
 
-/* A held listener whose queue has not moved this long is shut all the
- * same: libmicrohttpd is not accepting (at --max-connections, its
- * connections kept alive and idle), and the drain would wait it out. */
+/* A held listener whose queue has not moved this long while libmicrohttpd
+ * is at --max-connections is shut all the same: it is not accepting (its
+ * connections kept alive and idle), and the drain would wait it out. Below
+ * the limit the queue is always taken, however slowly a loaded machine
+ * gets to it (a time alone closed it under two busy loops and reset the
+ * last connection of a test's 300), so the drain waits for it. */
 #define HELD_QUEUE_STUCK_US (200u * 1000u)
 
 static struct mhd_transport *transport_of(const struct tiled_server *srv)
@@ -533,6 +537,10 @@ static void notify_connection(void *cls, struct MHD_Connection *c, void **socket
     struct tiled_server *srv = cls;
     int fd = conn_fd(c);
     tiled_metrics_connection(TILED_TRANSPORT_HTTP, code == MHD_CONNECTION_NOTIFY_STARTED ? 1 : -1);
+    if (code == MHD_CONNECTION_NOTIFY_STARTED)
+        atomic_fetch_add(&transport_of(srv)->open, 1);
+    else
+        atomic_fetch_sub(&transport_of(srv)->open, 1);
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
         if (!tiled_wire_open(fd, srv->tls != NULL, c, (unsigned)srv->cfg.idle_timeout) && fd >= 0)
             shutdown(fd, SHUT_RDWR);
@@ -655,8 +663,9 @@ bool tiled_http_listener_closed(struct tiled_server *srv)
         t->held_queue = queued;
         t->held_queue_since_us = now;
     }
-    if ((now - t->held_at_us < TILED_LISTEN_SETTLE_US || queued > 0) &&
-        now - t->held_queue_since_us < HELD_QUEUE_STUCK_US)
+    bool stuck = atomic_load(&t->open) >= (unsigned)srv->cfg.max_connections &&
+                 now - t->held_queue_since_us >= HELD_QUEUE_STUCK_US;
+    if ((now - t->held_at_us < TILED_LISTEN_SETTLE_US || queued > 0) && !stuck)
         return false; /* libmicrohttpd still accepts them: each is served, with Connection: close */
     close_listener(t);
     return true;
