@@ -552,8 +552,10 @@ static struct tiled_req *new_req(struct grpc_call *call)
                               .path = path ? path : "",
                               .header = service_header};
     struct tiled_req *req = tiled_req_new(call->loop->t->srv, &head, call, &grpc_conn_ops);
-    if (req)
+    if (req) {
         tiled_copy_str(req->remote, sizeof(req->remote), call->conn->remote);
+        req->mem_kin = call->mem_held; /* the call's state and backlog (conn.c) are the request's own */
+    }
     return req;
 }
 
@@ -1107,8 +1109,8 @@ static bool stream_data(struct grpc_call *call, const uint8_t *data, size_t len)
      * per call): what it grows by is taken from the budget, given back
      * with the call. */
     struct tile_error e = {0};
-    if (cap > call->backlog_cap && tiled_memory_take(&call->loop->t->srv->memory, &call->backlog_held,
-                                                     cap - call->backlog_cap, &e) < 0) {
+    if (cap > call->backlog_cap && tiled_memory_take(&call->loop->t->srv->memory, &call->mem_held,
+                                                     call->req ? call->req->mem_held : 0, cap - call->backlog_cap, &e) < 0) {
         stream_end(call, TILED_FAULT_UNAVAILABLE, e.text);
         return false;
     }
@@ -1132,7 +1134,7 @@ static void finish(struct grpc_call *call)
     }
     tile_grpc_deframer_free(&call->deframer);
     free(call->backlog);
-    tiled_memory_release(&call->loop->t->srv->memory, &call->backlog_held);
+    tiled_memory_release(&call->loop->t->srv->memory, &call->mem_held);
     free(call->errbuf);
     grpc_call_release(call);
 }

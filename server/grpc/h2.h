@@ -102,7 +102,7 @@ struct grpc_call {
     char end_msg[200];
     uint8_t *backlog;        /* received, not yet read: not consumed, so HTTP/2 flow control pushes back */
     size_t backlog_off, backlog_len, backlog_cap;
-    uint64_t backlog_held;    /* the backlog's bytes taken from the memory budget (memory.h) */
+    uint64_t mem_held;        /* taken from the memory budget (memory.h): the call's state, its backlog */
     uint8_t *errbuf;         /* an error_message reply's message bytes */
     size_t errbuf_len;
     /* Resumed calls (loop->ready), under loop->ready_lock. */

@@ -148,9 +148,10 @@ static const struct tiled_option tiled_options[] = {
      .def = "0",
      .min = 0,
      .max = INT64_MAX,
-     .help = "bytes of request bodies and replies that all requests together may hold in memory (a streamed "
-             "reply: its two chunks); a request that would go above is refused with 503 and Retry-After (gRPC: "
-             "UNAVAILABLE), unless it is alone; 0 = no bound. docs/operations.md, Memory, sums up the rest"},
+     .help = "bytes of request memory (bodies, decoded inputs, replies held in memory, a streamed reply's two "
+             "chunks, gRPC calls' state) that all requests together may hold; a request that would go above is "
+             "refused with 503 and Retry-After (gRPC: UNAVAILABLE, or REFUSED_STREAM), unless it is alone; 0 = no "
+             "bound. docs/operations.md, Memory, sums up the rest"},
     {.flag = "max-output",
      .env = "TILED_MAX_OUTPUT",
      .type = OPT_SIZE,

@@ -38,7 +38,7 @@ int tiled_inflate_body(struct tiled_req *req, struct tile_error *e)
     }
     req->body_cap = req->body_len;
     /* The inflated copy is taken from the budget; the compressed one's bytes stay counted. */
-    if (tiled_memory_take(&req->srv->memory, &req->mem_held, req->body_len, e) < 0)
+    if (tiled_memory_take(&req->srv->memory, &req->mem_held, req->mem_kin, req->body_len, e) < 0)
         return -1;
     req->request_coding = TILED_CODING_IDENTITY;
     req->content_encoding = ""; /* inflated once, whoever reads the body next */

@@ -3,9 +3,9 @@
 
 #include "metricsink.h"
 
-int tiled_memory_take(struct tiled_memory *m, uint64_t *own_held, uint64_t n, struct tile_error *e)
+int tiled_memory_take(struct tiled_memory *m, uint64_t *own_held, uint64_t kin, uint64_t n, struct tile_error *e)
 {
-    uint64_t own = *own_held;
+    uint64_t own = *own_held + kin;
     uint_fast64_t cur = atomic_load(&m->held);
     do {
         /* Others hold cur - own; alone, a request always gets its bytes. */
@@ -18,7 +18,7 @@ int tiled_memory_take(struct tiled_memory *m, uint64_t *own_held, uint64_t n, st
                                   (unsigned long long)m->budget);
         }
     } while (!atomic_compare_exchange_weak(&m->held, &cur, cur + n));
-    *own_held = own + n;
+    *own_held += n;
     /* The peak may lag a concurrent take by one store: a gauge, not a bound. */
     uint_fast64_t peak = atomic_load(&m->peak);
     while (cur + n > peak && !atomic_compare_exchange_weak(&m->peak, &peak, cur + n))
@@ -37,10 +37,10 @@ void tiled_memory_metrics(struct tiled_metrics_out *o, void *ctx)
 {
     struct tiled_memory *m = ctx;
     tiled_metrics_family(o, "tiled_request_memory_bytes", "gauge",
-                         "Bytes of request bodies and replies all requests hold now (--max-memory counts them)");
+                         "Bytes of request memory (bodies, decoded inputs, replies, gRPC calls' state) all requests hold now");
     tiled_metrics_sample(o, "tiled_request_memory_bytes", atomic_load(&m->held));
     tiled_metrics_family(o, "tiled_request_memory_peak_bytes", "gauge",
-                         "The most bytes of request bodies and replies held at once since the start");
+                         "The most bytes of request memory held at once since the start");
     tiled_metrics_sample(o, "tiled_request_memory_peak_bytes", atomic_load(&m->peak));
     tiled_metrics_family(o, "tiled_request_memory_budget_bytes", "gauge",
                          "The --max-memory budget in bytes (0: no bound)");

@@ -4,7 +4,8 @@
  * its body as it arrives (gRPC: the request message), a compressed body's
  * inflated copy, the decoded input when it has buffers of its own (not
  * read in place from the body), an in-memory reply's bytes, a streamed
- * reply's two chunks.
+ * reply's two chunks; a gRPC call also its own state (grpc/conn.c) and a
+ * streaming call its backlog (grpc/call.c).
  * A body counts as it arrives, not by its declared length: a client that
  * declared a large body and sent it slowly would otherwise hold the budget
  * with bytes it never sent. What a request took is given back at its end
@@ -39,8 +40,10 @@ struct tiled_memory {
 
 /* Adds N bytes to what a request holds, *OWN (req->mem_held): 0, or -1
  * with E set (TILE_ENOMEM, the figures and the flag named) when M has no
- * room for them. */
-int tiled_memory_take(struct tiled_memory *m, uint64_t *own, uint64_t n, struct tile_error *e);
+ * room for them. KIN is what the same request holds on another account
+ * (a gRPC call's own state beside its request's): with *OWN, not the
+ * others' when it comes to being alone. */
+int tiled_memory_take(struct tiled_memory *m, uint64_t *own, uint64_t kin, uint64_t n, struct tile_error *e);
 /* Gives back all a request holds (at its end); *OWN becomes 0. */
 void tiled_memory_release(struct tiled_memory *m, uint64_t *own);
 /* The budget's families on /metrics (a metricsink.h provider; CTX is the

@@ -109,6 +109,7 @@ struct tiled_req {
     uint64_t body_len, body_cap;
     uint64_t body_dropped;    /* body bytes read after the reply was decided (read and dropped) */
     uint64_t mem_held;        /* bytes taken from the memory budget (memory.h), given back at the end */
+    uint64_t mem_kin;         /* what its transport holds for it on another account (memory.h) */
     bool input_taken;         /* the decoded input's bytes are in mem_held */
     uint64_t bytes_out;
     /* Timestamps (µs, monotonic). */

@@ -243,7 +243,7 @@ void tiled_service_body(struct tiled_req *req, const char *data, size_t n)
         return;
     }
     /* Counted as it arrives, not as declared (memory.h). */
-    if (tiled_memory_take(&req->srv->memory, &req->mem_held, n, &e) < 0) {
+    if (tiled_memory_take(&req->srv->memory, &req->mem_held, req->mem_kin, n, &e) < 0) {
         body_fail(req, TILED_UNAVAILABLE, "%s", e.text);
         tiled_reply_header(&req->reply, "Retry-After", "1");
         req->body_dropped = n;

@@ -94,13 +94,14 @@ static int produce(struct tiled_req *req, struct tile_error *e)
     if (req->produce)
         return req->produce(req, e); /* a handler's own answer (the shared-memory output) */
     if (size > (uint64_t)srv->cfg.stream_threshold) {
-        if (tiled_memory_take(&srv->memory, &req->mem_held, 2 * (uint64_t)srv->cfg.stream_chunk, e) < 0)
+        uint64_t chunks = 2 * (uint64_t)srv->cfg.stream_chunk;
+        if (tiled_memory_take(&srv->memory, &req->mem_held, req->mem_kin, chunks, e) < 0)
             return -1;
         r->stream = tiled_stream_init(req, (uint64_t)srv->cfg.stream_chunk);
         if (!r->stream)
             return tile_error_set(e, TILE_ENOMEM, "cannot set up the response stream");
         r->release_stream = tiled_stream_free;
-    } else if (tiled_memory_take(&srv->memory, &req->mem_held, size, e) < 0 || build_body(req, e) < 0 ||
+    } else if (tiled_memory_take(&srv->memory, &req->mem_held, req->mem_kin, size, e) < 0 || build_body(req, e) < 0 ||
                tiled_reply_compress(r, tiled_coding_negotiate(req->accept_encoding), e) < 0) {
         return -1;
     }
@@ -132,8 +133,8 @@ static int take_input(struct tiled_req *req, struct tile_error *e)
     if (!in->owns_data || req->input_taken)
         return 0;
     req->input_taken = true;
-    return tiled_memory_take(&req->srv->memory, &req->mem_held, in->nelem * tile_dtype_size(in->dtype) + in->blob_len,
-                             e);
+    uint64_t bytes = in->nelem * tile_dtype_size(in->dtype) + in->blob_len;
+    return tiled_memory_take(&req->srv->memory, &req->mem_held, req->mem_kin, bytes, e);
 }
 
 /* Decodes the body: 0 when prepared, -1 with `e` set, -2 when the reply

@@ -226,6 +226,13 @@ if os.access(binary, os.X_OK):
     check("effective host 0.0.0.0, port %d, drain-timeout %d" % (port, drain),
           cfg.get("host") == "0.0.0.0" and cfg.get("port") == str(port) and cfg.get("drain-timeout") == str(drain), cfg)
     check("effective grpc-port %d" % gport, cfg.get("grpc-port") == str(gport), cfg.get("grpc-port"))
+    # Everything the budgets let the daemon hold fits the pod's memory limit.
+    sys.path.insert(0, "tests/deploy")
+    import memory_bound
+    worst, limit = memory_bound.worst_case(cfg), mem(g(res, "limits", "memory", default=0))
+    check("the most the daemon may hold (%s MiB, docs/operations.md, Memory) fits the memory limit (%.0f MiB)"
+          % (worst and worst >> 20, limit / 2**20), worst is not None and worst <= limit,
+          memory_bound.terms(cfg))
     check("effective grpc-max-connection-age %d, grace %d" % (age, grace),
           cfg.get("grpc-max-connection-age") == str(age) and cfg.get("grpc-max-connection-age-grace") == str(grace),
           (cfg.get("grpc-max-connection-age"), cfg.get("grpc-max-connection-age-grace")))

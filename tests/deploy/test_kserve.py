@@ -171,6 +171,25 @@ class KServeManifests(unittest.TestCase):
         del rest["model"], grpc["model"]
         self.assertEqual(grpc, rest)  # replicas, drain, security context: the REST service's
 
+    def test_the_memory_limits_hold_what_the_budgets_allow(self):
+        """The runtime's sizes are deploy/k8s's, and both memory limits (the runtime's and the
+        InferenceService's, which overrides it) hold the most the daemon may hold with them
+        (docs/operations.md, Memory)."""
+        import memory_bound
+        with open(os.path.join(ROOT, "deploy", "k8s", "kustomization.yaml")) as f:
+            literals = yaml.safe_load(f)["configMapGenerator"][0]["literals"]
+        k8s = dict(item.split("=", 1) for item in literals)
+        runtime = {e.name: e.value for e in self.container().env}
+        for name in ("TILED_MAX_BODY", "TILED_MAX_MEMORY", "TILED_MAX_CONNECTIONS", "TILED_MAX_OUTPUT"):
+            self.assertEqual(runtime.get(name), k8s.get(name), name)
+        worst = memory_bound.worst_case(self.effective_config())
+        self.assertIsNotNone(worst, "TILED_MAX_MEMORY is not set: nothing bounds the requests' memory")
+        for res in (self.container().resources, self.isvc.spec.predictor.model.resources,
+                    self.grpc.spec.predictor.model.resources):
+            limit = res.limits["memory"]
+            self.assertRegex(limit, r"^[0-9]+Gi$")
+            self.assertLessEqual(worst, int(limit[:-2]) << 30, (limit, worst >> 20))
+
     def test_same_security_context_as_deploy_k8s(self):
         pod = self.deployment["spec"]["template"]["spec"]
         (k8s_container,) = pod["containers"]

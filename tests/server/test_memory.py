@@ -95,6 +95,35 @@ class MemoryBudget(DaemonCase):
         self.assertGreaterEqual(metric(self.d, "tiled_request_memory_peak_bytes"), SENT_FIRST)
         self.assertEqual(metric(self.d, "tiled_request_memory_budget_bytes"), BUDGET)
 
+    def test_a_grpc_call_without_room_for_its_own_state_is_refused_before_it_begins(self):
+        """A call's own state (about 18 KiB) is request memory: with the budget all but full, a new
+        stream is refused (REFUSED_STREAM; grpc-python retries it once, then says UNAVAILABLE)."""
+        self.assertTrue(wait_for(lambda: self.held() == 0, 60), self.held())
+        total, first = BUDGET - 1000, BUDGET - 8000
+        data = (np.arange(total) % 83).astype(np.int8)
+        refused0 = metric(self.d, "tiled_request_memory_refused_total")
+        s = socket.create_connection((self.d.host, self.d.port), timeout=60)
+        try:
+            s.sendall(f"POST {tile_path(total)} HTTP/1.1\r\nHost: t\r\nContent-Type: application/octet-stream\r\n"
+                      f"Content-Length: {total}\r\n\r\n".encode() + data[:first].tobytes())
+            self.assertTrue(wait_for(lambda: self.held() >= first - (64 << 10) and
+                                     self.held() + 18000 > BUDGET, 60), self.held())
+            with grpc.insecure_channel(f"{self.d.host}:{self.d.grpc_port}") as ch:
+                with self.assertRaises(grpc.RpcError) as cm:
+                    raw_method(ch, INFER)(infer_request(data[:10], [1]), timeout=60)
+            self.assertEqual(cm.exception.code(), grpc.StatusCode.UNAVAILABLE, cm.exception.details())
+            self.assertGreaterEqual(metric(self.d, "tiled_request_memory_refused_total") - refused0, 1)
+            s.sendall(data[first:].tobytes())
+            resp = http.client.HTTPResponse(s)
+            resp.begin()
+            self.assertEqual((resp.status, resp.read()), (200, data.tobytes()))
+        finally:
+            s.close()
+        self.assertTrue(wait_for(lambda: self.held() == 0, 60), self.held())
+        with grpc.insecure_channel(f"{self.d.host}:{self.d.grpc_port}") as ch:
+            reply = raw_method(ch, INFER)(infer_request(data[:10], [1]), timeout=60)
+        self.assertEqual(raw_output(reply), data[:10].tobytes())
+
     def test_a_request_above_the_budget_is_served_alone(self):
         self.assertTrue(wait_for(lambda: self.held() == 0, 60), self.held())
         data = (np.arange(3 * BUDGET // 2) % 89).astype(np.int8)
