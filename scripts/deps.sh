@@ -5,8 +5,8 @@
 #
 #   build  compiler, libraries and headers of the daemon and the unit tests
 #   test   what `make test`'s suites run: Python with numpy, valgrind,
-#          promtool, man, kubectl, nginx, wrk, systemd-analyze, strace, the
-#          TLS scanners and clients (sslscan, testssl, gnutls-cli),
+#          promtool, man and groff, kubectl, nginx, wrk, systemd-analyze,
+#          strace, the TLS scanners and clients (sslscan, testssl, gnutls-cli),
 #          chromium and its WebDriver (the browser test), ...
 #   bench  load generators and the peer web server
 #   fuzz   clang with its sanitizer and libFuzzer runtimes; protobuf-c (its
@@ -24,7 +24,7 @@ for group in "$@"; do
     build) want="$want gcc libc6-dev make pkg-config libmicrohttpd-dev libjansson-dev zlib1g-dev libcmocka-dev
                  libnghttp2-dev libgnutls28-dev" ;;
     test)  want="$want curl openssl procps python3 python3-numpy python3-venv python3-yaml valgrind prometheus
-                 man=man-db kubectl=kubernetes-client systemd strace nginx-light wrk sslscan testssl.sh
+                 man=man-db groff=groff-base kubectl=kubernetes-client systemd strace nginx-light wrk sslscan testssl.sh
                  gnutls-bin h2load=nghttp2-client
                  chromium chromium-driver" ;;
     bench) want="$want wrk nginx-light curl python3-numpy h2load=nghttp2-client" ;;

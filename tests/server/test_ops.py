@@ -1,5 +1,6 @@
 """Operability: Prometheus metrics (checked by promtool), the configuration
-table (flags, env vars, docs/operations.md), and the event log."""
+table (flags, env vars, docs/operations.md), the man page (every flag of every
+command), and the event log."""
 import gzip
 import http.client
 import json
@@ -9,6 +10,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 import unittest
 
@@ -258,6 +260,39 @@ class Config(unittest.TestCase):
             self.assertIn(meaning, " ".join(rest.split()))
         long = [line for line in help_text.splitlines() if len(line) > 100]
         self.assertEqual(long, [], "--help fits 100 columns")
+
+    def test_man_page_options_are_generated_from_the_option_table(self):
+        r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "gen-man.py"), "--check", BIN],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, "deploy/man/tiled.1 differs from what scripts/gen-man.py writes "
+                         "(run it):\n" + r.stdout + r.stderr)
+
+    def test_man_page_names_every_flag_of_every_command(self):
+        with open(os.path.join(ROOT, "deploy", "man", "tiled.1"), encoding="utf-8") as f:
+            page = re.sub(r"\\f[BIRP]", "", f.read()).replace("\\-", "-")
+        for command in ("serve", "tile", "probe", None):
+            r = subprocess.run([BIN, *([command] if command else []), "--help"], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, command)
+            flags = set()
+            for line in r.stdout.splitlines():
+                if line.startswith(("usage:", "       tiled ")):  # the synopsis
+                    flags.update(re.findall(r"--[a-z][a-z0-9-]*", line))
+                elif line.startswith("  --"):  # an option's own line: its flags before the two spaces
+                    flags.update(re.findall(r"--[a-z][a-z0-9-]*", line[2:].split("  ")[0]))
+                elif command is None:  # `tiled --help` names its flags in its prose
+                    flags.update(re.findall(r"--[a-z][a-z0-9-]*", line))
+            self.assertGreater(len(flags), 1, command)
+            for flag in sorted(flags):
+                self.assertIsNotNone(re.search(r"(?<![\w-])" + re.escape(flag) + r"(?![\w-])", page),
+                                     "tiled %s %s is not in deploy/man/tiled.1" % (command or "", flag))
+
+    def test_man_page_renders_without_warnings(self):
+        groff = shutil.which("groff")
+        self.assertIsNotNone(groff, "groff (Debian package groff-base) is needed")
+        for width in ("65n", "78n", "120n"):  # narrow and wide terminals break lines in other places
+            r = subprocess.run([groff, "-man", "-ww", "-z", "-Tutf8", "-rLL=" + width,
+                                os.path.join(ROOT, "deploy", "man", "tiled.1")], capture_output=True, text=True)
+            self.assertEqual((r.returncode, r.stderr), (0, ""), width)
 
     def test_print_config_applies_env_then_flags(self):
         r = self.run_bin("--queue", "7", "--print-config", env={"TILED_QUEUE": "5", "TILED_WORKERS": "3"})
