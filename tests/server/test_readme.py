@@ -11,6 +11,9 @@ through harness.docs.readme_python_output, over the same files.
 Every relative link of those files ([text](path#anchor), images too) must name
 a file or folder of the repository and, for a Markdown file, an anchor one of
 its headings makes (GitHub's rule).
+
+A performance figure (a number in GB/s, req/s, instructions or x nginx) appears in
+docs/performance.md only, with its date and command; the other pages link there.
 """
 import json
 import os
@@ -160,6 +163,46 @@ class Readme(unittest.TestCase):
         self.assertEqual(slug("What the deployment tests verify (`make deploy-test`, part of `make test`)"),
                          "what-the-deployment-tests-verify-make-deploy-test-part-of-make-test")
 
+
+# A performance figure: a number with a unit of throughput (GB/s, req/s, 12k req/s, infer/s),
+# a count of instructions, or a ratio to nginx. docs/performance.md holds each one with its date
+# and the command that made it; the README and the other pages link there, so that a new
+# measurement changes one place and no page keeps an old figure.
+FIGURE = re.compile(r"(?<![\w.])\d[\d,.]*(?:(?:\s*k)?\s*(?:(?:req|requests|infer|inferences|calls)/s|[KMGT]i?B/s)"
+                    r"(?!\w)|\s+instructions\b|x\s+(?:of\s+)?nginx\b)", re.I)
+# Figures with those units allowed elsewhere, as "path: figure" (none today; a number that only
+# looks like one, such as a limit in a unit of throughput, would be listed here with its reason).
+FIGURES_ALLOWED = set()
+
+
+def figures_outside_performance(paths, root):
+    """["path:line: figure"] for each performance figure of `paths` outside docs/performance.md."""
+    found = []
+    for path in paths:
+        rel = os.path.relpath(path, root)
+        if rel == os.path.join("docs", "performance.md"):
+            continue
+        text = read(path)
+        for m in FIGURE.finditer(text):
+            figure = " ".join(m.group(0).split())
+            if f"{rel}: {figure}" not in FIGURES_ALLOWED:
+                found.append(f"{rel}:{text.count(chr(10), 0, m.start()) + 1}: {figure}")
+    return found
+
+
+class Figures(unittest.TestCase):
+    def test_performance_figures_only_in_performance_md(self):
+        self.assertEqual(figures_outside_performance(doc_files(), REPO), [],
+                         "move each figure to docs/performance.md (with its date and command) and link to it")
+        self.assertGreater(len(FIGURE.findall(read(os.path.join(REPO, "docs", "performance.md")))), 20)
+
+    def test_what_counts_as_a_figure(self):
+        for figure in ("21,324 req/s", "11k req/s", "12 k req/s", "5,546 infer/s", "1.91 GB/s", "231 MiB/s",
+                       "64,830 instructions", "0.49-0.66x nginx", "1.25x of nginx"):
+            self.assertTrue(FIGURE.search(f"runs at {figure} here"), figure)
+        for other in ("500 bytes/s", "(1,607/s)", "143 KB, 21 KB on the wire", "30 s", "2 ms", "x86 instructions",
+                      "nginx `return 200`", "4 minutes"):
+            self.assertIsNone(FIGURE.search(other), other)
 
 
 class Architecture(unittest.TestCase):
