@@ -290,7 +290,7 @@ test-repeat:
 	@MAKE="$(MAKE)" sh scripts/test-repeat.sh $(N) $(LOAD)
 
 # The README's two commands on a new Debian 12 root (debootstrap); needs root
-# and the network, takes about 10 minutes. Not part of `make test`.
+# and the network, takes about 6 minutes. Not part of `make test`.
 fresh-test:
 	sh tests/fresh/run.sh
 

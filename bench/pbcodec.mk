@@ -1,6 +1,6 @@
 # pbcodec.mk - the codec decision's numbers (included by the Makefile):
 # protobuf-c's generated ModelInferRequest reader against tiled's own
-# (bench/bench_pbcodec.c; the figures are in api/pbwire.h and docs/architecture.md).
+# (bench/bench_pbcodec.c; the figures are in docs/performance.md).
 #
 #   make bench-pbcodec   callgrind instructions per small call, heap and
 #                        copies for a 64 MiB request, lines of code

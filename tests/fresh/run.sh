@@ -15,7 +15,7 @@
 #   FRESH_KEEP=1 sh tests/fresh/run.sh keeps the root (its path is printed)
 #
 # Needs root (debootstrap, chroot, mounts) and the network; installs
-# debootstrap with apt when missing. Takes about 10 minutes on 2 cores; not
+# debootstrap with apt when missing. Takes about 6 minutes on 2 cores; not
 # part of `make test`. Mounts are made in private mount namespaces, so they
 # end with the commands that use them; `make run` runs in its own network
 # namespace, where 127.0.0.1:8080 is free whatever the host serves there.
