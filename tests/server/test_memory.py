@@ -45,21 +45,33 @@ class MemoryBudget(DaemonCase):
     def held(self):
         return metric(self.d, "tiled_request_memory_bytes")
 
+    def begin_upload(self, data, sent):
+        """A connection whose raw request for `data` (tiled once) has sent `sent` bytes of its body
+        and stopped, once the daemon holds them (the library may still buffer a few KiB)."""
+        s = socket.create_connection((self.d.host, self.d.port), timeout=60)
+        s.sendall(f"POST {tile_path(data.size)} HTTP/1.1\r\nHost: t\r\nContent-Type: application/octet-stream\r\n"
+                  f"Content-Length: {data.size}\r\n\r\n".encode() + data[:sent].tobytes())
+        self.assertTrue(wait_for(lambda: self.held() >= sent - (64 << 10), 60), self.held())
+        return s
+
+    def end_upload(self, s, data, sent):
+        """The rest of the body: the request ends whole."""
+        s.sendall(data[sent:].tobytes())
+        resp = http.client.HTTPResponse(s)
+        resp.begin()
+        self.assertEqual((resp.status, resp.read()), (200, data.tobytes()))
+
     def assert_refused(self, resp, body):
         self.assertEqual(resp.status, 503, body[:300])
         self.assertEqual(resp.getheader("Retry-After"), "1")
         self.assertIn("--max-memory", json.loads(body)["error"])
 
     def test_a_held_body_keeps_others_out_until_it_ends(self):
+        self.assertTrue(wait_for(lambda: self.held() == 0, 60), self.held())
         data = (np.arange(HELD) % 97).astype(np.int8)
         refused0 = metric(self.d, "tiled_request_memory_refused_total")
-        s = socket.create_connection((self.d.host, self.d.port), timeout=60)
+        s = self.begin_upload(data, SENT_FIRST)
         try:
-            s.sendall(f"POST {tile_path(HELD)} HTTP/1.1\r\nHost: t\r\nContent-Type: application/octet-stream\r\n"
-                      f"Content-Length: {HELD}\r\n\r\n".encode() + data[:SENT_FIRST].tobytes())
-            # The daemon has taken what arrived (the library may still buffer a few KiB of it).
-            self.assertTrue(wait_for(lambda: self.held() >= SENT_FIRST - (64 << 10), 60), self.held())
-
             # A body that would go above the budget, refused as it arrives.
             resp, body = self.d.request("POST", tile_path(HELD), data.tobytes(), RAW)
             self.assert_refused(resp, body)
@@ -75,12 +87,7 @@ class MemoryBudget(DaemonCase):
             self.assertIn("--max-memory", cm.exception.details())
             self.assertEqual(metric(self.d, "tiled_request_memory_refused_total") - refused0, 3)
 
-            # The held request ends whole.
-            s.sendall(data[SENT_FIRST:].tobytes())
-            resp = http.client.HTTPResponse(s)
-            resp.begin()
-            self.assertEqual(resp.status, 200)
-            self.assertEqual(resp.read(), data.tobytes())
+            self.end_upload(s, data, SENT_FIRST)  # the held request ends whole
         finally:
             s.close()
         # Everything taken is given back, and the refused requests pass when sent again.
@@ -102,21 +109,15 @@ class MemoryBudget(DaemonCase):
         total, first = BUDGET - 1000, BUDGET - 8000
         data = (np.arange(total) % 83).astype(np.int8)
         refused0 = metric(self.d, "tiled_request_memory_refused_total")
-        s = socket.create_connection((self.d.host, self.d.port), timeout=60)
+        s = self.begin_upload(data, first)
         try:
-            s.sendall(f"POST {tile_path(total)} HTTP/1.1\r\nHost: t\r\nContent-Type: application/octet-stream\r\n"
-                      f"Content-Length: {total}\r\n\r\n".encode() + data[:first].tobytes())
-            self.assertTrue(wait_for(lambda: self.held() >= first - (64 << 10) and
-                                     self.held() + 18000 > BUDGET, 60), self.held())
+            self.assertTrue(wait_for(lambda: self.held() + 18000 > BUDGET, 60), self.held())
             with grpc.insecure_channel(f"{self.d.host}:{self.d.grpc_port}") as ch:
                 with self.assertRaises(grpc.RpcError) as cm:
                     raw_method(ch, INFER)(infer_request(data[:10], [1]), timeout=60)
             self.assertEqual(cm.exception.code(), grpc.StatusCode.UNAVAILABLE, cm.exception.details())
             self.assertGreaterEqual(metric(self.d, "tiled_request_memory_refused_total") - refused0, 1)
-            s.sendall(data[first:].tobytes())
-            resp = http.client.HTTPResponse(s)
-            resp.begin()
-            self.assertEqual((resp.status, resp.read()), (200, data.tobytes()))
+            self.end_upload(s, data, first)
         finally:
             s.close()
         self.assertTrue(wait_for(lambda: self.held() == 0, 60), self.held())
