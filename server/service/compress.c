@@ -10,6 +10,7 @@
  * compressing a small in-memory body (one within --inline-max, /metrics)
  * may run on the transport's thread, a cost bounded by that size.
  */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -43,6 +44,15 @@ int tiled_coding_parse(const char *s, enum tiled_coding *out)
     return 0;
 }
 
+/* zlib counts in uInt (32 bits): a longer buffer is handed over in pieces. */
+static uInt zlib_piece(uint64_t left)
+{
+    return left > UINT_MAX ? UINT_MAX : (uInt)left;
+}
+
+/* How an inflation ended, each answered in its own words. */
+enum inflate_end { INFLATED, PAST_MAX, NO_MEMORY, BAD_DATA };
+
 int tiled_body_decompress(enum tiled_coding c, char **body, uint64_t *len, uint64_t max, struct tile_error *e)
 {
     if (c == TILED_CODING_IDENTITY)
@@ -56,40 +66,58 @@ int tiled_body_decompress(enum tiled_coding c, char **body, uint64_t *len, uint6
         free(out);
         return tile_error_set(e, TILE_ENOMEM, "cannot set up decompression");
     }
-    z.next_in = (Bytef *)*body;
-    z.avail_in = (uInt)*len;
-    int rc = Z_OK;
-    uint64_t used = 0;
-    while (rc != Z_STREAM_END) {
+    const Bytef *in = (const Bytef *)*body;
+    uint64_t in_left = *len, used = 0;
+    enum inflate_end end;
+    for (;;) {
+        if (z.avail_in == 0 && in_left) {
+            z.next_in = (Bytef *)in;
+            z.avail_in = zlib_piece(in_left);
+            in += z.avail_in;
+            in_left -= z.avail_in;
+        }
         if (used == cap) {
             size_t ncap = (size_t)cap;
-            char *nb = used < max ? tile_grow(out, &ncap, (size_t)used, 1, 1, 0, max > SIZE_MAX ? SIZE_MAX : (size_t)max)
-                                  : NULL;
-            if (!nb) {
-                rc = used < max ? Z_BUF_ERROR : Z_MEM_ERROR; /* out of memory, or past max-body */
+            char *nb = NULL;
+            if (used >= max) {
+                end = PAST_MAX;
+                break;
+            }
+            if (!(nb = tile_grow(out, &ncap, (size_t)used, 1, 1, 0, max > SIZE_MAX ? SIZE_MAX : (size_t)max))) {
+                end = NO_MEMORY;
                 break;
             }
             out = nb;
             cap = ncap;
         }
-        uint64_t room = cap - used > UINT32_MAX ? UINT32_MAX : cap - used;
+        uInt room = zlib_piece(cap - used);
         z.next_out = (Bytef *)out + used;
-        z.avail_out = (uInt)room;
-        rc = inflate(&z, Z_NO_FLUSH);
+        z.avail_out = room;
+        int rc = inflate(&z, Z_NO_FLUSH);
         used += room - z.avail_out;
-        if (rc != Z_OK && rc != Z_STREAM_END)
+        if (rc == Z_STREAM_END) {
+            end = INFLATED;
             break;
-        if (rc == Z_OK && z.avail_in == 0 && z.avail_out != 0) {
-            rc = Z_DATA_ERROR; /* truncated stream */
+        }
+        if (rc == Z_MEM_ERROR) {
+            end = NO_MEMORY;
+            break;
+        }
+        /* Z_BUF_ERROR is no progress, not an error: more room or input comes next turn. */
+        if ((rc != Z_OK && rc != Z_BUF_ERROR) || (z.avail_in == 0 && in_left == 0 && z.avail_out != 0)) {
+            end = BAD_DATA; /* corrupt, or the stream ends before its end */
             break;
         }
     }
     inflateEnd(&z);
-    if (rc != Z_STREAM_END) {
+    if (end != INFLATED) {
         free(out);
-        if (rc == Z_MEM_ERROR)
+        if (end == PAST_MAX)
             return tile_error_set(e, TILE_ETOOBIG, "the decompressed request body exceeds the max-body limit of %llu bytes",
                                   (unsigned long long)max);
+        if (end == NO_MEMORY)
+            return tile_error_set(e, TILE_ENOMEM, "cannot allocate memory to decompress the request body (%llu bytes "
+                                  "so far)", (unsigned long long)used);
         return tile_error_set(e, TILE_EINVAL, "the request body is not valid %s data",
                               c == TILED_CODING_GZIP ? "gzip" : "deflate (zlib)");
     }
@@ -145,11 +173,27 @@ int tiled_compress(enum tiled_coding c, const void *data, uint64_t len, char **o
         deflateEnd(&z);
         return tile_error_set(e, TILE_ENOMEM, "cannot allocate the compressed response");
     }
-    z.next_in = (Bytef *)data;
-    z.avail_in = (uInt)len;
-    z.next_out = (Bytef *)buf;
-    z.avail_out = (uInt)bound;
-    int rc = deflate(&z, Z_FINISH);
+    const Bytef *in = data;
+    Bytef *o = (Bytef *)buf;
+    uint64_t in_left = len, out_left = bound;
+    int rc;
+    for (;;) {
+        if (z.avail_in == 0 && in_left) {
+            z.next_in = (Bytef *)in;
+            z.avail_in = zlib_piece(in_left);
+            in += z.avail_in;
+            in_left -= z.avail_in;
+        }
+        if (z.avail_out == 0 && out_left) {
+            z.next_out = o;
+            z.avail_out = zlib_piece(out_left);
+            o += z.avail_out;
+            out_left -= z.avail_out;
+        }
+        rc = deflate(&z, in_left == 0 ? Z_FINISH : Z_NO_FLUSH);
+        if (rc == Z_STREAM_END || (rc != Z_OK && rc != Z_BUF_ERROR) || (z.avail_out == 0 && out_left == 0))
+            break; /* done, failed, or past deflateBound (which zlib promises never happens) */
+    }
     *out_len = z.total_out;
     deflateEnd(&z);
     if (rc != Z_STREAM_END) {
