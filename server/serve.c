@@ -60,7 +60,7 @@ static void drain(struct tiled_server *srv)
     /* gRPC connections are waited for too: a stream the final GOAWAY
      * covers may still arrive after the last call in flight ended; and
      * both listeners, until the connections in their queues are taken. */
-    while ((!tiled_http_listener_closed(srv) || atomic_load(&srv->inflight) > 0 || !tiled_grpc_drained(srv)) &&
+    while ((!tiled_http_drained(srv) || atomic_load(&srv->inflight) > 0 || !tiled_grpc_drained(srv)) &&
            tiled_now_us() < deadline) {
         struct timespec ts = {0, 5 * 1000 * 1000};
         nanosleep(&ts, NULL);

@@ -200,7 +200,7 @@ void tiled_headwatch_stop(struct tiled_headwatch *hw)
     free(hw);
 }
 
-void tiled_headwatch_notify(void *cls, struct MHD_Connection *c, void **socket_context,
+void tiled_headwatch_notify(void *cls, struct MHD_Connection *c, void **slot,
                             enum MHD_ConnectionNotificationCode code)
 {
     struct tiled_headwatch *hw = cls;
@@ -217,14 +217,14 @@ void tiled_headwatch_notify(void *cls, struct MHD_Connection *c, void **socket_c
         pthread_mutex_lock(&hw->lock);
         TILE_LIST_PUSH(hw->head, w);
         pthread_mutex_unlock(&hw->lock);
-        *socket_context = w;
-    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
-        struct head_watch *w = *socket_context;
+        *slot = w;
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED && *slot) {
+        struct head_watch *w = *slot;
         pthread_mutex_lock(&hw->lock);
         unlink_watch(hw, w);
         pthread_mutex_unlock(&hw->lock);
         free(w);
-        *socket_context = NULL;
+        *slot = NULL;
     }
 }
 
@@ -233,7 +233,8 @@ static struct head_watch *watch_of(struct tiled_headwatch *hw, struct MHD_Connec
     if (!hw)
         return NULL;
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    return ci ? ci->socket_context : NULL;
+    void **slot = ci ? ci->socket_context : NULL; /* the connection's state, the watch its first member */
+    return slot ? *slot : NULL;
 }
 
 /* Sets the armed state of connection c's watch, if it has one, and ends

@@ -37,8 +37,11 @@ struct tiled_headwatch *tiled_headwatch_start(unsigned timeout_s, unsigned idle_
                                               struct tile_error *e);
 void tiled_headwatch_stop(struct tiled_headwatch *hw);
 
-/* MHD_OPTION_NOTIFY_CONNECTION callback; `cls` is the watcher. */
-void tiled_headwatch_notify(void *cls, struct MHD_Connection *c, void **socket_context,
+/* Called from the transport's MHD_OPTION_NOTIFY_CONNECTION callback; `cls`
+ * is the watcher, `slot` where the connection's watch is kept: the first
+ * member of the struct the connection's socket_context points to (the
+ * hooks below find it there). */
+void tiled_headwatch_notify(void *cls, struct MHD_Connection *c, void **slot,
                             enum MHD_ConnectionNotificationCode code);
 /* The head of a request on c has arrived: false when it came too late (the
  * connection was cut just before) and must not be served. */

@@ -26,6 +26,7 @@
 #include "clock.h"
 #include "cors.h"
 #include "headwatch.h"
+#include "list.h"
 #include "listener.h"
 #include "log.h"
 #include "metrics.h"
@@ -36,12 +37,26 @@
 #include "tls/tls.h"
 #include "wirehook.h"
 
+/* A connection's own state, its socket_context: headwatch's slot first
+ * (headwatch.h), then whether a request line has come on it yet. A
+ * connection without one is "fresh", and on the transport's list of them:
+ * taken from the listener's queue, its request may be in the socket still,
+ * read by the library after the drain would otherwise have ended. */
+struct http_conn {
+    void *watch;                     /* headwatch's (first: headwatch.h) */
+    struct http_conn *prev, *next;   /* on mhd_transport.fresh while fresh */
+    uint64_t opened_us;
+    bool fresh;
+};
+
 /* The transport's state (srv->transport). */
 struct mhd_transport {
     struct MHD_Daemon *daemon;
     struct tiled_headwatch *headwatch; /* NULL when --header-timeout is 0 */
     char hsts[48];                     /* Strict-Transport-Security value; "" = none */
     atomic_uint open;                  /* connections libmicrohttpd has (notify_connection) */
+    pthread_mutex_t fresh_lock;
+    struct http_conn *fresh;           /* connections no request line has come on yet */
     /* Drain (listener.h), on the thread that drains: the listener held
      * (new SYNs dropped) from held_at_us until it is quiesced; its queue's
      * length last seen, and since when. */
@@ -395,9 +410,16 @@ static char uri_seen;
 
 static void *uri_logged(void *cls, const char *uri, struct MHD_Connection *c)
 {
-    (void)cls;
     (void)uri;
-    (void)c;
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    struct http_conn *hc = ci ? ci->socket_context : NULL;
+    if (hc && hc->fresh) { /* its first request: off the fresh list */
+        struct mhd_transport *t = transport_of(cls);
+        pthread_mutex_lock(&t->fresh_lock);
+        TILE_LIST_UNLINK(t->fresh, hc);
+        hc->fresh = false;
+        pthread_mutex_unlock(&t->fresh_lock);
+    }
     return &uri_seen;
 }
 
@@ -535,19 +557,37 @@ static void notify_connection(void *cls, struct MHD_Connection *c, void **socket
                               enum MHD_ConnectionNotificationCode code)
 {
     struct tiled_server *srv = cls;
+    struct mhd_transport *t = transport_of(srv);
     int fd = conn_fd(c);
     tiled_metrics_connection(TILED_TRANSPORT_HTTP, code == MHD_CONNECTION_NOTIFY_STARTED ? 1 : -1);
-    if (code == MHD_CONNECTION_NOTIFY_STARTED)
-        atomic_fetch_add(&transport_of(srv)->open, 1);
-    else
-        atomic_fetch_sub(&transport_of(srv)->open, 1);
+    struct http_conn *hc = *socket_context;
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-        if (!tiled_wire_open(fd, srv->tls != NULL, c, (unsigned)srv->cfg.idle_timeout) && fd >= 0)
-            shutdown(fd, SHUT_RDWR);
+        atomic_fetch_add(&t->open, 1);
+        if ((hc = calloc(1, sizeof(*hc)))) {
+            hc->opened_us = tiled_now_us();
+            hc->fresh = true;
+            pthread_mutex_lock(&t->fresh_lock);
+            TILE_LIST_PUSH(t->fresh, hc);
+            pthread_mutex_unlock(&t->fresh_lock);
+            *socket_context = hc;
+        }
+        if ((!hc || !tiled_wire_open(fd, srv->tls != NULL, c, (unsigned)srv->cfg.idle_timeout)) && fd >= 0)
+            shutdown(fd, SHUT_RDWR); /* not served without its state */
     } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        atomic_fetch_sub(&t->open, 1);
         tiled_wire_close(fd);
     }
-    tiled_headwatch_notify(transport_of(srv)->headwatch, c, socket_context, code);
+    if (hc)
+        tiled_headwatch_notify(t->headwatch, c, &hc->watch, code);
+    if (code == MHD_CONNECTION_NOTIFY_CLOSED && hc) {
+        if (hc->fresh) {
+            pthread_mutex_lock(&t->fresh_lock);
+            TILE_LIST_UNLINK(t->fresh, hc);
+            pthread_mutex_unlock(&t->fresh_lock);
+        }
+        free(hc);
+        *socket_context = NULL;
+    }
     if (!srv->tls || fd < 0)
         return;
     if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
@@ -589,6 +629,7 @@ int tiled_http_start(struct tiled_server *srv, struct tile_error *e)
     if (!t)
         return tile_error_set(e, TILE_ENOMEM, "cannot allocate the HTTP transport");
     t->held_fd = -1;
+    pthread_mutex_init(&t->fresh_lock, NULL);
     if (srv->tls && srv->cfg.hsts_max_age > 0)
         snprintf(t->hsts, sizeof(t->hsts), "max-age=%lld", (long long)srv->cfg.hsts_max_age);
     t->headwatch = tiled_headwatch_start((unsigned)srv->cfg.header_timeout, (unsigned)srv->cfg.idle_timeout,
@@ -602,6 +643,7 @@ int tiled_http_start(struct tiled_server *srv, struct tile_error *e)
     int lfd = tiled_listener_open(srv->cfg.host, (long long)srv->cfg.port, "--port", 1024, e);
     if (lfd < 0) {
         tiled_headwatch_stop(t->headwatch);
+        pthread_mutex_destroy(&t->fresh_lock);
         free(t);
         return -1;
     }
@@ -613,13 +655,14 @@ int tiled_http_start(struct tiled_server *srv, struct tile_error *e)
     t->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, access_handler, srv, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)lfd,
         MHD_OPTION_NOTIFY_COMPLETED, request_completed, srv, MHD_OPTION_NOTIFY_CONNECTION, notify_connection, srv,
-        MHD_OPTION_URI_LOG_CALLBACK, uri_logged, NULL, MHD_OPTION_CONNECTION_LIMIT,
+        MHD_OPTION_URI_LOG_CALLBACK, uri_logged, srv, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)srv->cfg.max_connections, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)srv->cfg.idle_timeout,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(16 * 1024), MHD_OPTION_THREAD_POOL_SIZE,
         (unsigned)(srv->cfg.http_threads > 1 ? srv->cfg.http_threads : 0), MHD_OPTION_LISTEN_BACKLOG_SIZE,
         (unsigned)1024, MHD_OPTION_ARRAY, srv->tls ? tls : tls + 3, MHD_OPTION_END);
     if (!t->daemon) {
         tiled_headwatch_stop(t->headwatch);
+        pthread_mutex_destroy(&t->fresh_lock);
         free(t);
         srv->transport = NULL;
         close(lfd);
@@ -652,11 +695,30 @@ void tiled_http_quiesce(struct tiled_server *srv)
         close_listener(t); /* no filter: new connections must not come in the whole drain */
 }
 
-bool tiled_http_listener_closed(struct tiled_server *srv)
+/* A connection opened this long before the drain began without sending a
+ * request line is idle: the drain does not wait for it (one opened since,
+ * or just before, came from the listener's queue, its request sent). */
+#define FRESH_IDLE_US (1000u * 1000u)
+
+/* Whether a connection opened from FRESH_IDLE_US before the drain on has
+ * not had its request line read yet: then the library has still to read a
+ * request that is in its socket (under load, after the listener's queue is
+ * empty and the requests in flight have ended). */
+static bool fresh_waiting(struct mhd_transport *t)
+{
+    bool waiting = false;
+    pthread_mutex_lock(&t->fresh_lock);
+    for (struct http_conn *hc = t->fresh; hc && !waiting; hc = hc->next)
+        waiting = hc->opened_us + FRESH_IDLE_US > t->held_at_us;
+    pthread_mutex_unlock(&t->fresh_lock);
+    return waiting;
+}
+
+bool tiled_http_drained(struct tiled_server *srv)
 {
     struct mhd_transport *t = transport_of(srv);
     if (t->held_fd < 0)
-        return true;
+        return !fresh_waiting(t);
     uint64_t now = tiled_now_us();
     unsigned queued = tiled_listener_queued(t->held_fd);
     if (queued != t->held_queue) {
@@ -668,7 +730,7 @@ bool tiled_http_listener_closed(struct tiled_server *srv)
     if ((now - t->held_at_us < TILED_LISTEN_SETTLE_US || queued > 0) && !stuck)
         return false; /* libmicrohttpd still accepts them: each is served, with Connection: close */
     close_listener(t);
-    return true;
+    return !fresh_waiting(t);
 }
 
 void tiled_http_stop(struct tiled_server *srv)
@@ -676,6 +738,7 @@ void tiled_http_stop(struct tiled_server *srv)
     struct mhd_transport *t = transport_of(srv);
     MHD_stop_daemon(t->daemon);
     tiled_headwatch_stop(t->headwatch);
+    pthread_mutex_destroy(&t->fresh_lock);
     free(t);
     srv->transport = NULL;
 }

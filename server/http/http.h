@@ -13,9 +13,11 @@ int tiled_http_start(struct tiled_server *srv, struct tile_error *e);
 /* Starts the drain: new connections are held off (listener.h); requests in
  * flight, and the connections already waiting to be accepted, go on. */
 void tiled_http_quiesce(struct tiled_server *srv);
-/* Whether the listener is shut; shuts it once its queue is empty (polled by
- * the thread that called tiled_http_quiesce). */
-bool tiled_http_listener_closed(struct tiled_server *srv);
+/* Whether the drain is done with the connections: the listener is shut
+ * (once its queue is empty) and no connection taken from it still waits
+ * for its request to be read. Polled by the thread that called
+ * tiled_http_quiesce; requests in flight are the service's to count. */
+bool tiled_http_drained(struct tiled_server *srv);
 void tiled_http_stop(struct tiled_server *srv);
 /* The HTTP library's name and version as linked (run time, not headers). */
 const char *tiled_http_library(void);

@@ -30,7 +30,7 @@ import zlib
 
 import numpy as np
 
-from harness.daemon import WRAP, Daemon, read_until_close
+from harness.daemon import WRAP, Daemon, read_until_close, wait_for
 
 SLACK = 10 if WRAP else 1          # timing allowance under a wrapper such as valgrind
 RAW = {"Content-Type": "application/octet-stream"}
@@ -747,6 +747,18 @@ class Drain(unittest.TestCase):
                 d.proc.wait()
 
 
+def listen_queue(port):
+    """Connections waiting in the accept queue of the IPv4 listener on `port` (the LISTEN
+    socket's rx_queue in /proc/net/tcp); None when no such listener is open."""
+    with open("/proc/net/tcp") as f:
+        for line in f.readlines()[1:]:
+            fields = line.split()
+            local, state, queues = fields[1], fields[3], fields[4]
+            if state == "0A" and int(local.split(":")[1], 16) == port:
+                return int(queues.split(":")[1], 16)
+    return None
+
+
 class DrainQueued(unittest.TestCase):
     def test_drain_serves_the_connections_waiting_to_be_accepted(self):
         """A client sends its request as soon as connect() returns, so a connection the kernel
@@ -786,6 +798,42 @@ class DrainQueued(unittest.TestCase):
             d.proc.send_signal(signal.SIGCONT)
             d.stop()
 
+
+    def test_drain_waits_for_the_requests_of_connections_it_took(self):
+        """The connections taken from the queue in the drain are served even when their requests
+        come after the queue is empty and nothing is in flight: under load the library may read a
+        request only then (the drain ended before, and cut the last connections of the test
+        above). Here the clients connect while the daemon is stopped and send once the daemon has
+        taken every connection from the queue (its length read from /proc/net/tcp)."""
+        d = Daemon("--drain-timeout", "60")
+        socks = []
+        try:
+            resp, body = d.request("POST", SMALL_PATH, SMALL_IN, RAW)
+            self.assertEqual((resp.status, body), (200, SMALL_OUT))
+            d.proc.send_signal(signal.SIGSTOP)
+            try:
+                socks = [socket.create_connection((d.host, d.port), timeout=60 * SLACK) for _ in range(20)]
+                self.assertEqual(listen_queue(d.port), 20)
+                d.proc.send_signal(signal.SIGTERM)
+            finally:
+                d.proc.send_signal(signal.SIGCONT)
+            self.assertTrue(wait_for(lambda: listen_queue(d.port) in (0, None), 60 * SLACK), listen_queue(d.port))
+            for i, s in enumerate(socks):
+                s.sendall(b"POST %s HTTP/1.1\r\nHost: t\r\nX-Request-Id: late-%d\r\n"
+                          b"Content-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n%s"
+                          % (SMALL_PATH.encode(), i, len(SMALL_IN), SMALL_IN))
+            for i, s in enumerate(socks):
+                data, closed = read_until_close(s)
+                head, _, body = data.partition(b"\r\n\r\n")
+                self.assertTrue(head.startswith(b"HTTP/1.1 200 "), f"connection {i}: {data[:200]!r}")
+                self.assertIn(b"\r\nConnection: close", head)
+                self.assertEqual(body, SMALL_OUT)
+            self.assertEqual(d.proc.wait(60 * SLACK), 0)
+        finally:
+            for s in socks:
+                s.close()
+            d.proc.send_signal(signal.SIGCONT)
+            d.stop()
 
     def test_drain_does_not_wait_for_a_queue_the_daemon_cannot_take(self):
         """At --max-connections libmicrohttpd stops accepting, and a connection kept alive and idle
