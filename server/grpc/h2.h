@@ -5,7 +5,7 @@
  *           deadlines and idle connections, drain and stop
  *   conn.c  one HTTP/2 connection: socket or TLS bytes <-> its nghttp2 session
  *   call.c  one gRPC call (an HTTP/2 stream) <-> one service request
- *   tls.c   GnuTLS credentials and sessions (ALPN "h2")
+ *   tls_conn.c   GnuTLS credentials and sessions (ALPN "h2")
  *
  * Threads: a connection, its session and its calls belong to the loop
  * thread that accepted it (nghttp2 is not thread-safe); other threads
@@ -290,7 +290,7 @@ void grpc_call_quiesce(struct grpc_call *call);
 /* Checks the call's deadline at `now`. */
 void grpc_call_check_deadline(struct grpc_call *call, uint64_t now);
 
-/* ---- tls.c ------------------------------------------------------------- */
+/* ---- tls_conn.c ------------------------------------------------------------- */
 /* A server session on socket fd, with the daemon's policy and current
  * certificate (tls/tls.h); free it before closing fd. */
 struct tiled_grpc_tls_conn *grpc_tls_conn_new(struct tiled_tls *tls, int fd);

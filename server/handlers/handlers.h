@@ -1,4 +1,4 @@
-/* handlers.h - the route handlers the route table names (v1.c, v2.c,
+/* handlers.h - the route handlers the route table names (v1.c, v2_http.c,
  * v2_shm.c, v2_grpc.c, ops.c): each turns a request into a reply, or hands
  * it to work.c to finish. */
 #ifndef TILED_HANDLERS_H
@@ -24,7 +24,7 @@ void tiled_handle_models(struct tiled_req *req);
  * supported type with the highest q; wildcards and an empty value mean
  * `dflt`. -1 when nothing listed can be produced. */
 int tiled_negotiate_format(const char *accept, enum tile_format dflt, enum tile_format *out);
-/* Splits "tile[/versions/N][/action]" (v2.c): the model name into
+/* Splits "tile[/versions/N][/action]" (v2_http.c): the model name into
  * model[cap], the version as written (vlen 0 when absent), the action (""
  * when absent). False when the path is malformed, its version included
  * (tile_v2_version_parse()). */

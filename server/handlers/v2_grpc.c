@@ -4,7 +4,7 @@
  * whose gRPC status tiled_reply_grpc_status() derives.
  *
  * DESIGN. The model-level rules (which model and version, extensions,
- * statistics) are v2_model.h's, the ones HTTP answers with, so both
+ * statistics) are v2_catalog.h's, the ones HTTP answers with, so both
  * transports answer alike; this file only decodes and encodes messages
  * (api/grpc_msgs.h). ModelInfer (v2_grpc_infer.c) and the shared-memory
  * RPCs (v2_grpc_shm.c) live apart. A handler leaves `b` empty for a reply
@@ -21,7 +21,7 @@
 #include "server.h"
 #include "text.h"
 #include "v2_grpc.h"
-#include "v2_model.h"
+#include "v2_catalog.h"
 
 void tiled_grpc_reply(struct tiled_req *req, struct tile_grpc_buf *b)
 {

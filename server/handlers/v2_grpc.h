@@ -17,7 +17,7 @@ void tiled_grpc_reply(struct tiled_req *req, struct tile_grpc_buf *b);
 bool tiled_grpc_decode(struct tiled_req *req, const struct tile_grpc_layout *l, struct tile_grpc_str *out);
 
 /* The model version a request naming model `name` at `version` ("": the
- * newest) addresses (v2_model.h's rules); 0 with the error reply set. */
+ * newest) addresses (v2_catalog.h's rules); 0 with the error reply set. */
 int tiled_grpc_model(struct tiled_req *req, struct tile_grpc_str name, struct tile_grpc_str version);
 
 /* ModelInfer (v2_grpc_infer.c): hands the request to the work path; the

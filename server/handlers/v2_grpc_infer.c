@@ -3,7 +3,7 @@
  *
  * DESIGN. The handler, on the transport's thread, reads only the model
  * name and version (fields 1 and 2, skipping the tensors) and checks them
- * with the rules HTTP uses (v2_model.h); the rest is v2_infer.c's steps,
+ * with the rules HTTP uses (v2_catalog.h); the rest is v2_infer.c's steps,
  * with this file's decode (ModelInferRequest mapped onto req->v2 by
  * api/v2_model.c's rules) and frame: ModelInferResponse's head
  * (api/grpc_infer.h) followed by the output's raw bytes, the encoder's
@@ -22,7 +22,7 @@
 #include "text.h"
 #include "v2_grpc.h"
 #include "v2_infer.h"
-#include "v2_model.h"
+#include "v2_catalog.h"
 
 /* The request id and the decoded inputs, mapped onto req->v2 and req->treq. */
 static int map_request(struct tiled_req *req, struct tile_grpc_infer_request *g, struct tile_error *e)

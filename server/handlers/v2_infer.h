@@ -1,9 +1,9 @@
 /* v2_infer.h - one Open Inference Protocol infer, whatever the wire.
  *
- * DESIGN. An infer over HTTP (v2.c) and one over gRPC (v2_grpc_infer.c)
+ * DESIGN. An infer over HTTP (v2_http.c) and one over gRPC (v2_grpc_infer.c)
  * are prepared by the same steps, here; a wire gives only its codec:
  *   1. the handler finds the model and version (tiled_v2_model_version,
- *      v2_model.h) on the transport's thread, from the path or from the
+ *      v2_catalog.h) on the transport's thread, from the path or from the
  *      message's first two fields, and starts the request on the work
  *      path (tiled_v2_infer_start): admission, inline or on a worker;
  *   2. in `prepare`, the wire's decode reads the body into req->v2: the

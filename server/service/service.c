@@ -28,7 +28,7 @@
 #include "stream.h"
 #include "text.h"
 #include "trace.h"
-#include "v2_model.h"
+#include "v2_catalog.h"
 #include "work.h"
 
 /* ---- request state ------------------------------------------------------ */

@@ -9,6 +9,7 @@
 #     finds a planted cycle in each;
 #   - only server/http/ includes microhttpd.h, only server/grpc/ nghttp2,
 #     only server/grpc/ and server/tls/ GnuTLS;
+#   - no file name is used twice under core/, api/ and server/;
 #   - the CLI links without server/ (BUILD/tiled-cli) and says so for serve
 #     and for https probes (TLS is reached through a weak symbol of server/tls/).
 #
@@ -68,6 +69,12 @@ only_in() { # only_in HEADER_REGEX DIR...
 only_in 'microhttpd\.h' server/http
 only_in 'nghttp2/' server/grpc
 only_in 'gnutls/' server/grpc server/tls
+
+# A file's name says what it holds, once: no two sources of the library
+# and the daemon share a name (api/v2.c and a server/ v2.c were two rooms
+# with one sign).
+dups=$(find core api server -name '*.[ch]' | sed 's|.*/||' | sort | uniq -d | tr '\n' ' ')
+if [ -z "$dups" ]; then ok; else bad "file names used twice under core/, api/ and server/: $dups"; fi
 
 cli="$build/tiled-cli"
 if [ -x "$cli" ] && "$cli" tile --help | grep -q -- "--repeats"; then ok; else bad "$cli tile --help"; fi

@@ -1,6 +1,6 @@
-/* v2_model.c - the rules of the model `tile` that every transport of the
- * Open Inference Protocol shares (see v2_model.h). */
-#include "v2_model.h"
+/* v2_catalog.c - the rules of the model `tile` that every transport of the
+ * Open Inference Protocol shares (see v2_catalog.h). */
+#include "v2_catalog.h"
 
 #include <stdatomic.h>
 #include <stdio.h>

@@ -1,10 +1,10 @@
-/* v2.c - Open Inference Protocol (KServe v2) endpoints for the `tile` model.
+/* v2_http.c - Open Inference Protocol (KServe v2) endpoints for the `tile` model.
  *
  * DESIGN. One prefix route takes every /v2/models/... path and splits it
  * into model, version and action, as Triton's model regex does. Metadata,
  * readiness and configuration are small fixed documents; which model and
  * version a path addresses, and the statistics, are the rules both
- * transports share (v2_model.c). An infer request is the one infer of
+ * transports share (v2_catalog.c). An infer request is the one infer of
  * every wire (v2_infer.h); this file gives its HTTP codec: the protocol's
  * JSON header and binary blobs decoded, the output framed in the
  * protocol's response. Statistics are answered in the form of Triton's
@@ -20,7 +20,7 @@
 #include "text.h"
 #include "v2.h"
 #include "v2_infer.h"
-#include "v2_model.h"
+#include "v2_catalog.h"
 
 void tiled_handle_server_metadata(struct tiled_req *req)
 {

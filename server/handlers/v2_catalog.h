@@ -1,9 +1,9 @@
-/* v2_model.h - the rules of the model `tile` that every transport of the
- * Open Inference Protocol shares (v2_model.c): which model and version a request
+/* v2_catalog.h - the rules of the model `tile` that every transport of the
+ * Open Inference Protocol shares (v2_catalog.c): which model and version a request
  * addresses, the extensions the server lists, and the statistics it keeps,
  * so HTTP and gRPC answer alike. */
-#ifndef TILED_V2_MODEL_H
-#define TILED_V2_MODEL_H
+#ifndef TILED_V2_CATALOG_H
+#define TILED_V2_CATALOG_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* tls.c - TLS sessions of the gRPC transport with GnuTLS, the library
+/* tls_conn.c - TLS sessions of the gRPC transport with GnuTLS, the library
  * libmicrohttpd already links for HTTPS. The policy and the certificate
  * are the daemon's (server/tls/tls.h): the same --tls-cert/--tls-key and
  * --tls-priorities as HTTPS, in the form HTTP/2 allows (TLS 1.2 or later,
