@@ -115,9 +115,9 @@ static const char *service_header(void *call, const char *name)
 
 /* A HEADERS block being built: names are literals or lower-cased copies. */
 struct nvs {
-    nghttp2_nv nv[24];
+    nghttp2_nv nv[8 + TILED_REPLY_HEADERS];
     size_t n;
-    char lower[6][64];
+    char lower[TILED_REPLY_HEADERS][64];
     int nlower;
 };
 
@@ -134,7 +134,7 @@ static void add_reply_headers(struct nvs *h, const struct tiled_reply *r)
 {
     static const char *const skip[] = {"connection", "keep-alive", "transfer-encoding", "upgrade",
                                        "content-type", "content-length", "content-encoding"};
-    for (int i = 0; i < r->nheaders && h->nlower < 6; i++) {
+    for (int i = 0; i < r->nheaders && h->nlower < TILED_REPLY_HEADERS; i++) {
         const char *name = r->headers[i][0], *value = r->headers[i][1];
         if (!name || !value || strlen(name) >= sizeof(h->lower[0]))
             continue;

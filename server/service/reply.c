@@ -13,11 +13,20 @@
 
 void tiled_reply_header(struct tiled_reply *r, const char *name, const char *value)
 {
-    if (r->nheaders >= (int)(sizeof(r->headers) / sizeof(r->headers[0])))
+    int i = 0;
+    while (i < r->nheaders && !(r->headers[i][0] && strcasecmp(r->headers[i][0], name) == 0))
+        i++;
+    if (i == TILED_REPLY_HEADERS) { /* more names than the code sets (reply.h): a bug, said aloud */
+        fprintf(stderr, "tiled: reply header %s dropped: a reply holds %d\n", name, TILED_REPLY_HEADERS);
         return;
-    r->headers[r->nheaders][0] = strdup(name);
-    r->headers[r->nheaders][1] = strdup(value);
-    r->nheaders++;
+    }
+    if (i == r->nheaders) {
+        r->headers[i][0] = strdup(name);
+        r->headers[i][1] = NULL;
+        r->nheaders++;
+    }
+    free(r->headers[i][1]);
+    r->headers[i][1] = strdup(value);
 }
 
 void tiled_reply_vary(struct tiled_reply *r, const char *field)

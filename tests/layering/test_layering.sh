@@ -10,6 +10,7 @@
 #   - only server/http/ includes microhttpd.h, only server/grpc/ nghttp2,
 #     only server/grpc/ and server/tls/ GnuTLS;
 #   - no file name is used twice under core/, api/ and server/;
+#   - a reply has room for every header name the code sets;
 #   - the CLI links without server/ (BUILD/tiled-cli) and says so for serve
 #     and for https probes (TLS is reached through a weak symbol of server/tls/).
 #
@@ -75,6 +76,17 @@ only_in 'gnutls/' server/grpc server/tls
 # with one sign).
 dups=$(find core api server -name '*.[ch]' | sed 's|.*/||' | sort | uniq -d | tr '\n' ' ')
 if [ -z "$dups" ]; then ok; else bad "file names used twice under core/, api/ and server/: $dups"; fi
+
+# A reply holds TILED_REPLY_HEADERS headers, one per name (a name set again
+# replaces its value): more than the names the code sets, each a literal
+# (or libmicrohttpd's constant) at every call, so no reply turns one away.
+calls=$(grep -rhoE 'tiled_reply_header\([^,]+,[^,]+,' server --include='*.c' | grep -v 'const char \*name')
+names=$(printf '%s\n' "$calls" | sed -nE 's/.*, *("[A-Za-z-]+"|MHD_HTTP_HEADER_[A-Z_]+),$/\1/p' | sort -u)
+cap=$(sed -n 's/^#define TILED_REPLY_HEADERS \([0-9]*\).*/\1/p' server/service/reply.h)
+count=$(printf '%s\n' "$names" | grep -c .)
+if [ "$(printf '%s\n' "$calls" | grep -c .)" -eq "$(printf '%s\n' "$calls" | grep -cE ', *("[A-Za-z-]+"|MHD_HTTP_HEADER_[A-Z_]+),$')" ] &&
+   [ -n "$cap" ] && [ "$count" -gt 10 ] && [ "$count" -lt "$cap" ]; then ok; else
+  bad "reply header names: $count named (every call a literal?) against TILED_REPLY_HEADERS ${cap:-unset}"; fi
 
 cli="$build/tiled-cli"
 if [ -x "$cli" ] && "$cli" tile --help | grep -q -- "--repeats"; then ok; else bad "$cli tile --help"; fi

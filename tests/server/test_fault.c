@@ -162,12 +162,40 @@ static void a_reply_carries_the_pair(void **state)
     tiled_reply_free(&r);
 }
 
+/* A reply's headers: one per name, a name set again (in any case)
+ * replaces its value, Vary gathers its fields, and the table holds as
+ * many names as reply.h promises. */
+static void a_reply_keeps_one_header_per_name(void **state)
+{
+    (void)state;
+    struct tiled_reply r;
+    memset(&r, 0, sizeof(r));
+    tiled_reply_header(&r, "Retry-After", "1");
+    tiled_reply_header(&r, "retry-after", "2");
+    tiled_reply_vary(&r, "Accept");
+    tiled_reply_vary(&r, "Accept-Encoding");
+    assert_int_equal(r.nheaders, 2);
+    assert_string_equal(r.headers[0][0], "Retry-After");
+    assert_string_equal(r.headers[0][1], "2");
+    assert_string_equal(r.headers[1][1], "Accept, Accept-Encoding");
+    char name[32];
+    for (int k = 2; k < TILED_REPLY_HEADERS; k++) {
+        snprintf(name, sizeof(name), "X-Name-%d", k);
+        tiled_reply_header(&r, name, "v");
+    }
+    assert_int_equal(r.nheaders, TILED_REPLY_HEADERS);
+    tiled_reply_header(&r, "X-Name-2", "again"); /* full, but the name is there: replaced */
+    assert_string_equal(r.headers[2][1], "again");
+    tiled_reply_free(&r);
+    assert_int_equal(r.nheaders, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_kind_has_an_answer),     cmocka_unit_test(every_pair_is_documented),
         cmocka_unit_test(the_kinds_answer_as_before),   cmocka_unit_test(a_tile_error_code_is_its_kind),
-        cmocka_unit_test(a_reply_carries_the_pair),
+        cmocka_unit_test(a_reply_carries_the_pair),        cmocka_unit_test(a_reply_keeps_one_header_per_name),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
