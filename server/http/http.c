@@ -38,10 +38,11 @@
 #include "wirehook.h"
 
 /* A connection's own state, its socket_context: headwatch's slot first
- * (headwatch.h), then whether a request line has come on it yet. A
- * connection without one is "fresh", and on the transport's list of them:
- * taken from the listener's queue, its request may be in the socket still,
- * read by the library after the drain would otherwise have ended. */
+ * (headwatch.h), then whether a request of it has reached the service
+ * yet. A connection without one is "fresh", and on the transport's list
+ * of them: taken from the listener's queue, its request may still be in
+ * the socket, or read but not yet handed over, after the drain would
+ * otherwise have ended (nothing in flight). */
 struct http_conn {
     void *watch;                     /* headwatch's (first: headwatch.h) */
     struct http_conn *prev, *next;   /* on mhd_transport.fresh while fresh */
@@ -56,7 +57,7 @@ struct mhd_transport {
     char hsts[48];                     /* Strict-Transport-Security value; "" = none */
     atomic_uint open;                  /* connections libmicrohttpd has (notify_connection) */
     pthread_mutex_t fresh_lock;
-    struct http_conn *fresh;           /* connections no request line has come on yet */
+    struct http_conn *fresh;           /* connections none of whose requests has reached the service */
     /* Drain (listener.h), on the thread that drains: the listener held
      * (new SYNs dropped) from held_at_us until it is quiesced; its queue's
      * length last seen, and since when. */
@@ -410,17 +411,24 @@ static char uri_seen;
 
 static void *uri_logged(void *cls, const char *uri, struct MHD_Connection *c)
 {
+    (void)cls;
     (void)uri;
+    (void)c;
+    return &uri_seen;
+}
+
+/* Connection c's first request is in flight (counted by the service from
+ * here on, so the drain waits for it there): c is no longer fresh. */
+static void conn_used(struct mhd_transport *t, struct MHD_Connection *c)
+{
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     struct http_conn *hc = ci ? ci->socket_context : NULL;
-    if (hc && hc->fresh) { /* its first request: off the fresh list */
-        struct mhd_transport *t = transport_of(cls);
+    if (hc && hc->fresh) {
         pthread_mutex_lock(&t->fresh_lock);
         TILE_LIST_UNLINK(t->fresh, hc);
         hc->fresh = false;
         pthread_mutex_unlock(&t->fresh_lock);
     }
-    return &uri_seen;
 }
 
 static enum MHD_Result first_call_of(struct tiled_server *srv, struct MHD_Connection *c, const char *url,
@@ -455,6 +463,7 @@ static enum MHD_Result first_call_of(struct tiled_server *srv, struct MHD_Connec
     if (!req)
         return MHD_NO;
     *req_cls = req;
+    conn_used(transport_of(srv), c);
     if (refused)
         return answer_refused(req, c, refused);
     MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_query, req);
@@ -655,7 +664,7 @@ int tiled_http_start(struct tiled_server *srv, struct tile_error *e)
     t->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, access_handler, srv, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)lfd,
         MHD_OPTION_NOTIFY_COMPLETED, request_completed, srv, MHD_OPTION_NOTIFY_CONNECTION, notify_connection, srv,
-        MHD_OPTION_URI_LOG_CALLBACK, uri_logged, srv, MHD_OPTION_CONNECTION_LIMIT,
+        MHD_OPTION_URI_LOG_CALLBACK, uri_logged, NULL, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)srv->cfg.max_connections, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)srv->cfg.idle_timeout,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(16 * 1024), MHD_OPTION_THREAD_POOL_SIZE,
         (unsigned)(srv->cfg.http_threads > 1 ? srv->cfg.http_threads : 0), MHD_OPTION_LISTEN_BACKLOG_SIZE,
@@ -695,14 +704,14 @@ void tiled_http_quiesce(struct tiled_server *srv)
         close_listener(t); /* no filter: new connections must not come in the whole drain */
 }
 
-/* A connection opened this long before the drain began without sending a
- * request line is idle: the drain does not wait for it (one opened since,
- * or just before, came from the listener's queue, its request sent). */
+/* A connection opened this long before the drain began without a request
+ * is idle: the drain does not wait for it (one opened since, or just
+ * before, came from the listener's queue, its request sent). */
 #define FRESH_IDLE_US (1000u * 1000u)
 
 /* Whether a connection opened from FRESH_IDLE_US before the drain on has
- * not had its request line read yet: then the library has still to read a
- * request that is in its socket (under load, after the listener's queue is
+ * no request in the service yet: the library has still to read it from the
+ * socket, or to hand it over (under load, after the listener's queue is
  * empty and the requests in flight have ended). */
 static bool fresh_waiting(struct mhd_transport *t)
 {

@@ -747,6 +747,12 @@ class Drain(unittest.TestCase):
                 d.proc.wait()
 
 
+def process_state(pid):
+    """The state letter of process `pid` (/proc/PID/stat: T when stopped)."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
 def listen_queue(port):
     """Connections waiting in the accept queue of the IPv4 listener on `port` (the LISTEN
     socket's rx_queue in /proc/net/tcp); None when no such listener is open."""
@@ -812,6 +818,7 @@ class DrainQueued(unittest.TestCase):
             self.assertEqual((resp.status, body), (200, SMALL_OUT))
             d.proc.send_signal(signal.SIGSTOP)
             try:
+                self.assertTrue(wait_for(lambda: process_state(d.proc.pid) == "T", 60), "the daemon did not stop")
                 socks = [socket.create_connection((d.host, d.port), timeout=60 * SLACK) for _ in range(20)]
                 self.assertEqual(listen_queue(d.port), 20)
                 d.proc.send_signal(signal.SIGTERM)
