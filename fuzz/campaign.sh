@@ -21,7 +21,9 @@
 #   3. coverage: the target built again with clang's source-based coverage
 #      (into $FUZZ_BUILD/cov/) runs over fuzz/corpus/<t>/; llvm-profdata and
 #      llvm-cov report it per file in $FUZZ_BUILD/campaign/<t>/coverage.txt.
-# Then a table, one row per target: executions and executions per second
+# Each target's row is printed as it ends (and kept in
+# $FUZZ_BUILD/campaign/<t>/row.txt). Then a table, one row per target:
+# executions and executions per second
 # (all jobs), edges (libFuzzer's final cov:, the most a job reached), the
 # kept corpus's files before and after, findings (artifacts), and the line
 # and region coverage of the sources the target is written against (focus()
@@ -146,6 +148,10 @@ for t in "$@"; do
     "$before" "$after" "$findings" $cov $allcov)
   table="$table$row
 "
+  # Each row as its target ends, kept beside its logs: a long campaign's
+  # finished targets are on record even if a later one is stopped.
+  printf '%s\n' "$row" > "$dir/row.txt"
+  echo "campaign row: $row"
   if [ "$findings" -ne 0 ]; then
     find "$dir/artifacts" -type f | sed 's/^/  finding: /'
   fi
