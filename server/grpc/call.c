@@ -1107,10 +1107,12 @@ static bool stream_data(struct grpc_call *call, const uint8_t *data, size_t len)
     call->backlog = b;
     /* The backlog is request memory like a body (up to the stream's window
      * per call): what it grows by is taken from the budget, given back
-     * with the call. */
+     * with the call. Its message in the service counts as another's here
+     * (a worker may be taking for it meanwhile: its count is not this
+     * thread's to read). */
     struct tile_error e = {0};
-    if (cap > call->backlog_cap && tiled_memory_take(&call->loop->t->srv->memory, &call->mem_held,
-                                                     call->req ? call->req->mem_held : 0, cap - call->backlog_cap, &e) < 0) {
+    if (cap > call->backlog_cap && tiled_memory_take(&call->loop->t->srv->memory, &call->mem_held, 0,
+                                                     cap - call->backlog_cap, &e) < 0) {
         stream_end(call, TILED_FAULT_UNAVAILABLE, e.text);
         return false;
     }
