@@ -50,6 +50,17 @@ static uInt zlib_piece(uint64_t left)
     return left > UINT_MAX ? UINT_MAX : (uInt)left;
 }
 
+/* The next piece of the input, when zlib has used the last one. */
+static void feed_in(z_stream *z, const Bytef **in, uint64_t *left)
+{
+    if (z->avail_in == 0 && *left) {
+        z->next_in = (Bytef *)*in;
+        z->avail_in = zlib_piece(*left);
+        *in += z->avail_in;
+        *left -= z->avail_in;
+    }
+}
+
 /* How an inflation ended, each answered in its own words. */
 enum inflate_end { INFLATED, PAST_MAX, NO_MEMORY, BAD_DATA };
 
@@ -70,12 +81,7 @@ int tiled_body_decompress(enum tiled_coding c, char **body, uint64_t *len, uint6
     uint64_t in_left = *len, used = 0;
     enum inflate_end end;
     for (;;) {
-        if (z.avail_in == 0 && in_left) {
-            z.next_in = (Bytef *)in;
-            z.avail_in = zlib_piece(in_left);
-            in += z.avail_in;
-            in_left -= z.avail_in;
-        }
+        feed_in(&z, &in, &in_left);
         if (used == cap) {
             size_t ncap = (size_t)cap;
             char *nb = NULL;
@@ -178,12 +184,7 @@ int tiled_compress(enum tiled_coding c, const void *data, uint64_t len, char **o
     uint64_t in_left = len, out_left = bound;
     int rc;
     for (;;) {
-        if (z.avail_in == 0 && in_left) {
-            z.next_in = (Bytef *)in;
-            z.avail_in = zlib_piece(in_left);
-            in += z.avail_in;
-            in_left -= z.avail_in;
-        }
+        feed_in(&z, &in, &in_left);
         if (z.avail_out == 0 && out_left) {
             z.next_out = o;
             z.avail_out = zlib_piece(out_left);
