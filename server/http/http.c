@@ -70,9 +70,8 @@ struct mhd_transport {
 /* A held listener whose queue has not moved this long while libmicrohttpd
  * is at --max-connections is shut all the same: it is not accepting (its
  * connections kept alive and idle), and the drain would wait it out. Below
- * the limit the queue is always taken, however slowly a loaded machine
- * gets to it (a time alone closed it under two busy loops and reset the
- * last connection of a test's 300), so the drain waits for it. */
+ * the limit the library takes the queue, however slowly a loaded machine
+ * gets to it, so the drain waits for that (within --drain-timeout). */
 #define HELD_QUEUE_STUCK_US (200u * 1000u)
 
 static struct mhd_transport *transport_of(const struct tiled_server *srv)
