@@ -152,7 +152,7 @@ bool tiled_service_route(struct tiled_req *req, const char *authorization)
     }
     if (!tiled_method_known(req->method)) { /* on any path: no route serves it, nor ever could */
         tiled_reply_error(&req->reply, TILED_NOT_IMPLEMENTED,
-                          "method %s is not implemented by this server (it implements %s)", req->method,
+                          "method %s is unknown to this server (it answers %s)", req->method,
                           TILED_SERVER_METHODS);
         return true;
     }
