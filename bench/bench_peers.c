@@ -24,14 +24,29 @@
  * buffer) on each case for that long, for a profiler attached to it
  * (perf record -p, valgrind --tool=callgrind): it prints a "ready" line
  * once the buffers are set up and warm, then loops, then prints the count.
+ *
+ * First of all it prints one {"kind":"host"} line: what decides how fast a
+ * copy runs on this host, so that a figure that moves between machines can
+ * be explained from the report alone. glibc picks its memcpy and memset from
+ * the CPU flags it is shown (avx2, avx512f, erms, fsrm: a hypervisor may
+ * hide some) and from GLIBC_TUNABLES; tiled's copies of bytes still in L1
+ * use AVX2 when the CPU has it (core/hotcopy.h); and an output buffer in
+ * 2 MiB pages needs 512 times fewer TLB entries than one in 4 KiB pages,
+ * which depends on the transparent huge page mode. Each case's line then
+ * says how much of its output buffer the kernel backed with huge pages.
  */
+#include <gnu/libc-version.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "autosplit.h"
+#include "hotcopy.h"
 #include "stores.h"
 #include "tile.h"
 
@@ -60,6 +75,93 @@ static double median(double *v, int n)
 static void clobber(void *p)
 {
     __asm__ volatile("" : : "r"(p) : "memory");
+}
+
+/* The first line of a small file, without its newline; "?" when unreadable. */
+static void read_line(const char *path, char *buf, size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    if (!f || !fgets(buf, (int)cap, f))
+        snprintf(buf, cap, "?");
+    else
+        buf[strcspn(buf, "\n")] = 0;
+    if (f)
+        fclose(f);
+}
+
+/* Which of the CPU flags glibc's copy selection reads this CPU shows. */
+static void copy_flags(char *buf, size_t cap)
+{
+    static const char *const names[] = {"sse2", "avx", "avx2", "avx512f", "avx512vl", "erms", "fsrm"};
+    char line[8192];
+    buf[0] = 0;
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return;
+    while (fgets(line, sizeof(line), f)) {
+        if (strncmp(line, "flags", 5) != 0)
+            continue;
+        line[strcspn(line, "\n")] = 0;
+        strcat(line, " ");
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+            char word[32];
+            snprintf(word, sizeof(word), " %s ", names[i]);
+            if (strstr(line, word) && strlen(buf) + strlen(names[i]) + 2 < cap)
+                strcat(strcat(buf, buf[0] ? " " : ""), names[i]);
+        }
+        break;
+    }
+    fclose(f);
+}
+
+/* The mappings that hold [p, p+n) (/proc/self/smaps): their size and how
+ * much of it is in transparent huge pages, in KiB (-1 when unknown). The
+ * kernel may merge neighbouring buffers into one mapping, so the figures
+ * can cover more than the buffer. */
+static void huge_kib(const void *p, uint64_t n, long *size, long *huge)
+{
+    *size = *huge = -1;
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (!f)
+        return;
+    uintptr_t lo = (uintptr_t)p, hi = lo + n;
+    char line[512];
+    bool inside = false;
+    long kib = 0, hkib = 0;
+    while (fgets(line, sizeof(line), f)) {
+        unsigned long a, b;
+        long v;
+        if (sscanf(line, "%lx-%lx ", &a, &b) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+            inside = a < hi && b > lo;
+            if (inside)
+                kib += (long)((b - a) >> 10);
+        } else if (inside && sscanf(line, "AnonHugePages: %ld kB", &v) == 1) {
+            hkib += v;
+        }
+    }
+    fclose(f);
+    *size = kib;
+    *huge = hkib;
+}
+
+static void print_host(void)
+{
+    char flags[128], thp[128], tunables[256];
+    copy_flags(flags, sizeof(flags));
+    read_line("/sys/kernel/mm/transparent_hugepage/enabled", thp, sizeof(thp));
+    const char *t = getenv("GLIBC_TUNABLES");
+    snprintf(tunables, sizeof(tunables), "%s", t ? t : "");
+    for (char *c = tunables; *c; c++) /* kept JSON-safe */
+        if (*c == '"' || *c == '\\')
+            *c = '?';
+    const struct tile_cache_sizes *cs = tile_cache_sizes();
+    printf("{\"kind\":\"host\",\"glibc\":\"%s\",\"copy_flags\":\"%s\",\"glibc_tunables\":\"%s\","
+           "\"hotcopy\":\"%s\",\"page_size\":%ld,\"thp\":\"%s\",\"l2_bytes\":%llu,\"llc_bytes\":%llu,"
+           "\"cache_source\":\"%s\",\"cpus\":%ld}\n",
+           gnu_get_libc_version(), flags, tunables, tile_copy_hot_vector() ? "avx2" : "memcpy",
+           sysconf(_SC_PAGESIZE), thp, (unsigned long long)cs->l2_bytes, (unsigned long long)cs->llc_bytes,
+           cs->source, sysconf(_SC_NPROCESSORS_ONLN));
+    fflush(stdout);
 }
 
 enum op { OP_MEMCPY, OP_MEMSET, OP_TILE, OP_TILE_FRESH };
@@ -272,11 +374,14 @@ static int bench_case(char *line, struct tile_pool *pool, int reps, double profi
     printf(",");
     json_shape("out_shape", plan.out_shape, plan.out_rank);
     const struct tile_cache_sizes *cs = tile_cache_sizes();
+    long map_kib, map_huge_kib;
+    huge_kib(out, plan.out_bytes, &map_kib, &map_huge_kib);
     printf(",\"out_elems\":%llu,\"out_bytes\":%llu,\"in_bytes\":%llu,\"workers\":%d,\"reps\":%d,\"crc32\":%lu,"
-           "\"llc_bytes\":%llu,\"stream_min\":%llu,\"stores\":\"%s\",",
+           "\"llc_bytes\":%llu,\"stream_min\":%llu,\"stores\":\"%s\",\"out_map_kib\":%ld,\"out_map_huge_kib\":%ld,",
            (unsigned long long)plan.out_elems, (unsigned long long)plan.out_bytes, (unsigned long long)plan.in_bytes,
            tile_pool_size(pool), reps, crc, (unsigned long long)cs->llc_bytes,
-           (unsigned long long)tile_stores_stream_min(), tile_stores_stream(plan.out_bytes) ? "stream" : "cached");
+           (unsigned long long)tile_stores_stream_min(), tile_stores_stream(plan.out_bytes) ? "stream" : "cached",
+           map_kib, map_huge_kib);
     printf("\"tiled_1_s\":%.9g,\"tiled_all_s\":%.9g,\"tiled_fresh_s\":%.9g,\"memcpy_s\":%.9g,\"memset_s\":%.9g,"
            "\"tiled_1_gbps\":%.4f,\"tiled_all_gbps\":%.4f,\"tiled_fresh_gbps\":%.4f,\"memcpy_gbps\":%.4f,"
            "\"memset_gbps\":%.4f,\"tiled_1_min_s\":%.9g,\"tiled_all_min_s\":%.9g,\"tiled_fresh_min_s\":%.9g,"
@@ -357,6 +462,8 @@ int main(int argc, char **argv)
         return 2;
     }
     struct tile_pool *pool = tile_pool_init(0, 0, NULL);
+    if (profile_sec <= 0)
+        print_host();
     char line[1024];
     int rc = 0;
     while (fgets(line, sizeof(line), cf)) {
