@@ -1165,6 +1165,15 @@ void grpc_call_stream_closed(struct grpc_call *call)
 void grpc_call_resumed(struct grpc_call *call)
 {
     if (call->parked) {
+        /* A wake-up asked for before the call was parked is not the
+         * worker's: a streaming call asks for one when a reply is framed
+         * (stream_message_done, to read the next message), and bytes that
+         * arrive before the loop takes it may start and park that next
+         * message. Taken as the worker's, it would send a reply the worker
+         * is still writing and free the request under it. The worker's
+         * own resume comes once it is done. */
+        if (!tiled_service_worked(call->req))
+            return;
         call->parked = false;
         call->loop->parked--;
         if (call->closed) {

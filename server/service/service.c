@@ -315,6 +315,14 @@ bool tiled_service_dispatch(struct tiled_req *req)
     return true;
 }
 
+bool tiled_service_worked(struct tiled_req *req)
+{
+    pthread_mutex_lock(&req->lock);
+    bool done = req->done;
+    pthread_mutex_unlock(&req->lock);
+    return done;
+}
+
 /* ---- reply and end ------------------------------------------------------ */
 
 void tiled_service_sending(struct tiled_req *req, char *timing, size_t cap)

@@ -65,6 +65,10 @@ void tiled_service_body(struct tiled_req *req, const char *data, size_t n);
  * the request waits for a worker: the transport was asked to suspend the
  * connection, and ops->resume() comes once req->done is set. */
 bool tiled_service_dispatch(struct tiled_req *req);
+/* Whether the worker a request was handed to (dispatch returned false)
+ * is done with it: its resume is the only one that may be taken as "the
+ * reply is ready". Thread-safe. */
+bool tiled_service_worked(struct tiled_req *req);
 /* Call just before sending: finishes the timings and counts the bytes;
  * writes the Server-Timing value into timing[cap]. */
 void tiled_service_sending(struct tiled_req *req, char *timing, size_t cap);
