@@ -345,3 +345,4 @@ include bench/hardening.mk
 include bench/pbcodec.mk
 include deploy/deploy.mk
 include bench/peers/peers.mk
+include bench/transport.mk
