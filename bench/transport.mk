@@ -11,8 +11,9 @@
 #   make bench-transport-syscalls  system calls per request of the three floors
 #
 # Both link server/http/h1wire.c (pure C) and nothing else of tiled.
-# TRANSPORT_ARGS passes options to bench/transport_options.sh
-# (e.g. TRANSPORT_ARGS="--rounds 2 --dur 2").
+# Needs wrk, nginx, curl and python3 (scripts/deps.sh bench installs them,
+# with more); the syscall count needs perf or strace. TRANSPORT_ARGS passes
+# options to bench/transport_options.sh (e.g. TRANSPORT_ARGS="--rounds 2 --dur 2").
 TRANSPORT_ARGS ?=
 
 $(BUILD)/bench/relay_floor: bench/relay_floor.c server/http/h1wire.c server/http/h1wire.h
@@ -26,7 +27,6 @@ $(BUILD)/bench/own_floor: bench/own_floor.c server/http/h1wire.c server/http/h1w
 
 .PHONY: bench-transport-options
 bench-transport-options: $(BUILD)/bench/mhd_floor $(BUILD)/bench/relay_floor $(BUILD)/bench/own_floor
-	@sh scripts/deps.sh bench
 	sh bench/transport_options.sh --bin $(BUILD)/bench $(TRANSPORT_ARGS)
 
 # System calls per request of the three floors under wrk (perf stat on the
@@ -34,5 +34,4 @@ bench-transport-options: $(BUILD)/bench/mhd_floor $(BUILD)/bench/relay_floor $(B
 TRANSPORT_SYSCALLS_ARGS ?=
 .PHONY: bench-transport-syscalls
 bench-transport-syscalls: $(BUILD)/bench/mhd_floor $(BUILD)/bench/relay_floor $(BUILD)/bench/own_floor
-	@sh scripts/deps.sh bench
 	sh bench/transport_syscalls.sh --bin $(BUILD)/bench $(TRANSPORT_SYSCALLS_ARGS)

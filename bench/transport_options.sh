@@ -41,7 +41,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 for t in wrk nginx taskset curl python3; do
-  command -v "$t" > /dev/null || { echo "transport_options: $t is missing (make bench-transport-options installs it)" >&2; exit 1; }
+  command -v "$t" > /dev/null || { echo "transport_options: $t is missing (sh scripts/deps.sh bench installs it)" >&2; exit 1; }
 done
 for b in mhd_floor relay_floor own_floor; do
   [ -x "$bin/$b" ] || { echo "transport_options: $bin/$b is not built" >&2; exit 1; }
