@@ -20,12 +20,16 @@
  * handler: a response built per request, 64-byte copied body, four
  * headers), so the difference between the two is the cost of the relay.
  *
- *   relay_floor PORT
+ *   relay_floor PORT [tcp]
+ *
+ * With "tcp" the inner hop is a loopback TCP connection instead of a
+ * socketpair (a variant, to tell the hop's cost from the rest).
  *
  * It prints "listening on PORT" once it listens and runs until SIGTERM or
  * SIGINT. A measurement tool in bench/, not part of the daemon.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
@@ -237,6 +241,38 @@ static bool lib_readable(struct conn *c)
     return flush_out(c);
 }
 
+/* The inner hop: a socketpair, or with "tcp" on the command line a
+ * loopback TCP connection to a listening socket of this process (to tell
+ * the cost of the hop from the library's setsockopt calls on AF_UNIX). */
+static bool inner_tcp;
+static int inner_lfd = -1;
+static struct sockaddr_in inner_addr;
+
+static int inner_pair(int sp[2])
+{
+    if (!inner_tcp)
+        return socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sp);
+    int a = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (a < 0)
+        return -1;
+    if (connect(a, (struct sockaddr *)&inner_addr, sizeof(inner_addr)) != 0) {
+        close(a);
+        return -1;
+    }
+    int b = accept4(inner_lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC); /* queued once connect returned */
+    if (b < 0 || fcntl(a, F_SETFL, O_NONBLOCK) != 0) {
+        close(a);
+        if (b >= 0)
+            close(b);
+        return -1;
+    }
+    int one = 1;
+    setsockopt(a, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    sp[0] = a;
+    sp[1] = b;
+    return 0;
+}
+
 static void accept_all(int lfd)
 {
     for (;;) {
@@ -248,7 +284,7 @@ static void accept_all(int lfd)
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         int sp[2];
-        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sp) != 0) {
+        if (inner_pair(sp) != 0) {
             close(fd);
             continue;
         }
@@ -268,13 +304,15 @@ static void accept_all(int lfd)
         c->base = 0;
         c->len = c->out_off = c->out_len = 0;
         /* The library owns sp[1] from here, and closes it. Its address is
-         * the socketpair's own (AF_UNIX), not the client's: given an IP
-         * address, libmicrohttpd 0.9.75 takes the socket for TCP and tries
-         * TCP_NODELAY/TCP_CORK around every reply, two failing setsockopt
-         * calls per request (strace). The client's address stays here. */
+         * the inner socket's own, not the client's (which stays here). On
+         * an AF_UNIX socket libmicrohttpd 0.9.75 still tries TCP_NODELAY and
+         * TCP_CORK around every reply; both fail (EOPNOTSUPP, not taken as
+         * "not IP"), two failing setsockopt calls per request. */
         struct sockaddr_un su = {.sun_family = AF_UNIX};
         (void)sl;
-        if (MHD_add_connection(daemon_, sp[1], (struct sockaddr *)&su, sizeof(su)) != MHD_YES) {
+        const struct sockaddr *ia = inner_tcp ? (const struct sockaddr *)&inner_addr : (const struct sockaddr *)&su;
+        socklen_t il = inner_tcp ? (socklen_t)sizeof(inner_addr) : (socklen_t)sizeof(su);
+        if (MHD_add_connection(daemon_, sp[1], ia, il) != MHD_YES) {
             close(fd);
             close(sp[0]);
             free(c);
@@ -309,10 +347,22 @@ static bool on_event(struct conn *c, unsigned side, uint32_t ev)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: relay_floor PORT\n");
+        fprintf(stderr, "usage: relay_floor PORT [tcp]\n");
         return 2;
     }
     unsigned port = (unsigned)atoi(argv[1]);
+    inner_tcp = argc > 2 && strcmp(argv[2], "tcp") == 0;
+    if (inner_tcp) {
+        inner_addr.sin_family = AF_INET;
+        inner_addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t al = sizeof(inner_addr);
+        inner_lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (inner_lfd < 0 || bind(inner_lfd, (struct sockaddr *)&inner_addr, sizeof(inner_addr)) != 0 ||
+            listen(inner_lfd, 64) != 0 || getsockname(inner_lfd, (struct sockaddr *)&inner_addr, &al) != 0) {
+            fprintf(stderr, "relay_floor: no loopback socket for the inner hop\n");
+            return 1;
+        }
+    }
     sigset_t sigs;
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGTERM);
@@ -347,7 +397,8 @@ int main(int argc, char **argv)
     epoll_ctl(ep, EPOLL_CTL_ADD, di->epoll_fd, &e);
     e.data.u64 = TAG_SIGNAL;
     epoll_ctl(ep, EPOLL_CTL_ADD, sfd_sig, &e);
-    printf("listening on %u (libmicrohttpd %s behind a relay)\n", port, MHD_get_version());
+    printf("listening on %u (libmicrohttpd %s behind a relay over %s)\n", port, MHD_get_version(),
+           inner_tcp ? "loopback TCP" : "a socketpair");
     fflush(stdout);
 
     struct epoll_event evs[256];

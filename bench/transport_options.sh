@@ -11,6 +11,9 @@
 #                the socket, h1wire.c judges the bytes, a socketpair carries them
 #                to libmicrohttpd in external epoll mode (same thread) and the
 #                replies back
+#   relay_tcp    the same, its inner hop a loopback TCP connection instead of a
+#                socketpair (`relay_floor PORT tcp`): the hop's cost apart from
+#                the library's two failing setsockopt calls per reply on AF_UNIX
 #   own_floor    bench/own_floor.c, design B: the application's epoll loop reads,
 #                frames with h1wire.c and writes the reply itself; no library
 #
@@ -89,12 +92,15 @@ taskset -c 0 nginx -c "$tmp/nginx/nginx.conf" -p "$tmp/nginx" > "$tmp/nginx.log"
 pids="$pids $!"
 servers="nginx"
 eval "port_nginx=$p_nginx pid_nginx=$!"
-for b in mhd_floor relay_floor own_floor; do
+for s in mhd_floor relay_floor relay_tcp own_floor; do
   p=$(port)
-  taskset -c 0 "$bin/$b" "$p" > "$tmp/$b.log" 2>&1 &
+  case $s in
+    relay_tcp) taskset -c 0 "$bin/relay_floor" "$p" tcp > "$tmp/$s.log" 2>&1 & ;;
+    *) taskset -c 0 "$bin/$s" "$p" > "$tmp/$s.log" 2>&1 & ;;
+  esac
   pids="$pids $!"
-  servers="$servers $b"
-  eval "port_$b=$p pid_$b=$!"
+  servers="$servers $s"
+  eval "port_$s=$p pid_$s=$!"
 done
 for s in $servers; do
   eval "p=\$port_$s"
@@ -109,7 +115,7 @@ done
 pid_nginx=$(cat "/proc/$pid_nginx/task/$pid_nginx/children" | cut -d' ' -f1)
 
 # The floors' replies: the same bytes (Date aside), two for two pipelined requests.
-python3 - "$port_mhd_floor" "$port_relay_floor" "$port_own_floor" << 'EOF'
+python3 - "$port_mhd_floor" "$port_relay_floor" "$port_relay_tcp" "$port_own_floor" << 'EOF'
 import re, socket, sys, time
 
 def exchange(port, data, piece):
@@ -135,7 +141,7 @@ req = b"GET /small HTTP/1.1\r\nHost: x\r\n\r\n"
 cases = [("two pipelined in one write", req + req, 1 << 20), ("the same in 3-byte pieces", req + req, 3),
          ("a body, then Connection: close", b"POST /small HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"
           + b"GET /small HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 1 << 20)]
-names = ["mhd_floor", "relay_floor", "own_floor"]
+names = ["mhd_floor", "relay_floor", "relay_tcp", "own_floor"]
 bad = 0
 for label, data, piece in cases:
     got = [exchange(int(p), data, piece) for p in sys.argv[1:]]
@@ -147,7 +153,7 @@ for label, data, piece in cases:
             bad += 1
 if bad:
     sys.exit(1)
-print("checked: mhd_floor, relay_floor and own_floor send the same bytes (Date aside), two replies for two "
+print("checked: mhd_floor, relay_floor (both hops) and own_floor send the same bytes (Date aside), two replies for two "
       "pipelined requests, whole or in 3-byte pieces", file=sys.stderr)
 EOF
 
@@ -197,6 +203,7 @@ conns = [int(c) for c in sys.argv[2].split()]
 servers = sys.argv[3].split()
 label = {"nginx": "nginx `return 200`", "mhd_floor": "mhd_floor (libmicrohttpd alone, its own epoll thread)",
          "relay_floor": "relay_floor (A: own socket, h1wire, socketpair to libmicrohttpd in external epoll mode)",
+         "relay_tcp": "relay_floor tcp (A, its inner hop loopback TCP)",
          "own_floor": "own_floor (B: own reader and writer with h1wire, no library)"}
 med = {k: tuple(statistics.median(x[i] for x in v) for i in range(3)) for k, v in pts.items()}
 head = "| server |" + "".join(" %d conns req/s | x mhd_floor | p99 | server CPU us/req | x mhd_floor |" % c

@@ -1,7 +1,8 @@
 #!/bin/sh
 # transport_syscalls.sh - `make bench-transport-syscalls`: system calls per
-# request of bench/mhd_floor.c, bench/relay_floor.c and bench/own_floor.c
-# (see bench/transport_options.sh) under the same load: each server pinned
+# request of bench/mhd_floor.c, bench/relay_floor.c (over a socketpair, and
+# as relay_tcp over loopback TCP) and bench/own_floor.c (see
+# bench/transport_options.sh) under the same load: each server pinned
 # to core 0, `wrk -t1 -cN -d${DUR}s` pinned to core 1, its calls counted
 # over the whole wrk run and divided by the requests wrk completed.
 #
@@ -48,9 +49,12 @@ for n in $names; do events="$events,syscalls:sys_enter_$n"; done
 
 echo "| server | requests | syscalls/request | $(echo "$names" | sed 's/ / | /g') |"
 echo "|---|---:|---:|$(for n in $names; do printf -- '---:|'; done)"
-for b in mhd_floor relay_floor own_floor; do
+for b in mhd_floor relay_floor relay_tcp own_floor; do
   p=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  taskset -c 0 "$bin/$b" "$p" > "$tmp/$b.log" 2>&1 &
+  case $b in
+    relay_tcp) taskset -c 0 "$bin/relay_floor" "$p" tcp > "$tmp/$b.log" 2>&1 & ;;
+    *) taskset -c 0 "$bin/$b" "$p" > "$tmp/$b.log" 2>&1 & ;;
+  esac
   srv=$!
   i=0
   until [ -s "$tmp/$b.log" ]; do
