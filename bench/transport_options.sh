@@ -54,7 +54,6 @@ tmp=$(mktemp -d)
 pids=""
 stop_all() {
   for p in $pids; do kill -TERM "$p" 2> /dev/null || true; done
-  [ -f "$tmp/nginx.pid" ] && kill -QUIT "$(cat "$tmp/nginx.pid")" 2> /dev/null || true
   for p in $pids; do wait "$p" 2> /dev/null || true; done
   rm -rf "$tmp"
 }
