@@ -90,7 +90,8 @@ EOF
 taskset -c 0 nginx -c "$tmp/nginx/nginx.conf" -p "$tmp/nginx" > "$tmp/nginx.log" 2>&1 &
 pids="$pids $!"
 servers="nginx"
-eval "port_nginx=$p_nginx pid_nginx=$!"
+echo "$p_nginx" > "$tmp/port.nginx"
+echo "$!" > "$tmp/pid.nginx"
 for s in mhd_floor relay_floor relay_tcp own_floor; do
   p=$(port)
   case $s in
@@ -99,10 +100,11 @@ for s in mhd_floor relay_floor relay_tcp own_floor; do
   esac
   pids="$pids $!"
   servers="$servers $s"
-  eval "port_$s=$p pid_$s=$!"
+  echo "$p" > "$tmp/port.$s"
+  echo "$!" > "$tmp/pid.$s"
 done
 for s in $servers; do
-  eval "p=\$port_$s"
+  p=$(cat "$tmp/port.$s")
   i=0
   until curl -fs -o /dev/null "http://127.0.0.1:$p/small"; do
     i=$((i + 1))
@@ -111,10 +113,12 @@ for s in $servers; do
   done
 done
 # nginx serves from its one worker, the master's child.
-pid_nginx=$(cat "/proc/$pid_nginx/task/$pid_nginx/children" | cut -d' ' -f1)
+master=$(cat "$tmp/pid.nginx")
+cut -d' ' -f1 < "/proc/$master/task/$master/children" > "$tmp/pid.nginx"
 
 # The floors' replies: the same bytes (Date aside), two for two pipelined requests.
-python3 - "$port_mhd_floor" "$port_relay_floor" "$port_relay_tcp" "$port_own_floor" << 'EOF'
+python3 - "$(cat "$tmp/port.mhd_floor")" "$(cat "$tmp/port.relay_floor")" "$(cat "$tmp/port.relay_tcp")" \
+  "$(cat "$tmp/port.own_floor")" << 'EOF'
 import re, socket, sys, time
 
 def exchange(port, data, piece):
@@ -164,7 +168,8 @@ hz=$(getconf CLK_TCK)
 # the server's CPU time per request (microseconds): wrk on one core can be
 # the limit, the server's own cost per request is measured either way.
 point() { # point SERVER CONNS
-  eval "p=\$port_$1 pid=\$pid_$1"
+  p=$(cat "$tmp/port.$1")
+  pid=$(cat "$tmp/pid.$1")
   t0=$(ticks "$pid")
   out=$(taskset -c 1 wrk -t1 -c"$2" -d"${dur}s" --latency "http://127.0.0.1:$p/small" 2>&1)
   t1=$(ticks "$pid")
