@@ -192,8 +192,10 @@ static uint64_t judged(const struct tiled_h1 *p)
 static bool readable(struct conn *c)
 {
     ssize_t r = read(c->fd, c->in + c->len, IN_CAP - c->len);
-    if (r == 0)
-        return false;
+    if (r == 0) { /* the client is done sending: what is pending still goes out */
+        c->closing = true;
+        return flush_out(c);
+    }
     if (r < 0)
         return errno == EAGAIN || errno == EINTR;
     c->len += (size_t)r;

@@ -90,6 +90,7 @@ struct conn {
     uint32_t cev, sev;    /* the events each is registered for */
     bool fwd_blocked;     /* judged bytes wait for room in the socketpair */
     bool refused;         /* the framer refused: the library's side is shut, a 400 follows its replies */
+    bool client_eof;      /* the client shut its side: so is the library's, its replies still go out */
     int fed;              /* its index in fed[] while it waits for MHD_run, else -1 */
     struct tiled_h1 h1;
     uint64_t base;        /* stream offset of in[0]: every byte before it went to the library */
@@ -132,7 +133,7 @@ static void set_events(struct conn *c, unsigned side, uint32_t events)
 static void rearm(struct conn *c)
 {
     bool out_pending = c->out_off < c->out_len;
-    bool can_read = !c->fwd_blocked && !c->refused && c->len < IN_CAP;
+    bool can_read = !c->fwd_blocked && !c->refused && !c->client_eof && c->len < IN_CAP;
     set_events(c, SIDE_CLIENT, (out_pending ? EPOLLOUT : 0u) | (can_read ? EPOLLIN : 0u));
     set_events(c, SIDE_LIB, (out_pending ? 0u : EPOLLIN) | (c->fwd_blocked ? EPOLLOUT : 0u));
 }
@@ -185,7 +186,7 @@ static bool forward(struct conn *c)
         }
     }
     c->fwd_blocked = sent < upto;
-    if (c->refused && !c->fwd_blocked)
+    if ((c->refused || c->client_eof) && !c->fwd_blocked)
         shutdown(c->sfd, SHUT_WR); /* the library finishes what it has, then closes */
     rearm(c);
     return true;
@@ -194,8 +195,10 @@ static bool forward(struct conn *c)
 static bool client_readable(struct conn *c)
 {
     ssize_t r = read(c->cfd, c->in + c->len, IN_CAP - c->len);
-    if (r == 0)
-        return false; /* the client is gone: so is the connection */
+    if (r == 0) { /* the client is done sending: the replies to what it sent still go out */
+        c->client_eof = true;
+        return forward(c);
+    }
     if (r < 0)
         return errno == EAGAIN || errno == EINTR;
     c->len += (size_t)r;
@@ -298,7 +301,7 @@ static void accept_all(int lfd)
         c->cfd = fd;
         c->sfd = sp[0];
         c->cev = c->sev = EPOLLIN;
-        c->fwd_blocked = c->refused = false;
+        c->fwd_blocked = c->refused = c->client_eof = false;
         c->fed = -1;
         tiled_h1_init(&c->h1);
         c->base = 0;
