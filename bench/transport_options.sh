@@ -17,12 +17,14 @@
 #   own_floor    bench/own_floor.c, design B: the application's epoll loop reads,
 #                frames with h1wire.c and writes the reply itself; no library
 #
-# The three floors answer every request with the same bytes (checked first:
-# curl, and two pipelined requests in one write, the second also sent in
-# 3-byte pieces). Then each server pinned to core 0, `wrk -t1 -cN --latency`
-# pinned to core 1, 3 s per point, N = 16 and 64; ROUNDS rounds, each taking
-# every point for every server back to back; the table gives the medians of
-# requests/s and of p99 latency, and each server's ratio to mhd_floor.
+# The floors answer every request with the same bytes (checked first: curl,
+# then two pipelined requests in one write, the same in 3-byte pieces, the
+# same followed by the client's shutdown of its sending side, and a
+# Content-Length body followed by a Connection: close request). Then each
+# server pinned to core 0, `wrk -t1 -cN --latency` pinned to core 1, 3 s per
+# point, N = 16 and 64; ROUNDS rounds, each taking every point for every
+# server back to back; the table gives the medians of requests/s, of p99
+# latency and of the server's CPU time per request, with ratios to mhd_floor.
 #
 #   sh bench/transport_options.sh [--bin DIR] [--rounds 4] [--dur 3] [--conns "16 64"]
 #
@@ -121,13 +123,15 @@ python3 - "$(cat "$tmp/port.mhd_floor")" "$(cat "$tmp/port.relay_floor")" "$(cat
   "$(cat "$tmp/port.own_floor")" << 'EOF'
 import re, socket, sys, time
 
-def exchange(port, data, piece):
+def exchange(port, data, piece, half_close=False):
     s = socket.create_connection(("127.0.0.1", port))
     s.settimeout(0.5)
     for i in range(0, len(data), piece):
         s.sendall(data[i:i + piece])
         if piece < len(data):
             time.sleep(0.002)
+    if half_close:
+        s.shutdown(socket.SHUT_WR)
     out = b""
     try:
         while True:
@@ -141,13 +145,14 @@ def exchange(port, data, piece):
     return re.sub(rb"Date: [^\r]*", b"Date: -", out)
 
 req = b"GET /small HTTP/1.1\r\nHost: x\r\n\r\n"
-cases = [("two pipelined in one write", req + req, 1 << 20), ("the same in 3-byte pieces", req + req, 3),
+cases = [("two pipelined in one write", req + req, 1 << 20, False), ("the same in 3-byte pieces", req + req, 3, False),
+         ("the same, then the client shuts its sending side", req + req, 1 << 20, True),
          ("a body, then Connection: close", b"POST /small HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"
-          + b"GET /small HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 1 << 20)]
+          + b"GET /small HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 1 << 20, False)]
 names = ["mhd_floor", "relay_floor", "relay_tcp", "own_floor"]
 bad = 0
-for label, data, piece in cases:
-    got = [exchange(int(p), data, piece) for p in sys.argv[1:]]
+for label, data, piece, half in cases:
+    got = [exchange(int(p), data, piece, half) for p in sys.argv[1:]]
     n = got[0].count(b"HTTP/1.1 200 OK")
     for name, g in zip(names, got):
         if g != got[0] or n != 2:
@@ -157,7 +162,7 @@ for label, data, piece in cases:
 if bad:
     sys.exit(1)
 print("checked: mhd_floor, relay_floor (both hops) and own_floor send the same bytes (Date aside), two replies for two "
-      "pipelined requests, whole or in 3-byte pieces", file=sys.stderr)
+      "pipelined requests, whole, in 3-byte pieces or followed by the client's shutdown", file=sys.stderr)
 EOF
 
 # The CPU time a process has used, in clock ticks (user + system).
