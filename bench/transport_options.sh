@@ -60,7 +60,7 @@ stop_all() {
   rm -rf "$tmp"
 }
 trap stop_all EXIT
-trap 'exit 130' INT TERM
+trap 'exit 130' HUP INT TERM PIPE
 
 port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 

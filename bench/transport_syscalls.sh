@@ -41,7 +41,7 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+trap 'exit 130' HUP INT TERM PIPE
 
 names="read write recvfrom sendmsg sendto setsockopt epoll_wait epoll_ctl writev"
 events=raw_syscalls:sys_enter
