@@ -109,6 +109,8 @@ help:
 	@echo "  make bench-jsondecode     callgrind instructions per decode of the small JSON bodies"
 	@echo "  make bench-pbcodec   protobuf codec against protobuf-c"
 	@echo "  make bench-mhd-framing    the framing table against libmicrohttpd alone and tiled"
+	@echo "  make bench-transport-options  relay to libmicrohttpd vs own reader vs its floor and nginx"
+	@echo "  make bench-transport-syscalls  system calls per request of those floors"
 	@echo "  make soak            1,000,000 mixed requests (SOAK_REQUESTS=);  make overload  a flooded queue"
 	@echo "  make slowloris       a client's latency beside 1000 header-trickling connections"
 	@echo "  make grpc-drain-stress    40,000 gRPC calls across SIGTERM through nginx"
@@ -345,3 +347,4 @@ include bench/hardening.mk
 include bench/pbcodec.mk
 include deploy/deploy.mk
 include bench/peers/peers.mk
+include bench/transport.mk
