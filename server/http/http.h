@@ -1,4 +1,4 @@
-/* http.h - the libmicrohttpd daemon's lifecycle (http.c). */
+/* http.h - the HTTP transport's lifecycle (http.c). */
 #ifndef TILED_HTTP_H
 #define TILED_HTTP_H
 

@@ -1,0 +1,770 @@
+/* h1conn.c - one HTTP/1.1 connection: bytes in, requests to the service.
+ *
+ * DESIGN. A connection's bytes are read into its input buffer and go
+ * through the strict framer (h1wire.h) before anything else reads them:
+ * its observer says where a head ends (the head is then copied and parsed
+ * here, its fields split in place) and which bytes are body data (handed
+ * to the service as they come), and where the message ends (dispatch).
+ * Nothing the framer has not accepted reaches a parser, so there is one
+ * reading of every message, the framer's.
+ *
+ * The framer is fed a step at a time: one line, or the body bytes it still
+ * expects, so that it never runs past the end of the message in progress.
+ * Pipelined requests are served one at a time: the next head is not read
+ * until the reply before it has left (its last byte handed to the
+ * socket), and the bytes behind it wait in the input buffer, which then
+ * is not refilled (the client's sending side is pushed back by TCP).
+ *
+ * The first bytes the framer refuses end the connection's input: the
+ * request they belong to (a refused head becomes a request of its own,
+ * with what the framer read of its request line) is answered with the
+ * framer's status and message as a JSON error with Connection: close, and
+ * whatever the client still sends is read and dropped (up to DRAIN_MAX)
+ * so that the close does not reset the answer in flight.
+ *
+ * A request the service parks for a worker (dispatch returns false) or a
+ * streamed reply whose next piece is not produced yet leaves the
+ * connection waiting: the resume comes through the loop's ready list
+ * (h1loop.c). A connection whose client goes while a worker holds its
+ * request stays allocated, its socket closed, until the worker resumes
+ * it; the request then ends as 499.
+ *
+ * Deadlines: a head must arrive within --header-timeout of the connection
+ * opening or of its previous request ending (then plus --idle-timeout,
+ * the keep-alive gap a client may rightly leave); a body within
+ * --header-timeout of its head's end plus a second per
+ * TILED_RECV_MIN_RATE bytes sent (recv_deadline.h): a piece that comes
+ * later is answered 408 and the connection closes, a body that stops
+ * coming is cut once late and silent for BODY_STALL_US. The loop checks
+ * them a few times a second (http_conn_tick).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "h1serve.h"
+
+#include "auth.h"
+#include "clock.h"
+#include "cors.h"
+#include "log.h"
+#include "metrics.h"
+#include "recv_deadline.h"
+#include "server.h"
+#include "service.h"
+#include "stream.h"
+
+/* After a refusal, what the client still sends is read and dropped up to
+ * this much; past it the connection just closes. */
+#define DRAIN_MAX (1u << 20)
+/* A late body is cut once no piece has come for this long: a client still
+ * sending is answered 408 on its next piece instead. */
+#define BODY_STALL_US 1000000u
+/* How long a closing connection, its reply written and its sending side
+ * shut, still reads (and drops) what the client sends before it closes. */
+#define LINGER_US 2000000u
+
+static const struct tiled_conn_ops http_conn_ops = {.suspend = http_conn_suspend, .resume = http_conn_resume};
+
+static void on_framer(void *arg, const struct tiled_h1 *p, enum tiled_h1_event ev, uint64_t from, uint64_t to);
+
+static void remote_address(int fd, char *dst, size_t cap)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    dst[0] = '\0';
+    if (getpeername(fd, (struct sockaddr *)&ss, &len) < 0)
+        return;
+    if (ss.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&ss;
+        if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) /* dual stack: an IPv4 client, shown as one */
+            inet_ntop(AF_INET, &in6->sin6_addr.s6_addr[12], dst, (socklen_t)cap);
+        else
+            inet_ntop(AF_INET6, &in6->sin6_addr, dst, (socklen_t)cap);
+    } else if (ss.ss_family == AF_INET) {
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)&ss)->sin_addr, dst, (socklen_t)cap);
+    }
+}
+
+static uint64_t header_timeout_us(const struct http_conn *c)
+{
+    return (uint64_t)c->loop->t->srv->cfg.header_timeout * 1000000u;
+}
+
+struct http_conn *http_conn_new(struct http_loop *l, int fd)
+{
+    struct http_conn *c = malloc(sizeof(*c));
+    if (!c)
+        return NULL;
+    /* Everything but the input buffer, which is written before it is read. */
+    memset(c, 0, offsetof(struct http_conn, in));
+    memset(&c->in_base, 0, sizeof(*c) - offsetof(struct http_conn, in_base));
+    c->loop = l;
+    c->fd = fd;
+    tiled_h1_init(&c->h1);
+    c->h1.observer = on_framer;
+    c->h1.observer_arg = c;
+    c->opened_us = c->last_active_us = tiled_coarse_us();
+    uint64_t ht = header_timeout_us(c);
+    c->head_deadline_us = ht ? c->opened_us + ht : 0;
+    c->fresh = true;
+    remote_address(fd, c->remote, sizeof(c->remote));
+    return c;
+}
+
+void http_conn_free(struct http_conn *c)
+{
+    free(c->out);
+    free(c);
+}
+
+/* ---- the head --------------------------------------------------------------- */
+
+/* A field's value, NULL when absent: the first of its name. */
+static const char *conn_header(void *conn, const char *name)
+{
+    const struct http_conn *c = conn;
+    size_t len = strlen(name);
+    for (int i = 0; i < c->nfields; i++)
+        if (c->fields[i].name_len == len && strncasecmp(c->fields[i].name, name, len) == 0)
+            return c->fields[i].value;
+    return NULL;
+}
+
+static int hex_digit(char ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    ch = (char)(ch | 0x20);
+    return ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+}
+
+/* Percent-decodes s in place (and '+' as a space when `plus`), the way the
+ * path and query were handed to the service before: a malformed escape
+ * stays as it is. */
+static void unescape(char *s, bool plus)
+{
+    char *o = s;
+    for (char *i = s; *i; i++) {
+        int hi, lo;
+        if (*i == '%' && (hi = hex_digit(i[1])) >= 0 && (lo = hex_digit(i[2])) >= 0) {
+            *o++ = (char)(hi << 4 | lo);
+            i += 2;
+        } else {
+            *o++ = plus && *i == '+' ? ' ' : *i;
+        }
+    }
+    *o = '\0';
+}
+
+/* The path of an absolute-form target ("http://host:port/path", RFC 9112
+ * 3.2.2, as proxies send): its authority is not needed to route. */
+static char *origin_path(char *url)
+{
+    if (strncasecmp(url, "http://", 7) == 0)
+        url += 7;
+    else if (strncasecmp(url, "https://", 8) == 0)
+        url += 8;
+    else
+        return url;
+    char *slash = strchr(url, '/');
+    return slash ? slash : (char *)"/";
+}
+
+/* Whether a comma-separated field value lists `token` (case-insensitive). */
+static bool lists_token(const char *v, const char *token)
+{
+    size_t n = strlen(token);
+    while (v && *v) {
+        v += strspn(v, " \t,");
+        size_t len = strcspn(v, ",");
+        size_t trim = len;
+        while (trim && (v[trim - 1] == ' ' || v[trim - 1] == '\t'))
+            trim--;
+        if (trim == n && strncasecmp(v, token, n) == 0)
+            return true;
+        v += len;
+    }
+    return false;
+}
+
+/* Copies the accepted head [from, to) out of the input buffer (which the
+ * next read may move) and splits it: request line, then "name: value"
+ * lines, each value without its surrounding whitespace. The framer has
+ * checked every line's form, so this only cuts. */
+static bool parse_head(struct http_conn *c, uint64_t from, uint64_t to)
+{
+    size_t n = (size_t)(to - from);
+    if (from < c->in_base || n > TILED_H1_HEAD_MAX)
+        return false;
+    memcpy(c->head, c->in + (from - c->in_base), n);
+    c->head[n] = '\0';
+    char *line = c->head, *eol = strstr(line, "\r\n");
+    if (!eol)
+        return false;
+    *eol = '\0';
+    char *sp1 = strchr(line, ' ');
+    char *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
+    if (!sp2)
+        return false;
+    *sp1 = *sp2 = '\0';
+    c->http10 = c->h1.http10;
+    c->nfields = 0;
+    for (line = eol + 2; (eol = strstr(line, "\r\n")) && eol != line; line = eol + 2) {
+        *eol = '\0';
+        char *colon = strchr(line, ':');
+        if (!colon || c->nfields == TILED_H1_FIELDS_MAX)
+            return false;
+        *colon = '\0';
+        char *v = colon + 1;
+        v += strspn(v, " \t");
+        char *e = colon + 1 + strlen(colon + 1);
+        while (e > v && (e[-1] == ' ' || e[-1] == '\t'))
+            *--e = '\0';
+        c->fields[c->nfields++] = (struct http_field){.name = line, .value = v, .name_len = (size_t)(colon - line)};
+    }
+    return true;
+}
+
+/* ---- requests ------------------------------------------------------------------ */
+
+static void collect_query(struct tiled_req *req, char *q)
+{
+    while (q && *q) {
+        char *amp = strchr(q, '&');
+        if (amp)
+            *amp = '\0';
+        if (*q) {
+            char *eq = strchr(q, '=');
+            if (eq)
+                *eq = '\0';
+            unescape(q, true);
+            if (eq)
+                unescape(eq + 1, true);
+            tiled_req_add_query(req, q, eq ? eq + 1 : NULL);
+        }
+        q = amp ? amp + 1 : NULL;
+    }
+}
+
+/* Content-Length above 0, or a chunked body. */
+static bool announces_body(const struct http_conn *c)
+{
+    return c->h1.te_lines || c->h1.content_length > 0;
+}
+
+/* A page on another origin that may not call tiled gets a 403 before the
+ * route, the key check and the body (cors.h): it makes tiled do no work. */
+static bool origin_refused(struct http_conn *c, struct tiled_req *req)
+{
+    return tiled_cors_refuse(&req->reply, req->srv->cfg.cors_origins, conn_header(c, "Origin"),
+                             conn_header(c, "Host"), req->srv->tls != NULL);
+}
+
+/* A browser's CORS preflight, when --cors-origins is set: answered before
+ * the route and the key check, since browsers send no key with it. */
+static bool cors_preflight(struct http_conn *c, struct tiled_req *req, const char *method)
+{
+    if (!req->srv->cfg.cors_origins[0] ||
+        !tiled_cors_is_preflight(method, conn_header(c, "Access-Control-Request-Method")))
+        return false;
+    tiled_cors_preflight(&req->reply, tiled_auth_enabled());
+    return true;
+}
+
+/* The reply is complete: it goes out, and the request ends once it has. */
+static void send_reply(struct http_conn *c)
+{
+    c->phase = HTTP_SEND;
+    http_reply_queue(c);
+}
+
+/* A reply decided before the body is read (or while it is): with a body
+ * still to come the connection cannot find where the next request would
+ * start, so it closes after the reply, and with Expect: 100-continue the
+ * client gets the refusal instead of "100 Continue" and never sends it. */
+static void answer_now_and_close(struct http_conn *c)
+{
+    c->input_done = true;
+    c->close_after = true;
+    send_reply(c);
+}
+
+/* The framer accepted a head: a request for the service. */
+static void begin_request(struct http_conn *c, uint64_t from, uint64_t to)
+{
+    struct tiled_server *srv = c->loop->t->srv;
+    if (!parse_head(c, from, to)) { /* cannot happen with a head the framer accepted */
+        c->input_done = c->close_after = true;
+        return;
+    }
+    char *method = c->head, *target = method + strlen(method) + 1;
+    char *q = strchr(target, '?');
+    if (q)
+        *q++ = '\0';
+    unescape(target, false);
+    c->path = origin_path(target);
+    const char *connection = conn_header(c, "Connection");
+    c->keep_alive = c->http10 ? lists_token(connection, "keep-alive") : !lists_token(connection, "close");
+    c->is_head = strcmp(method, "HEAD") == 0;
+    c->req_origin = conn_header(c, "Origin");
+    const char *expect = conn_header(c, "Expect");
+    c->expect_continue = !c->http10 && expect && strcasecmp(expect, "100-continue") == 0;
+    const struct tiled_head head = {
+        .transport = TILED_TRANSPORT_HTTP, .method = method, .path = c->path, .header = conn_header};
+    struct tiled_req *req = tiled_req_new(srv, &head, c, &http_conn_ops);
+    if (!req) { /* out of memory: the connection goes */
+        c->input_done = true;
+        c->close_after = true;
+        return;
+    }
+    c->req = req;
+    c->phase = HTTP_BODY;
+    http_conn_unfresh(c);
+    c->head_deadline_us = 0;
+    collect_query(req, q);
+    /* An answer decided by the head alone goes out before any upload. */
+    if (origin_refused(c, req) || cors_preflight(c, req, method) ||
+        tiled_service_route(req, conn_header(c, "Authorization")) ||
+        tiled_service_expect_body(req, conn_header(c, "Content-Length")) || tiled_service_check_head(req)) {
+        if (announces_body(c))
+            answer_now_and_close(c);
+        return; /* without a body, its end comes at once, and dispatch sends the reply decided */
+    }
+    uint64_t ht = header_timeout_us(c);
+    c->body_start_us = c->body_last_us = ht && announces_body(c) ? tiled_coarse_us() : 0;
+    c->body_bytes = 0;
+    /* "100 Continue" only while the client waits for it: not when the
+     * body's bytes are here already. */
+    if (c->expect_continue && announces_body(c) && c->h1.pos - c->in_base >= c->in_len) {
+        static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+        http_out_put(c, cont, sizeof(cont) - 1);
+    }
+}
+
+/* A body piece came after the body's deadline: 408, and the connection closes. */
+static void refuse_late_body(struct http_conn *c)
+{
+    struct tiled_req *req = c->req;
+    tiled_reply_free(&req->reply);
+    tiled_reply_error(&req->reply, TILED_REQUEST_TIMEOUT,
+                      "request body not received in time: %llu bytes of it came in %.1f s; a request has the "
+                      "header-timeout of %lld s from the end of its head, plus a second per %d bytes of body it "
+                      "sends, to send its whole body",
+                      (unsigned long long)req->body_len, (double)(tiled_now_us() - req->t_start) / 1e6,
+                      (long long)req->srv->cfg.header_timeout, TILED_RECV_MIN_RATE);
+    atomic_fetch_add(&req->srv->body_timeouts[TILED_TRANSPORT_HTTP], 1);
+    answer_now_and_close(c);
+}
+
+/* A body refused while it arrives (over --max-body, say) is still read and
+ * dropped, so a client that reads nothing until it has sent all gets the
+ * reply at the body's end; but only up to --max-body more bytes. Past that
+ * the body may never end (chunked, of no stated length): the reply goes
+ * now and the connection closes. */
+static bool dropped_enough(const struct tiled_req *req)
+{
+    return req->reply.status && req->body_dropped > req->srv->lim.max_body;
+}
+
+static void body_piece(struct http_conn *c, const char *data, size_t n)
+{
+    struct tiled_req *req = c->req;
+    if (!req || c->phase != HTTP_BODY || c->input_done)
+        return;
+    if (c->body_start_us) {
+        uint64_t now = tiled_coarse_us();
+        uint64_t ht = (uint64_t)req->srv->cfg.header_timeout;
+        if (now >= tiled_recv_deadline_us(c->body_start_us, ht, c->body_bytes)) {
+            refuse_late_body(c);
+            return;
+        }
+        c->body_bytes += n;
+        c->body_last_us = now;
+    }
+    tiled_service_body(req, data, n);
+    if (dropped_enough(req))
+        answer_now_and_close(c);
+}
+
+static void on_framer(void *arg, const struct tiled_h1 *p, enum tiled_h1_event ev, uint64_t from, uint64_t to)
+{
+    (void)p;
+    struct http_conn *c = arg;
+    if (c->input_done)
+        return;
+    if (ev == TILED_H1_EV_HEAD)
+        begin_request(c, from, to);
+    else if (ev == TILED_H1_EV_DATA)
+        body_piece(c, (const char *)c->in + (from - c->in_base), (size_t)(to - from));
+    else
+        c->msg_end = true;
+}
+
+/* Copies the printable bytes of s[0..n) (others as '?'). */
+static void copy_printable(char *dst, size_t cap, const unsigned char *s, size_t n)
+{
+    size_t k = n < cap - 1 ? n : cap - 1;
+    for (size_t i = 0; i < k; i++)
+        dst[i] = s[i] >= 0x20 && s[i] < 0x7f ? (char)s[i] : '?';
+    dst[k] = '\0';
+}
+
+/* The method and target of a refused head, for the log: as the framer
+ * read them, or the first words of its request line when it was refused
+ * inside it (414, say). `unit` is the refused head's bytes. */
+static void refused_line(const struct tiled_h1 *p, const unsigned char *unit, size_t unit_len, char *method,
+                         size_t mcap, char *target, size_t tcap)
+{
+    method[0] = target[0] = '\0';
+    if (p->method_len && p->target_off >= p->method_len + 1 && (size_t)p->target_off + p->target_len <= unit_len) {
+        copy_printable(method, mcap, unit + p->target_off - p->method_len - 1, p->method_len);
+        copy_printable(target, tcap, unit + p->target_off, p->target_len);
+        return;
+    }
+    size_t i = 0, m, t;
+    while (i < unit_len && (unit[i] == '\r' || unit[i] == '\n'))
+        i++;
+    for (m = i; m < unit_len && unit[m] > 0x20 && unit[m] < 0x7f; m++)
+        ;
+    copy_printable(method, mcap, unit + i, m - i);
+    if (m < unit_len && unit[m] == ' ') {
+        for (t = ++m; t < unit_len && unit[t] > 0x20 && unit[t] != 0x7f; t++)
+            ;
+        copy_printable(target, tcap, unit + m, t - m);
+    }
+}
+
+/* The framer refused the stream: the request it belongs to is answered
+ * with its verdict, and nothing after it is read as a request. */
+static void refuse_stream(struct http_conn *c)
+{
+    const struct tiled_h1 *p = &c->h1;
+    struct tiled_server *srv = c->loop->t->srv;
+    if (!c->req || c->phase != HTTP_BODY) {
+        /* A refused head: a request of its own, named as far as it was read.
+         * Its strings live in the head buffer, which is free (no request). */
+        size_t off = p->unit_start >= c->in_base ? (size_t)(p->unit_start - c->in_base) : 0;
+        size_t len = off < c->in_len ? c->in_len - off : 0;
+        char *method = c->head, *target = c->head + 16;
+        refused_line(p, c->in + off, len, method, 16, target, 256);
+        c->nfields = 0;
+        c->http10 = false;
+        c->keep_alive = false;
+        c->req_origin = NULL;
+        c->is_head = strcmp(method, "HEAD") == 0;
+        const struct tiled_head head = {
+            .transport = TILED_TRANSPORT_HTTP, .method = method, .path = target, .header = conn_header};
+        c->req = tiled_req_new(srv, &head, c, &http_conn_ops);
+        if (!c->req) {
+            c->input_done = c->close_after = true;
+            return;
+        }
+        http_conn_unfresh(c);
+        c->head_deadline_us = 0;
+    }
+    tiled_reply_free(&c->req->reply);
+    tiled_reply_error(&c->req->reply, p->status, "%s", p->message);
+    answer_now_and_close(c);
+}
+
+/* The message is complete: the service decides (or parks it for a worker). */
+static void dispatch(struct http_conn *c)
+{
+    if (!c->req) /* refused and answered already */
+        return;
+    c->body_start_us = 0; /* the work and the reply are not bounded */
+    if (tiled_service_dispatch(c->req))
+        send_reply(c);
+    else
+        c->phase = HTTP_WORK;
+}
+
+/* One step of the framer over what is buffered: a line, or the body
+ * bytes it still expects (never beyond the message's end). False when it
+ * needs more input. */
+static bool feed_step(struct http_conn *c)
+{
+    size_t at = (size_t)(c->h1.pos - c->in_base);
+    size_t avail = c->in_len - at;
+    if (!avail)
+        return false;
+    const unsigned char *d = c->in + at;
+    size_t n = avail;
+    if (c->h1.unit == TILED_H1_UNIT_NONE && c->h1.remaining) {
+        if (n > c->h1.remaining)
+            n = (size_t)c->h1.remaining;
+    } else {
+        const unsigned char *lf = memchr(d, '\n', avail);
+        if (lf)
+            n = (size_t)(lf - d) + 1;
+    }
+    size_t used = tiled_h1_feed(&c->h1, d, n);
+    return used > 0 || c->h1.status;
+}
+
+/* ---- ending ------------------------------------------------------------------------ */
+
+static void end_request(struct http_conn *c, int status)
+{
+    struct tiled_req *req = c->req;
+    c->req = NULL;
+    if (c->stream) {
+        tiled_stream_free(c->stream);
+        c->stream = NULL;
+    }
+    c->body = NULL;
+    c->body_off = c->body_len = 0;
+    c->reply_queued = false;
+    c->waiting = false;
+    c->phase = HTTP_IDLE;
+    c->msg_end = false;
+    if (tiled_log_enabled(TILED_LOG_INFO)) /* the address is for the access log only */
+        snprintf(req->remote, sizeof(req->remote), "%s", c->remote);
+    tiled_service_end(req, status);
+    /* The next head's deadline: the keep-alive gap, then the head's own. */
+    uint64_t ht = header_timeout_us(c);
+    c->head_deadline_us =
+        ht ? tiled_coarse_us() + ht + (uint64_t)c->loop->t->srv->cfg.idle_timeout * 1000000u : 0;
+}
+
+/* The socket goes; the request in progress ends as the client gone, or,
+ * when a worker holds it, once the worker resumes the connection. */
+static void conn_close(struct http_conn *c)
+{
+    struct http_loop *l = c->loop;
+    if (c->fd >= 0) {
+        close(c->fd); /* also takes it out of the epoll set */
+        c->fd = -1;
+        atomic_fetch_sub(&l->t->nconns, 1);
+        tiled_metrics_connection(TILED_TRANSPORT_HTTP, -1);
+        http_conn_unfresh(c);
+    }
+    c->dead = true;
+    if (c->req && c->phase == HTTP_WORK)
+        return; /* http_conn_resumed finishes it */
+    if (c->req)
+        end_request(c, c->req->reply.status == TILED_REQUEST_TIMEOUT ? TILED_REQUEST_TIMEOUT : TILED_CLIENT_GONE);
+    http_loop_release(c);
+}
+
+void http_conn_abort(struct http_conn *c)
+{
+    if (!c->dead)
+        conn_close(c);
+}
+
+/* ---- input --------------------------------------------------------------------------- */
+
+/* Moves the unconsumed input to the buffer's start: from the framer's
+ * position, or from the start of a head in progress (its bytes are
+ * copied out when it is accepted, or named when it is refused). */
+static void compact(struct http_conn *c)
+{
+    uint64_t keep = c->h1.unit == TILED_H1_UNIT_HEAD && c->h1.unit_start < c->h1.pos ? c->h1.unit_start : c->h1.pos;
+    size_t off = (size_t)(keep - c->in_base);
+    if (!off)
+        return;
+    memmove(c->in, c->in + off, c->in_len - off);
+    c->in_len -= off;
+    c->in_base = keep;
+}
+
+/* Reads what the socket has, into the buffer or, once input is done, to
+ * drop it. False when the client is gone (reset, or closed while nothing
+ * it sent is still to answer). */
+static bool conn_read(struct http_conn *c)
+{
+    for (;;) {
+        ssize_t r;
+        if (c->input_done || c->lingering) {
+            char scratch[16384];
+            r = recv(c->fd, scratch, sizeof(scratch), 0);
+            if (r > 0) {
+                c->dropped += (size_t)r;
+                if (c->dropped > DRAIN_MAX)
+                    return false;
+                continue;
+            }
+        } else {
+            compact(c);
+            if (c->in_len == sizeof(c->in))
+                return true; /* a request waits to be served: the rest waits in the socket */
+            r = recv(c->fd, c->in + c->in_len, sizeof(c->in) - c->in_len, 0);
+            if (r > 0) {
+                c->in_len += (size_t)r;
+                c->last_active_us = tiled_coarse_us();
+                if (c->in_len < sizeof(c->in))
+                    continue;
+                return true;
+            }
+        }
+        if (r == 0) {
+            c->rd_eof = true;
+            return !c->lingering;
+        }
+        if (errno == EINTR)
+            continue;
+        return errno == EAGAIN || errno == EWOULDBLOCK;
+    }
+}
+
+/* ---- the connection's work --------------------------------------------------------------- */
+
+/* Serves what is buffered as far as it goes: requests one at a time, each
+ * reply out before the next head is read. */
+static void serve(struct http_conn *c)
+{
+    for (;;) {
+        if (c->phase == HTTP_WORK || c->waiting)
+            return;
+        if (c->phase == HTTP_SEND) {
+            if (c->stream && !http_reply_pump(c)) {
+                conn_close(c);
+                return;
+            }
+            if (c->waiting || !c->reply_queued || http_out_pending(c))
+                return; /* the stream's producer, or the socket, next */
+            int status = c->req->reply.status;
+            end_request(c, status);
+            if (!c->keep_alive || atomic_load(&c->loop->t->srv->draining))
+                c->close_after = true;
+            if (c->close_after)
+                return;
+            continue;
+        }
+        if (c->input_done)
+            return;
+        if (!feed_step(c))
+            return; /* more input needed */
+        if (c->h1.status)
+            refuse_stream(c);
+        else if (c->msg_end) {
+            c->msg_end = false;
+            dispatch(c);
+        }
+    }
+}
+
+/* What epoll should watch the connection for now. */
+static void update_events(struct http_conn *c)
+{
+    uint32_t ev = 0;
+    bool reading = c->phase == HTTP_IDLE || c->phase == HTTP_BODY || c->input_done || c->lingering;
+    if (reading && !c->rd_eof)
+        ev |= EPOLLIN;
+    if (http_out_pending(c))
+        ev |= EPOLLOUT;
+    http_loop_set_events(c, ev);
+}
+
+/* After everything: a connection done with (closing, or the client gone
+ * with nothing left to answer) is closed, gracefully when it had a reply. */
+static void settle(struct http_conn *c)
+{
+    if (c->dead)
+        return;
+    bool idle = !c->req && !http_out_pending(c);
+    if (c->close_after && idle && !c->lingering) {
+        /* The reply is out: the sending side is shut, and what the client
+         * still sends is read and dropped until it closes (LINGER_US), so
+         * the close does not reset the reply before the client read it. */
+        shutdown(c->fd, SHUT_WR);
+        c->lingering = true;
+        c->input_done = true;
+        c->linger_until_us = tiled_coarse_us() + LINGER_US;
+    }
+    if (c->lingering && c->rd_eof) {
+        conn_close(c);
+        return;
+    }
+    /* The client closed its side, and nothing it sent is still to answer:
+     * an unfinished head is no request. */
+    if (c->rd_eof && idle && !c->lingering) {
+        conn_close(c);
+        return;
+    }
+    if (c->rd_eof && c->phase == HTTP_BODY) { /* the body will not come */
+        conn_close(c);
+        return;
+    }
+    update_events(c);
+}
+
+void http_conn_io(struct http_conn *c, uint32_t events)
+{
+    if (events & EPOLLOUT && http_out_write(c) < 0) {
+        conn_close(c);
+        return;
+    }
+    if (events & (EPOLLIN | EPOLLHUP | EPOLLERR) && !conn_read(c)) {
+        conn_close(c);
+        return;
+    }
+    serve(c);
+    if (c->dead)
+        return;
+    if (http_out_pending(c) && http_out_write(c) < 0) {
+        conn_close(c);
+        return;
+    }
+    serve(c); /* a reply out frees the next pipelined request */
+    if (!c->dead)
+        settle(c);
+}
+
+void http_conn_resumed(struct http_conn *c)
+{
+    if (c->phase == HTTP_WORK) {
+        if (!c->req || !tiled_service_worked(c->req))
+            return; /* not the worker's resume */
+        if (c->dead) {
+            end_request(c, TILED_CLIENT_GONE);
+            http_loop_release(c);
+            return;
+        }
+        send_reply(c);
+    }
+    if (c->dead)
+        return;
+    c->waiting = false;
+    http_conn_io(c, 0);
+}
+
+void http_conn_tick(struct http_conn *c, uint64_t now)
+{
+    struct tiled_server *srv = c->loop->t->srv;
+    if (c->dead || c->phase == HTTP_WORK)
+        return;
+    if (c->lingering && now >= c->linger_until_us) {
+        conn_close(c);
+        return;
+    }
+    if (c->head_deadline_us && !c->req && now >= c->head_deadline_us) {
+        atomic_fetch_add(&srv->header_timeouts, 1);
+        conn_close(c);
+        return;
+    }
+    if (c->body_start_us && c->phase == HTTP_BODY && !c->input_done &&
+        now >= tiled_recv_deadline_us(c->body_start_us, (uint64_t)srv->cfg.header_timeout, c->body_bytes) &&
+        now - c->body_last_us >= BODY_STALL_US) {
+        atomic_fetch_add(&srv->body_timeouts[TILED_TRANSPORT_HTTP], 1);
+        tiled_reply_free(&c->req->reply);
+        tiled_reply_error(&c->req->reply, TILED_REQUEST_TIMEOUT, "request body stalled past its deadline");
+        conn_close(c);
+        return;
+    }
+    /* No byte either way for --idle-timeout while the server owes nothing:
+     * closed, as a kept-alive connection left idle or a client that stopped
+     * reading its reply. */
+    uint64_t idle_us = (uint64_t)srv->cfg.idle_timeout * 1000000u;
+    if (idle_us && now - c->last_active_us > idle_us && !c->waiting)
+        conn_close(c);
+}

@@ -1,0 +1,285 @@
+/* h1reply.c - an HTTP/1.1 reply on the wire: its head, then its body.
+ *
+ * DESIGN. The head is written into the connection's output buffer: the
+ * status line, Date, the framing (Content-Length; for a streamed body of
+ * unknown length "Transfer-Encoding: chunked", or the close that ends it
+ * for an HTTP/1.0 client), Connection when the connection closes after
+ * it (or is kept alive for HTTP/1.0), then the reply's own fields. A body
+ * held in memory is not copied: it is written from the reply itself
+ * (writev with the head), which the request owns until it ends, after its
+ * last byte is handed to the socket. A streamed body is pulled piece by
+ * piece while the output holds less than HTTP_OUT_HIGH, each piece framed
+ * as a chunk when chunked, the last one followed by the Server-Timing
+ * trailer when the client asked for trailers.
+ *
+ * Connection: close goes out, and the connection closes after the reply,
+ * when the request asked for it (or is HTTP/1.0 without keep-alive), the
+ * request was refused before its body was read (h1conn.c), or the daemon
+ * is draining.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+
+#include "h1serve.h"
+
+#include "clock.h"
+#include "cors.h"
+#include "server.h"
+#include "service.h"
+#include "stream.h"
+
+/* A streamed body's piece, at most. */
+#define PIECE_MAX (64u * 1024u)
+
+void http_out_put(struct http_conn *c, const void *p, size_t n)
+{
+    if (c->out_len + n > c->out_cap) {
+        size_t cap = c->out_cap ? c->out_cap : 4096;
+        while (cap < c->out_len + n)
+            cap *= 2;
+        char *o = realloc(c->out, cap);
+        if (!o) { /* out of memory: the reply is cut, and the connection with it */
+            c->close_after = true;
+            return;
+        }
+        c->out = o;
+        c->out_cap = cap;
+    }
+    memcpy(c->out + c->out_len, p, n);
+    c->out_len += n;
+}
+
+static void out_str(struct http_conn *c, const char *s)
+{
+    http_out_put(c, s, strlen(s));
+}
+
+static void out_field(struct http_conn *c, const char *name, const char *value)
+{
+    out_str(c, name);
+    http_out_put(c, ": ", 2);
+    out_str(c, value);
+    http_out_put(c, "\r\n", 2);
+}
+
+bool http_out_pending(const struct http_conn *c)
+{
+    return c->out_off < c->out_len || c->body_off < c->body_len;
+}
+
+int http_out_write(struct http_conn *c)
+{
+    while (http_out_pending(c)) {
+        struct iovec iov[2];
+        int n = 0;
+        if (c->out_off < c->out_len)
+            iov[n++] = (struct iovec){c->out + c->out_off, c->out_len - c->out_off};
+        if (c->body_off < c->body_len)
+            iov[n++] = (struct iovec){(char *)c->body + c->body_off, c->body_len - c->body_off};
+        struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+        ssize_t w = sendmsg(c->fd, &msg, MSG_NOSIGNAL);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+        }
+        c->last_active_us = tiled_coarse_us();
+        size_t k = (size_t)w, head = c->out_len - c->out_off;
+        if (k >= head) {
+            c->out_off = c->out_len = 0;
+            c->body_off += k - head;
+        } else {
+            c->out_off += k;
+        }
+    }
+    return 0;
+}
+
+/* ---- the head ---------------------------------------------------------------- */
+
+static const char *reason(int status)
+{
+    switch (status) {
+    case 100: return "Continue";
+    case 200: return "OK";
+    case 204: return "No Content";
+    case 304: return "Not Modified";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 406: return "Not Acceptable";
+    case 408: return "Request Timeout";
+    case 412: return "Precondition Failed";
+    case 413: return "Content Too Large";
+    case 414: return "URI Too Long";
+    case 415: return "Unsupported Media Type";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 503: return "Service Unavailable";
+    case 505: return "HTTP Version Not Supported";
+    default: return "Unknown";
+    }
+}
+
+/* "Date: Sat, 28 Nov 2026 09:27:49 GMT\r\n", formatted again when the
+ * second changes; per loop thread. */
+static void out_date(struct http_conn *c)
+{
+    static _Thread_local char line[48];
+    static _Thread_local time_t at = -1;
+    time_t now = time(NULL);
+    if (now != at) {
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        strftime(line, sizeof(line), "Date: %a, %d %b %Y %H:%M:%S GMT\r\n", &tm);
+        at = now;
+    }
+    out_str(c, line);
+}
+
+/* Whether the reply's own fields ask for the connection to close. */
+static bool reply_closes(const struct tiled_reply *r)
+{
+    for (int i = 0; i < r->nheaders; i++)
+        if (r->headers[i][0] && r->headers[i][1] && strcasecmp(r->headers[i][0], "Connection") == 0 &&
+            strcasecmp(r->headers[i][1], "close") == 0)
+            return true;
+    return false;
+}
+
+/* The framing of the body, and where its bytes come from. */
+static void out_framing(struct http_conn *c, struct tiled_req *req)
+{
+    struct tiled_reply *r = &req->reply;
+    char line[64];
+    if (r->status == TILED_NO_CONTENT)
+        return;
+    if (r->status == TILED_NOT_MODIFIED) {
+        /* The length of the body it stands for (RFC 9110 8.6), as before. */
+        snprintf(line, sizeof(line), "Content-Length: %" PRIu64 "\r\n", r->validated_len);
+        out_str(c, line);
+        return;
+    }
+    if (r->stream) {
+        c->stream = r->stream;
+        r->stream = NULL; /* the connection's now: freed when the request ends */
+        c->stream_pos = 0;
+        uint64_t size = tiled_stream_size(c->stream);
+        const char *coding = tiled_stream_coding(c->stream);
+        if (coding)
+            out_field(c, "Content-Encoding", coding);
+        if (size != UINT64_MAX) {
+            snprintf(line, sizeof(line), "Content-Length: %" PRIu64 "\r\n", size);
+            out_str(c, line);
+        } else if (c->http10) {
+            c->close_after = true; /* the body ends with the connection */
+        } else {
+            c->stream_chunked = true;
+            out_str(c, "Transfer-Encoding: chunked\r\n");
+            if (req->want_trailers)
+                out_str(c, "Trailer: Server-Timing\r\n");
+        }
+        return;
+    }
+    snprintf(line, sizeof(line), "Content-Length: %" PRIu64 "\r\n", r->body_len);
+    out_str(c, line);
+    if (!c->is_head) {
+        c->body = r->body;
+        c->body_off = 0;
+        c->body_len = (size_t)r->body_len;
+    }
+}
+
+void http_reply_queue(struct http_conn *c)
+{
+    struct tiled_req *req = c->req;
+    const struct http_transport *t = c->loop->t;
+    char timing[256];
+    tiled_service_sending(req, timing, sizeof(timing));
+    struct tiled_reply *r = &req->reply;
+    char line[96];
+    snprintf(line, sizeof(line), "HTTP/1.1 %d %s\r\n", r->status, reason(r->status));
+    out_str(c, line);
+    out_date(c);
+    c->stream_chunked = false;
+    out_framing(c, req);
+    if (c->close_after || !c->keep_alive || atomic_load(&t->srv->draining) || reply_closes(r)) {
+        c->close_after = true;
+        out_str(c, "Connection: close\r\n");
+    } else if (c->http10) {
+        out_str(c, "Connection: Keep-Alive\r\n");
+    }
+    /* A 204 has no body, so no body type; a 304 stands for the body the
+     * client holds, and sends only what updates its cached copy (caching.h). */
+    if (r->status != TILED_NO_CONTENT && r->status != TILED_NOT_MODIFIED)
+        out_field(c, "Content-Type", r->content_type[0] ? r->content_type : "application/json");
+    out_field(c, "X-Request-Id", req->request_id);
+    out_field(c, "Server-Timing", timing);
+    out_field(c, "X-Content-Type-Options", "nosniff"); /* bodies are data, never to be sniffed */
+    for (int i = 0; i < r->nheaders; i++)
+        if (r->headers[i][0] && r->headers[i][1] && strcasecmp(r->headers[i][0], "Connection") != 0)
+            out_field(c, r->headers[i][0], r->headers[i][1]);
+    const char *const *h = tiled_cors_answer_headers(t->srv->cfg.cors_origins, c->req_origin);
+    for (; h && h[0]; h += 2)
+        out_field(c, h[0], h[1]);
+    if (t->hsts[0])
+        out_field(c, "Strict-Transport-Security", t->hsts);
+    http_out_put(c, "\r\n", 2);
+    /* A HEAD's streamed body is never pulled: the request's end lets it go. */
+    c->reply_queued = !c->stream || c->is_head;
+}
+
+/* ---- a streamed body -------------------------------------------------------------------- */
+
+static void stream_end(struct http_conn *c)
+{
+    if (c->stream_chunked) {
+        char timing[128];
+        http_out_put(c, "0\r\n", 3);
+        if (tiled_stream_trailer(c->stream, timing, sizeof(timing)))
+            out_field(c, "Server-Timing", timing);
+        http_out_put(c, "\r\n", 2);
+    }
+    tiled_stream_free(c->stream);
+    c->stream = NULL;
+    c->reply_queued = true;
+}
+
+bool http_reply_pump(struct http_conn *c)
+{
+    if (c->reply_queued)
+        return true;
+    while (c->out_len - c->out_off < HTTP_OUT_HIGH) {
+        const char *data;
+        long n = tiled_stream_peek(c->stream, c->stream_pos, &data, PIECE_MAX);
+        if (n == TILED_STREAM_ERROR)
+            return false;
+        if (n == TILED_STREAM_END) {
+            stream_end(c);
+            return true;
+        }
+        if (n == 0)
+            return true; /* the connection was suspended: the producer resumes it */
+        if (c->stream_chunked) {
+            char size[24];
+            int k = snprintf(size, sizeof(size), "%lx\r\n", (unsigned long)n);
+            http_out_put(c, size, (size_t)k);
+        }
+        http_out_put(c, data, (size_t)n);
+        if (c->stream_chunked)
+            http_out_put(c, "\r\n", 2);
+        tiled_stream_consume(c->stream, c->stream_pos, (size_t)n);
+        c->stream_pos += (uint64_t)n;
+    }
+    return true;
+}
