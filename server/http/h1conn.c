@@ -343,7 +343,7 @@ static void begin_request(struct http_conn *c, uint64_t from, uint64_t to)
     c->body_bytes = 0;
     /* "100 Continue" only while the client waits for it: not when the
      * body's bytes are here already. */
-    if (c->expect_continue && announces_body(c) && c->h1.pos - c->in_base >= c->in_len) {
+    if (c->expect_continue && announces_body(c) && to - c->in_base >= c->in_len) {
         static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
         http_out_put(c, cont, sizeof(cont) - 1);
     }
