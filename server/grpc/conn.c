@@ -58,6 +58,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "server.h"
+#include "tls/session.h"
 
 #define STREAM_WINDOW (8 << 20)
 #define CONN_WINDOW (64 << 20)
@@ -237,7 +238,7 @@ const struct grpc_io grpc_socket_io = {.recv = recv, .sendmsg = sendmsg, .shutdo
 static long sock_send(struct grpc_conn *c, const uint8_t *p, size_t n)
 {
     if (c->tls) {
-        long r = grpc_tls_send(c->tls, p, n, c->tls_again);
+        long r = tiled_tls_conn_send(c->tls, p, n, c->tls_again);
         c->tls_again = r == -1;
         if (r > 0)
             c->last_active_us = tiled_now_us();
@@ -256,7 +257,7 @@ static long sock_send(struct grpc_conn *c, const uint8_t *p, size_t n)
 static long sock_recv(struct grpc_conn *c, uint8_t *buf, size_t cap)
 {
     if (c->tls)
-        return grpc_tls_recv(c->tls, buf, cap);
+        return tiled_tls_conn_recv(c->tls, buf, cap);
     ssize_t r = c->loop->t->io->recv(c->fd, buf, cap, 0);
     if (r >= 0)
         return r;
@@ -521,7 +522,7 @@ static void produce(struct grpc_conn *c)
  * read yet: the last replies and the final GOAWAY would be lost. */
 static void linger(struct grpc_conn *c)
 {
-    grpc_tls_bye(c->tls);
+    tiled_tls_conn_bye(c->tls);
     if (c->loop->t->io->shutdown(c->fd, SHUT_WR) < 0) {
         c->dead = true;
         return;
@@ -593,7 +594,7 @@ static void read_input(struct grpc_conn *c)
             return;
         }
         grpc_loop_mark_dirty(c);
-    } while (c->tls && grpc_tls_pending(c->tls)); /* buffered records wake no epoll */
+    } while (c->tls && tiled_tls_conn_pending(c->tls)); /* buffered records wake no epoll */
 }
 
 void grpc_conn_io(struct grpc_conn *c, uint32_t events)
@@ -608,7 +609,7 @@ void grpc_conn_io(struct grpc_conn *c, uint32_t events)
     }
     if (c->handshaking) {
         bool want_write = false;
-        int rc = grpc_tls_handshake(c->tls, &want_write);
+        int rc = tiled_tls_conn_handshake(c->tls, &want_write);
         if (rc < 0) {
             c->dead = true;
         } else if (rc == 0) {
@@ -680,7 +681,7 @@ struct grpc_conn *grpc_conn_new(struct grpc_loop *l, int fd)
         free(c);
         return NULL;
     }
-    if (send_settings(c->h2) != 0 || (l->t->tls && !(c->tls = grpc_tls_conn_new(l->t->tls, fd)))) {
+    if (send_settings(c->h2) != 0 || (l->t->tls && !(c->tls = tiled_tls_conn_new(l->t->tls, fd, true)))) {
         nghttp2_session_del(c->h2);
         free(c);
         return NULL;
@@ -752,8 +753,8 @@ void grpc_conn_close(struct grpc_conn *c)
     while (c->calls)
         grpc_call_stream_closed(c->calls);
     nghttp2_session_del(c->h2);
-    grpc_tls_bye(c->tls);
-    grpc_tls_conn_free(c->tls);
+    tiled_tls_conn_bye(c->tls);
+    tiled_tls_conn_free(c->tls);
     epoll_ctl(l->epfd, EPOLL_CTL_DEL, c->fd, NULL);
     close(c->fd);
     TILE_LIST_UNLINK(l->conns, c);

@@ -5,7 +5,7 @@
  *           deadlines and idle connections, drain and stop
  *   conn.c  one HTTP/2 connection: socket or TLS bytes <-> its nghttp2 session
  *   call.c  one gRPC call (an HTTP/2 stream) <-> one service request
- *   tls_conn.c   GnuTLS credentials and sessions (ALPN "h2")
+ *   (TLS sessions: tls/session.h, with ALPN "h2")
  *
  * Threads: a connection, its session and its calls belong to the loop
  * thread that accepted it (nghttp2 is not thread-safe); other threads
@@ -27,7 +27,7 @@
 struct tiled_server;
 struct tiled_req;
 struct tiled_tls;
-struct tiled_grpc_tls_conn;
+struct tiled_tls_conn;
 
 /* gRPC's suggested bound on request metadata (PROTOCOL-HTTP2.md: 8 KiB);
  * also what SETTINGS_MAX_HEADER_LIST_SIZE announces. */
@@ -123,7 +123,7 @@ struct grpc_conn {
     bool dirty, dead;
     int fd;
     nghttp2_session *h2;
-    struct tiled_grpc_tls_conn *tls; /* NULL: plain TCP */
+    struct tiled_tls_conn *tls; /* NULL: plain TCP (tls/session.h) */
     bool handshaking;
     struct grpc_call *calls;
     int ncalls;
@@ -289,24 +289,5 @@ void grpc_call_resumed(struct grpc_call *call);
 void grpc_call_quiesce(struct grpc_call *call);
 /* Checks the call's deadline at `now`. */
 void grpc_call_check_deadline(struct grpc_call *call, uint64_t now);
-
-/* ---- tls_conn.c ------------------------------------------------------------- */
-/* A server session on socket fd, with the daemon's policy and current
- * certificate (tls/tls.h); free it before closing fd. */
-struct tiled_grpc_tls_conn *grpc_tls_conn_new(struct tiled_tls *tls, int fd);
-void grpc_tls_conn_free(struct tiled_grpc_tls_conn *tc);
-/* 1: handshake done, 0: call again when the socket is ready for the
- * direction *want_write says, -1: failed (the connection is dropped). */
-int grpc_tls_handshake(struct tiled_grpc_tls_conn *tc, bool *want_write);
-/* Like recv/send: bytes, 0 at EOF (recv), -1 with errno EAGAIN, -2 on an
- * error. After -1 from send, the next send must repeat the same bytes. */
-long grpc_tls_recv(struct tiled_grpc_tls_conn *tc, uint8_t *buf, size_t cap);
-long grpc_tls_send(struct tiled_grpc_tls_conn *tc, const uint8_t *p, size_t n, bool again);
-/* Decrypted bytes already buffered (epoll cannot see them). */
-bool grpc_tls_pending(struct tiled_grpc_tls_conn *tc);
-/* Before the socket closes: close_notify, so the client sees the end of
- * the stream, not a truncation (once, best effort; nothing on a session
- * that failed or never finished its handshake). NULL is ignored. */
-void grpc_tls_bye(struct tiled_grpc_tls_conn *tc);
 
 #endif

@@ -275,7 +275,7 @@ static int priorities_init(struct tiled_tls *t, const char *priorities, struct t
  * GnuTLS never performs one by itself: gnutls_record_recv() returns
  * GNUTLS_E_REHANDSHAKE and leaves the answer to the application (GnuTLS
  * manual, "TLS 1.2 re-authentication"). The gRPC port answers with the
- * no_renegotiation alert and closes (grpc/tls_conn.c). libmicrohttpd 0.9.75
+ * no_renegotiation alert and closes (session.c). libmicrohttpd 0.9.75
  * answers by closing the connection with close_notify, an orderly end that
  * clients (OpenSSL's s_client, so testssl.sh) read as the server going
  * along; and it offers no hook between GnuTLS and its reads.

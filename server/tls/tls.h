@@ -12,8 +12,9 @@
  * resume. Sessions are named by their socket, which
  * is unique among open connections of both ports.
  *
- * This directory and server/grpc/ are the only code that includes
- * GnuTLS's headers: libmicrohttpd hands its sessions over as void *.
+ * This directory is the only code that includes GnuTLS's headers: both
+ * ports' loops read their sessions through session.h, and libmicrohttpd
+ * hands its sessions over as void *.
  * Thread-safe: sessions start and end on any transport thread, reloads
  * come from the main thread.
  */

@@ -54,9 +54,10 @@ if python3 tests/layering/include_graph.py --symbols "$build" .; then ok; else b
 if python3 tests/layering/include_graph.py --self-test; then ok; else bad "the cycle checker missed a planted cycle"; fi
 
 # Each transport's library is known to its directory only: libmicrohttpd
-# to server/http/, nghttp2 to server/grpc/, GnuTLS to server/grpc/ and
-# server/tls/ (the policy and certificate both ports share; libmicrohttpd
-# hands its sessions over as void *).
+# to server/http/, nghttp2 to server/grpc/, GnuTLS to server/tls/ (the
+# policy and certificate both ports share, and the sessions both ports'
+# loops read through, tls/session.h; libmicrohttpd hands its sessions over
+# as void *).
 only_in() { # only_in HEADER_REGEX DIR...
   re=$1
   shift
@@ -69,7 +70,7 @@ only_in() { # only_in HEADER_REGEX DIR...
 }
 only_in 'microhttpd\.h' server/http
 only_in 'nghttp2/' server/grpc
-only_in 'gnutls/' server/grpc server/tls
+only_in 'gnutls/' server/tls
 
 # A file's name says what it holds, once: no two sources of the library
 # and the daemon share a name (api/v2.c and a server/ v2.c were two rooms

@@ -1,48 +1,52 @@
-/* tls_conn.c - TLS sessions of the gRPC transport with GnuTLS, the library
- * libmicrohttpd already links for HTTPS. The policy and the certificate
- * are the daemon's (server/tls/tls.h): the same --tls-cert/--tls-key and
- * --tls-priorities as HTTPS, in the form HTTP/2 allows (TLS 1.2 or later,
- * none of RFC 9113 Appendix A's suites), with ALPN "h2", which gRPC
- * clients require over TLS.
+/* session.c - a TLS connection's session (GnuTLS) on a non-blocking
+ * socket, for both transports (session.h). The policy and the
+ * certificate are the daemon's (tls.h): the same --tls-cert/--tls-key and
+ * --tls-priorities on both ports; for gRPC in the form HTTP/2 allows (TLS
+ * 1.2 or later, none of RFC 9113 Appendix A's suites), with ALPN "h2",
+ * which gRPC clients require over TLS. HTTP/1.1 sessions offer no ALPN,
+ * as HTTPS did before: a client that offers any speaks HTTP/1.1 here.
  */
 #include <errno.h>
 #include <gnutls/gnutls.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "h2.h"
-#include "log.h"
-#include "tls/tls.h"
+#include "session.h"
 
-struct tiled_grpc_tls_conn {
+#include "log.h"
+#include "tls.h"
+
+struct tiled_tls_conn {
     gnutls_session_t s;
     struct tiled_tls *tls;
     int fd;
+    bool h2;          /* the gRPC port's: ALPN "h2" and HTTP/2's policy */
     bool established; /* the handshake is done: a close says close_notify */
 };
 
-struct tiled_grpc_tls_conn *grpc_tls_conn_new(struct tiled_tls *tls, int fd)
+struct tiled_tls_conn *tiled_tls_conn_new(struct tiled_tls *tls, int fd, bool h2)
 {
-    static const gnutls_datum_t h2 = {(unsigned char *)"h2", 2};
-    struct tiled_grpc_tls_conn *tc = calloc(1, sizeof(*tc));
+    static const gnutls_datum_t alpn_h2 = {(unsigned char *)"h2", 2};
+    struct tiled_tls_conn *tc = calloc(1, sizeof(*tc));
     if (!tc)
         return NULL;
     tc->tls = tls;
     tc->fd = fd;
+    tc->h2 = h2;
     if (gnutls_init(&tc->s, GNUTLS_SERVER | GNUTLS_NONBLOCK | GNUTLS_NO_SIGNAL) < 0) {
         free(tc);
         return NULL;
     }
-    if (tiled_tls_session_start(tls, tc->s, fd, true) < 0 ||
-        gnutls_alpn_set_protocols(tc->s, &h2, 1, GNUTLS_ALPN_SERVER_PRECEDENCE) < 0) {
-        grpc_tls_conn_free(tc);
+    if (tiled_tls_session_start(tls, tc->s, fd, h2) < 0 ||
+        (h2 && gnutls_alpn_set_protocols(tc->s, &alpn_h2, 1, GNUTLS_ALPN_SERVER_PRECEDENCE) < 0)) {
+        tiled_tls_conn_free(tc);
         return NULL;
     }
     gnutls_transport_set_int(tc->s, fd);
     return tc;
 }
 
-void grpc_tls_conn_free(struct tiled_grpc_tls_conn *tc)
+void tiled_tls_conn_free(struct tiled_tls_conn *tc)
 {
     if (!tc)
         return;
@@ -51,7 +55,14 @@ void grpc_tls_conn_free(struct tiled_grpc_tls_conn *tc)
     free(tc);
 }
 
-int grpc_tls_handshake(struct tiled_grpc_tls_conn *tc, bool *want_write)
+/* A handshake error that says the peer's bytes were no TLS record. */
+static bool not_tls(int rc)
+{
+    return rc == GNUTLS_E_UNSUPPORTED_VERSION_PACKET || rc == GNUTLS_E_UNEXPECTED_PACKET_LENGTH ||
+           rc == GNUTLS_E_UNEXPECTED_PACKET;
+}
+
+int tiled_tls_conn_handshake(struct tiled_tls_conn *tc, bool *want_write)
 {
     int rc = gnutls_handshake(tc->s);
     if (rc == GNUTLS_E_AGAIN || rc == GNUTLS_E_INTERRUPTED) {
@@ -61,14 +72,22 @@ int grpc_tls_handshake(struct tiled_grpc_tls_conn *tc, bool *want_write)
     if (rc < 0) {
         /* The alert that says why (a missing or untrusted client
          * certificate, a suite or version in common with none), one try on
-         * the non-blocking socket: the connection ends either way. */
-        (void)gnutls_alert_send_appropriate(tc->s, rc);
+         * the non-blocking socket: the connection ends either way. On the
+         * HTTPS port a client whose first bytes are no TLS record (plain
+         * HTTP, most likely) gets none: an alert is TLS it cannot read,
+         * and the bare close tells it, as it always did there. */
+        if (tc->h2 || !not_tls(rc))
+            (void)gnutls_alert_send_appropriate(tc->s, rc);
         return -1;
     }
     /* A client that offered ALPN without h2 was refused by GnuTLS (no
      * common protocol); one that offered none speaks HTTP/2 by prior
      * knowledge, which this server takes. The policy already keeps HTTP/2
      * to what RFC 9113 9.2 allows; a resumed session is checked again. */
+    if (!tc->h2) {
+        tc->established = true;
+        return 1;
+    }
     gnutls_datum_t proto;
     if (gnutls_alpn_get_selected_protocol(tc->s, &proto) == 0 && (proto.size != 2 || memcmp(proto.data, "h2", 2) != 0))
         return -1;
@@ -80,7 +99,7 @@ int grpc_tls_handshake(struct tiled_grpc_tls_conn *tc, bool *want_write)
     return 1;
 }
 
-long grpc_tls_recv(struct tiled_grpc_tls_conn *tc, uint8_t *buf, size_t cap)
+long tiled_tls_conn_recv(struct tiled_tls_conn *tc, uint8_t *buf, size_t cap)
 {
     ssize_t n = gnutls_record_recv(tc->s, buf, cap);
     if (n >= 0)
@@ -95,13 +114,13 @@ long grpc_tls_recv(struct tiled_grpc_tls_conn *tc, uint8_t *buf, size_t cap)
          * 5246 7.2.2), one try. The connection then ends: GnuTLS keeps the
          * ClientHello queued, and the next read would fail on it. */
         (void)gnutls_alert_send_appropriate(tc->s, (int)n);
-        tiled_log_event(TILED_LOG_INFO, "tls_renegotiation_refused", "{s:s}", "transport", "grpc");
+        tiled_log_event(TILED_LOG_INFO, "tls_renegotiation_refused", "{s:s}", "transport", tc->h2 ? "grpc" : "http");
     }
     tc->established = false; /* a failed session sends nothing more */
     return -2;
 }
 
-long grpc_tls_send(struct tiled_grpc_tls_conn *tc, const uint8_t *p, size_t n, bool again)
+long tiled_tls_conn_send(struct tiled_tls_conn *tc, const uint8_t *p, size_t n, bool again)
 {
     /* GnuTLS keeps the record it could not send; a repeat passes nothing. */
     ssize_t r = again ? gnutls_record_send(tc->s, NULL, 0) : gnutls_record_send(tc->s, p, n);
@@ -115,12 +134,12 @@ long grpc_tls_send(struct tiled_grpc_tls_conn *tc, const uint8_t *p, size_t n, b
     return -2;
 }
 
-bool grpc_tls_pending(struct tiled_grpc_tls_conn *tc)
+bool tiled_tls_conn_pending(struct tiled_tls_conn *tc)
 {
     return gnutls_record_check_pending(tc->s) > 0;
 }
 
-void grpc_tls_bye(struct tiled_grpc_tls_conn *tc)
+void tiled_tls_conn_bye(struct tiled_tls_conn *tc)
 {
     /* One try on the non-blocking socket: the alert is a few dozen bytes,
      * and a client that reads nothing more does not hold the close up. */
