@@ -60,6 +60,7 @@
 #include "server.h"
 #include "service.h"
 #include "stream.h"
+#include "tls/session.h"
 
 /* After a refusal, what the client still sends is read and dropped up to
  * this much; past it the connection just closes. */
@@ -116,6 +117,14 @@ struct http_conn *http_conn_new(struct http_loop *l, int fd)
     c->head_deadline_us = ht ? c->opened_us + ht : 0;
     c->fresh = true;
     remote_address(fd, c->remote, sizeof(c->remote));
+    struct tiled_tls *tls = l->t->srv->tls;
+    if (tls) {
+        if (!(c->tls = tiled_tls_conn_new(tls, fd, false))) {
+            free(c);
+            return NULL;
+        }
+        c->handshaking = true;
+    }
     return c;
 }
 
@@ -123,6 +132,24 @@ void http_conn_free(struct http_conn *c)
 {
     free(c->out);
     free(c);
+}
+
+void http_conn_discard(struct http_conn *c)
+{
+    tiled_tls_conn_free(c->tls);
+    http_conn_free(c);
+}
+
+/* Like recv: bytes, 0 at the end, -1 with nothing now, -2 on an error;
+ * through the TLS session when there is one. */
+static long conn_recv(struct http_conn *c, void *buf, size_t cap)
+{
+    if (c->tls)
+        return tiled_tls_conn_recv(c->tls, buf, cap);
+    ssize_t r = recv(c->fd, buf, cap, 0);
+    if (r >= 0)
+        return r;
+    return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? -1 : -2;
 }
 
 /* ---- the head --------------------------------------------------------------- */
@@ -349,6 +376,22 @@ static void begin_request(struct http_conn *c, uint64_t from, uint64_t to)
     }
 }
 
+/* A reply decided while the body arrives, before its end: it goes now,
+ * and the connection closes. Over TLS the connection just closes, with
+ * the reply's status in the access log: as it did when the TLS session
+ * was libmicrohttpd's, which the reply could not be written beside
+ * (tests/server/test_security.py holds the behaviour). */
+static void answer_in_body(struct http_conn *c)
+{
+    if (!c->tls) {
+        answer_now_and_close(c);
+        return;
+    }
+    c->input_done = c->close_after = true;
+    c->cut_status = c->req->reply.status;
+    c->cut_now = true;
+}
+
 /* A body piece came after the body's deadline: 408, and the connection closes. */
 static void refuse_late_body(struct http_conn *c)
 {
@@ -361,7 +404,7 @@ static void refuse_late_body(struct http_conn *c)
                       (unsigned long long)req->body_len, (double)(tiled_now_us() - req->t_start) / 1e6,
                       (long long)req->srv->cfg.header_timeout, TILED_RECV_MIN_RATE);
     atomic_fetch_add(&req->srv->body_timeouts[TILED_TRANSPORT_HTTP], 1);
-    answer_now_and_close(c);
+    answer_in_body(c);
 }
 
 /* A body refused while it arrives (over --max-body, say) is still read and
@@ -391,7 +434,7 @@ static void body_piece(struct http_conn *c, const char *data, size_t n)
     }
     tiled_service_body(req, data, n);
     if (dropped_enough(req))
-        answer_now_and_close(c);
+        answer_in_body(c);
 }
 
 static void on_framer(void *arg, const struct tiled_h1 *p, enum tiled_h1_event ev, uint64_t from, uint64_t to)
@@ -541,6 +584,11 @@ static void conn_close(struct http_conn *c)
 {
     struct http_loop *l = c->loop;
     if (c->fd >= 0) {
+        if (c->tls) { /* the session ends before its socket (tls.h) */
+            tiled_tls_conn_bye(c->tls);
+            tiled_tls_conn_free(c->tls);
+            c->tls = NULL;
+        }
         close(c->fd); /* also takes it out of the epoll set */
         c->fd = -1;
         atomic_fetch_sub(&l->t->nconns, 1);
@@ -551,7 +599,7 @@ static void conn_close(struct http_conn *c)
     if (c->req && c->phase == HTTP_WORK)
         return; /* http_conn_resumed finishes it */
     if (c->req)
-        end_request(c, c->req->reply.status == TILED_REQUEST_TIMEOUT ? TILED_REQUEST_TIMEOUT : TILED_CLIENT_GONE);
+        end_request(c, c->cut_status ? c->cut_status : TILED_CLIENT_GONE);
     http_loop_release(c);
 }
 
@@ -583,10 +631,10 @@ static void compact(struct http_conn *c)
 static bool conn_read(struct http_conn *c)
 {
     for (;;) {
-        ssize_t r;
+        long r;
         if (c->input_done || c->lingering) {
             char scratch[16384];
-            r = recv(c->fd, scratch, sizeof(scratch), 0);
+            r = conn_recv(c, scratch, sizeof(scratch));
             if (r > 0) {
                 c->dropped += (size_t)r;
                 if (c->dropped > DRAIN_MAX)
@@ -597,7 +645,7 @@ static bool conn_read(struct http_conn *c)
             compact(c);
             if (c->in_len == sizeof(c->in))
                 return true; /* a request waits to be served: the rest waits in the socket */
-            r = recv(c->fd, c->in + c->in_len, sizeof(c->in) - c->in_len, 0);
+            r = conn_recv(c, c->in + c->in_len, sizeof(c->in) - c->in_len);
             if (r > 0) {
                 c->in_len += (size_t)r;
                 c->last_active_us = tiled_coarse_us();
@@ -610,9 +658,7 @@ static bool conn_read(struct http_conn *c)
             c->rd_eof = true;
             return !c->lingering;
         }
-        if (errno == EINTR)
-            continue;
-        return errno == EAGAIN || errno == EWOULDBLOCK;
+        return r == -1;
     }
 }
 
@@ -676,6 +722,7 @@ static void settle(struct http_conn *c)
         /* The reply is out: the sending side is shut, and what the client
          * still sends is read and dropped until it closes (LINGER_US), so
          * the close does not reset the reply before the client read it. */
+        tiled_tls_conn_bye(c->tls);
         shutdown(c->fd, SHUT_WR);
         c->lingering = true;
         c->input_done = true;
@@ -698,8 +745,33 @@ static void settle(struct http_conn *c)
     update_events(c);
 }
 
+/* The TLS handshake's next step: false when the connection is done with
+ * (failed, closed) or waits for the socket. */
+static bool handshake(struct http_conn *c)
+{
+    bool want_write = false;
+    int rc = tiled_tls_conn_handshake(c->tls, &want_write);
+    if (rc < 0) {
+        conn_close(c);
+        return false;
+    }
+    if (rc == 0) {
+        http_loop_set_events(c, want_write ? EPOLLOUT : EPOLLIN);
+        return false;
+    }
+    c->handshaking = false;
+    return true;
+}
+
 void http_conn_io(struct http_conn *c, uint32_t events)
 {
+    if (c->handshaking) {
+        if (!handshake(c))
+            return;
+        events |= EPOLLIN; /* the client's first request may have come with its Finished */
+    }
+    if (c->tls && tiled_tls_conn_pending(c->tls))
+        events |= EPOLLIN; /* decrypted bytes buffered: epoll cannot see them */
     if (events & EPOLLOUT && http_out_write(c) < 0) {
         conn_close(c);
         return;
@@ -716,8 +788,17 @@ void http_conn_io(struct http_conn *c, uint32_t events)
         return;
     }
     serve(c); /* a reply out frees the next pipelined request */
-    if (!c->dead)
-        settle(c);
+    if (c->cut_now) {
+        conn_close(c);
+        return;
+    }
+    if (c->dead)
+        return;
+    settle(c);
+    /* Records GnuTLS decrypted beyond what the input buffer took wake no
+     * epoll: the loop comes back for them. */
+    if (!c->dead && c->tls && c->events & EPOLLIN && tiled_tls_conn_pending(c->tls))
+        http_conn_resume(c);
 }
 
 void http_conn_resumed(struct http_conn *c)
@@ -758,6 +839,7 @@ void http_conn_tick(struct http_conn *c, uint64_t now)
         atomic_fetch_add(&srv->body_timeouts[TILED_TRANSPORT_HTTP], 1);
         tiled_reply_free(&c->req->reply);
         tiled_reply_error(&c->req->reply, TILED_REQUEST_TIMEOUT, "request body stalled past its deadline");
+        c->cut_status = TILED_REQUEST_TIMEOUT;
         conn_close(c);
         return;
     }

@@ -198,10 +198,12 @@ static void accept_all(struct http_loop *l)
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)); /* replies are small and latency-bound */
         struct http_conn *c = http_conn_new(l, fd);
+        /* A TLS connection's handshake waits for the client's hello too. */
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
         if (!c || epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
             atomic_fetch_sub(&t->nconns, 1);
-            free(c);
+            if (c)
+                http_conn_discard(c);
             close(fd);
             continue;
         }
@@ -361,6 +363,8 @@ struct http_transport *http_transport_start(struct tiled_server *srv, struct til
     }
     t->srv = srv;
     t->lfd = -1;
+    if (srv->tls && srv->cfg.hsts_max_age > 0)
+        snprintf(t->hsts, sizeof(t->hsts), "max-age=%lld", (long long)srv->cfg.hsts_max_age);
     pthread_mutex_init(&t->fresh_lock, NULL);
     t->nloops = (int)(srv->cfg.http_threads > 0 ? srv->cfg.http_threads : 1);
     t->loops = calloc((size_t)t->nloops, sizeof(*t->loops));

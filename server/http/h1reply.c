@@ -34,6 +34,7 @@
 #include "server.h"
 #include "service.h"
 #include "stream.h"
+#include "tls/session.h"
 
 /* A streamed body's piece, at most. */
 #define PIECE_MAX (64u * 1024u)
@@ -74,8 +75,34 @@ bool http_out_pending(const struct http_conn *c)
     return c->out_off < c->out_len || c->body_off < c->body_len;
 }
 
+/* Through the TLS session: a record per call, at most TLS_RECORD bytes. */
+#define TLS_RECORD 16384u
+
+static int out_write_tls(struct http_conn *c)
+{
+    while (http_out_pending(c)) {
+        bool head = c->out_off < c->out_len;
+        const char *p = head ? c->out + c->out_off : c->body + c->body_off;
+        size_t n = head ? c->out_len - c->out_off : c->body_len - c->body_off;
+        long w = tiled_tls_conn_send(c->tls, (const uint8_t *)p, n < TLS_RECORD ? n : TLS_RECORD, c->tls_again);
+        c->tls_again = w == -1;
+        if (w == -1)
+            return 0;
+        if (w < 0)
+            return -1;
+        c->last_active_us = tiled_coarse_us();
+        if (head && (c->out_off += (size_t)w) == c->out_len)
+            c->out_off = c->out_len = 0;
+        else if (!head)
+            c->body_off += (size_t)w;
+    }
+    return 0;
+}
+
 int http_out_write(struct http_conn *c)
 {
+    if (c->tls)
+        return out_write_tls(c);
     while (http_out_pending(c)) {
         struct iovec iov[2];
         int n = 0;

@@ -25,6 +25,7 @@
 struct tiled_server;
 struct tiled_req;
 struct http_loop;
+struct tiled_tls_conn;
 
 /* Bytes read and not yet consumed: more than the framer's longest unit
  * (a head of TILED_H1_HEAD_MAX), so a unit always fits whole. */
@@ -54,6 +55,9 @@ struct http_conn {
     struct http_conn *fresh_prev, *fresh_next; /* on the transport's fresh list while fresh */
     int fd;
     uint32_t events;        /* what epoll watches it for */
+    struct tiled_tls_conn *tls; /* owned; NULL: plain TCP (tls/session.h) */
+    bool handshaking;       /* its TLS handshake is not done yet */
+    bool tls_again;         /* GnuTLS wants the last send repeated */
     char remote[64];        /* the peer's address, for the access log */
     uint64_t opened_us;
     uint64_t last_active_us; /* a byte read or written */
@@ -71,6 +75,8 @@ struct http_conn {
     enum http_phase phase;
     struct tiled_req *req;
     bool msg_end;           /* the framer saw the message's end */
+    bool cut_now;           /* close without a reply (over TLS, a refusal while the body arrives) */
+    int cut_status;         /* the status it ends with when the connection is cut (0: 499, the client gone) */
     bool http10, keep_alive, is_head, expect_continue;
     const char *req_origin;  /* its Origin field (CORS answer headers), NULL when absent */
     char head[TILED_H1_HEAD_MAX + 1];
@@ -155,6 +161,8 @@ void http_conn_tick(struct http_conn *c, uint64_t now);
  * worker holds its request: then it closes when resumed. */
 void http_conn_abort(struct http_conn *c);
 void http_conn_free(struct http_conn *c);
+/* Frees a connection never served (its TLS session too); the caller closes fd. */
+void http_conn_discard(struct http_conn *c);
 
 /* h1reply.c */
 /* Queues the request's reply (head, then body or stream) on the

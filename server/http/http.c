@@ -9,8 +9,6 @@
 
 int tiled_http_start(struct tiled_server *srv, struct tile_error *e)
 {
-    if (srv->tls)
-        return tiled_mhd_start(srv, e);
     struct http_transport *t = http_transport_start(srv, e);
     if (!t)
         return -1;
@@ -21,23 +19,16 @@ int tiled_http_start(struct tiled_server *srv, struct tile_error *e)
 
 void tiled_http_quiesce(struct tiled_server *srv)
 {
-    if (srv->tls)
-        tiled_mhd_quiesce(srv);
-    else
-        http_transport_quiesce(srv->transport);
+    http_transport_quiesce(srv->transport);
 }
 
 bool tiled_http_drained(struct tiled_server *srv)
 {
-    return srv->tls ? tiled_mhd_drained(srv) : http_transport_drained(srv->transport);
+    return http_transport_drained(srv->transport);
 }
 
 void tiled_http_stop(struct tiled_server *srv)
 {
-    if (srv->tls) {
-        tiled_mhd_stop(srv);
-        return;
-    }
     http_transport_stop(srv->transport);
     srv->transport = NULL;
 }
