@@ -220,8 +220,8 @@ static int serve(struct tiled_server *srv)
 
 void tiled_serve_libraries(char *dst, size_t cap)
 {
-    snprintf(dst, cap, "%s, %s, %s, %s, jansson %s", tiled_http_library(), tiled_grpc_library(), tiled_tls_library(),
-             tiled_compress_library(), jansson_version_str());
+    snprintf(dst, cap, "%s, %s, %s, jansson %s", tiled_grpc_library(), tiled_tls_library(), tiled_compress_library(),
+             jansson_version_str());
 }
 
 int tiled_serve_main(int argc, char **argv)

@@ -1,10 +1,8 @@
 /* http.c - the HTTP transport's lifecycle (http.h): the project's own
- * HTTP/1.1 loops (h1loop.c) for plain HTTP; under TLS, libmicrohttpd
- * (mhd.c) until the loops read GnuTLS sessions themselves. */
+ * HTTP/1.1 loops (h1loop.c), over TLS when configured. */
 #include "http.h"
 
 #include "h1serve.h"
-#include "mhd.h"
 #include "server.h"
 
 int tiled_http_start(struct tiled_server *srv, struct tile_error *e)
@@ -31,9 +29,4 @@ void tiled_http_stop(struct tiled_server *srv)
 {
     http_transport_stop(srv->transport);
     srv->transport = NULL;
-}
-
-const char *tiled_http_library(void)
-{
-    return tiled_mhd_library(); /* still linked, for HTTPS */
 }

@@ -19,7 +19,5 @@ void tiled_http_quiesce(struct tiled_server *srv);
  * tiled_http_quiesce; requests in flight are the service's to count. */
 bool tiled_http_drained(struct tiled_server *srv);
 void tiled_http_stop(struct tiled_server *srv);
-/* The HTTP library's name and version as linked (run time, not headers). */
-const char *tiled_http_library(void);
 
 #endif

@@ -15,7 +15,7 @@
  * made. Once tiled_log_start() has run with a flush interval, access lines
  * are gathered in one buffer and written together: by the transport thread
  * that made them before it waits for more events (tiled_log_flush, called
- * from the event-wait hook, waithook.c), at once when the buffer is full,
+ * by each event loop just before epoll_wait), at once when the buffer is full,
  * and before any other line (an event or error is never held back, and
  * never overtakes an access line made before it). A line made on another
  * thread is written by a flusher thread at most the interval later. A

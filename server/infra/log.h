@@ -16,7 +16,7 @@ void tiled_log_init(const struct tiled_config *cfg);
  * (lines are then written as they are made). */
 int tiled_log_start(unsigned flush_ms);
 /* Writes the gathered lines, if any: called by an event loop before it
- * waits (waithook.c), which marks the calling thread as one that writes
+ * waits (epoll_wait), which marks the calling thread as one that writes
  * its own lines. One relaxed load when there are none. */
 void tiled_log_flush(void);
 /* Writes what is gathered and stops gathering (the flusher is joined). */

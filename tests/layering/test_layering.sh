@@ -7,8 +7,8 @@
 #     (a function named in module A and defined in module B: A depends on
 #     B, whatever header declares it; include_graph.py), and the checker
 #     finds a planted cycle in each;
-#   - only server/http/ includes microhttpd.h, only server/grpc/ nghttp2,
-#     only server/grpc/ and server/tls/ GnuTLS;
+#   - no code includes microhttpd.h, only server/grpc/ nghttp2, only
+#     server/tls/ GnuTLS;
 #   - no file name is used twice under core/, api/ and server/;
 #   - a reply has room for every header name the code sets;
 #   - the CLI links without server/ (BUILD/tiled-cli) and says so for serve
@@ -53,11 +53,11 @@ if python3 tests/layering/include_graph.py .; then ok; else bad "the include gra
 if python3 tests/layering/include_graph.py --symbols "$build" .; then ok; else bad "the symbol graph has a cycle"; fi
 if python3 tests/layering/include_graph.py --self-test; then ok; else bad "the cycle checker missed a planted cycle"; fi
 
-# Each transport's library is known to its directory only: libmicrohttpd
-# to server/http/, nghttp2 to server/grpc/, GnuTLS to server/tls/ (the
-# policy and certificate both ports share, and the sessions both ports'
-# loops read through, tls/session.h; libmicrohttpd hands its sessions over
-# as void *).
+# Each transport's library is known to its directory only: nghttp2 to
+# server/grpc/, GnuTLS to server/tls/ (the policy and certificate both
+# ports share, and the sessions both ports' loops read through,
+# tls/session.h). HTTP/1.1 is the project's own (server/http/): no code
+# includes libmicrohttpd's header.
 only_in() { # only_in HEADER_REGEX DIR...
   re=$1
   shift
@@ -68,7 +68,7 @@ only_in() { # only_in HEADER_REGEX DIR...
   done
   if [ -z "$others" ]; then ok; else bad "$re included outside $*: $others"; fi
 }
-only_in 'microhttpd\.h' server/http
+only_in 'microhttpd\.h'
 only_in 'nghttp2/' server/grpc
 only_in 'gnutls/' server/tls
 
