@@ -13,7 +13,7 @@ ARG DEBIAN_FRONTEND=noninteractive
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       gcc libc6-dev make pkg-config binutils \
-      libmicrohttpd-dev libjansson-dev zlib1g-dev libcmocka-dev libnghttp2-dev libgnutls28-dev \
+      libjansson-dev zlib1g-dev libcmocka-dev libnghttp2-dev libgnutls28-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -25,7 +25,7 @@ RUN make -j"$(nproc)" build/tiled GIT_COMMIT="$GIT_COMMIT" \
 FROM ${DEBIAN_IMAGE} AS runtime
 ARG DEBIAN_FRONTEND=noninteractive
 RUN apt-get update \
- && apt-get install -y --no-install-recommends libmicrohttpd12 libjansson4 zlib1g libnghttp2-14 libgnutls30 \
+ && apt-get install -y --no-install-recommends libjansson4 zlib1g libnghttp2-14 libgnutls30 \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt /var/log/dpkg.log \
  && groupadd --gid 10001 tiled \
  && useradd --uid 10001 --gid 10001 --no-create-home \

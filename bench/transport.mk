@@ -18,8 +18,8 @@ TRANSPORT_ARGS ?=
 
 $(BUILD)/bench/relay_floor: bench/relay_floor.c server/http/h1wire.c server/http/h1wire.h
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -Iserver/http $(PKG_CFLAGS) -o $@ bench/relay_floor.c server/http/h1wire.c \
-	    $(PKG_LIBS) $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Iserver/http $(MHD_CFLAGS) -o $@ bench/relay_floor.c server/http/h1wire.c \
+	    $(MHD_LIBS) $(LDLIBS)
 
 $(BUILD)/bench/own_floor: bench/own_floor.c server/http/h1wire.c server/http/h1wire.h
 	@mkdir -p $(@D)

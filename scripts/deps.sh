@@ -21,13 +21,13 @@ set -eu
 want=""
 for group in "$@"; do
   case "$group" in
-    build) want="$want gcc libc6-dev make pkg-config libmicrohttpd-dev libjansson-dev zlib1g-dev libcmocka-dev
+    build) want="$want gcc libc6-dev make pkg-config libjansson-dev zlib1g-dev libcmocka-dev
                  libnghttp2-dev libgnutls28-dev" ;;
     test)  want="$want curl openssl procps python3 python3-numpy python3-venv python3-yaml valgrind prometheus
                  man=man-db groff=groff-base kubectl=kubernetes-client systemd strace nginx-light wrk sslscan testssl.sh
                  gnutls-bin h2load=nghttp2-client
                  chromium chromium-driver" ;;
-    bench) want="$want wrk nginx-light curl python3-numpy h2load=nghttp2-client" ;;
+    bench) want="$want wrk nginx-light curl python3-numpy h2load=nghttp2-client libmicrohttpd-dev" ;;
     fuzz)  want="$want clang libclang-rt-14-dev protobuf-c-compiler libprotobuf-c-dev llvm-profdata=llvm
                  llvm-cov=llvm" ;;
     *) echo "usage: $0 build|test|bench|fuzz..." >&2; exit 2 ;;
