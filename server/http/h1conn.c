@@ -130,8 +130,23 @@ struct http_conn *http_conn_new(struct http_loop *l, int fd)
 
 void http_conn_free(struct http_conn *c)
 {
+    free(c->head);
     free(c->out);
     free(c);
+}
+
+/* Room for n bytes and a NUL in the head buffer. */
+static bool head_room(struct http_conn *c, size_t n)
+{
+    if (n < c->head_cap)
+        return true;
+    size_t cap = (n + 1 + 511) & ~(size_t)511;
+    char *h = realloc(c->head, cap);
+    if (!h)
+        return false;
+    c->head = h;
+    c->head_cap = cap;
+    return true;
 }
 
 void http_conn_discard(struct http_conn *c)
@@ -229,7 +244,7 @@ static bool lists_token(const char *v, const char *token)
 static bool parse_head(struct http_conn *c, uint64_t from, uint64_t to)
 {
     size_t n = (size_t)(to - from);
-    if (from < c->in_base || n > TILED_H1_HEAD_MAX)
+    if (from < c->in_base || n > TILED_H1_HEAD_MAX || !head_room(c, n))
         return false;
     memcpy(c->head, c->in + (from - c->in_base), n);
     c->head[n] = '\0';
@@ -496,6 +511,10 @@ static void refuse_stream(struct http_conn *c)
          * Its strings live in the head buffer, which is free (no request). */
         size_t off = p->unit_start >= c->in_base ? (size_t)(p->unit_start - c->in_base) : 0;
         size_t len = off < c->in_len ? c->in_len - off : 0;
+        if (!head_room(c, 16 + 256)) {
+            c->input_done = c->close_after = true;
+            return;
+        }
         char *method = c->head, *target = c->head + 16;
         refused_line(p, c->in + off, len, method, 16, target, 256);
         c->nfields = 0;
@@ -569,6 +588,11 @@ static void end_request(struct http_conn *c, int status)
     c->waiting = false;
     c->phase = HTTP_IDLE;
     c->msg_end = false;
+    if (c->out_cap > HTTP_OUT_KEEP && c->out_off == c->out_len) {
+        free(c->out);
+        c->out = NULL;
+        c->out_cap = c->out_off = c->out_len = 0;
+    }
     if (tiled_log_enabled(TILED_LOG_INFO)) /* the address is for the access log only */
         snprintf(req->remote, sizeof(req->remote), "%s", c->remote);
     tiled_service_end(req, status);
@@ -770,13 +794,20 @@ void http_conn_io(struct http_conn *c, uint32_t events)
             return;
         events |= EPOLLIN; /* the client's first request may have come with its Finished */
     }
+    /* Both directions shut (a reset, or the client's close after our own
+     * shutdown) or an error: nothing more can be read or written, and
+     * epoll would report it at every wait. */
+    if (events & (EPOLLHUP | EPOLLERR)) {
+        conn_close(c);
+        return;
+    }
     if (c->tls && tiled_tls_conn_pending(c->tls))
         events |= EPOLLIN; /* decrypted bytes buffered: epoll cannot see them */
     if (events & EPOLLOUT && http_out_write(c) < 0) {
         conn_close(c);
         return;
     }
-    if (events & (EPOLLIN | EPOLLHUP | EPOLLERR) && !conn_read(c)) {
+    if (events & EPOLLIN && !conn_read(c)) {
         conn_close(c);
         return;
     }

@@ -27,12 +27,16 @@ struct tiled_req;
 struct http_loop;
 struct tiled_tls_conn;
 
-/* Bytes read and not yet consumed: more than the framer's longest unit
- * (a head of TILED_H1_HEAD_MAX), so a unit always fits whole. */
-#define HTTP_IN_CAP (2 * TILED_H1_HEAD_MAX + 64)
-/* Reply bytes pending in the output buffer above which no further
- * pipelined request is taken up, nor a stream's next piece pulled. */
-#define HTTP_OUT_HIGH (256u * 1024u)
+/* Bytes read and not yet consumed: the framer's longest unit (a head of
+ * TILED_H1_HEAD_MAX) fits whole, and a read that finds it unfinished at
+ * that length gets the bytes that make it too long (431). */
+#define HTTP_IN_CAP (TILED_H1_HEAD_MAX + 256)
+/* Reply bytes pending in the output buffer above which a stream's next
+ * piece is not pulled. */
+#define HTTP_OUT_HIGH (64u * 1024u)
+/* An output buffer grown beyond this (a streamed reply) is let go when its
+ * request ends: an idle kept-alive connection holds little. */
+#define HTTP_OUT_KEEP (16u * 1024u)
 
 /* Where a connection's request stands. */
 enum http_phase {
@@ -79,7 +83,8 @@ struct http_conn {
     int cut_status;         /* the status it ends with when the connection is cut (0: 499, the client gone) */
     bool http10, keep_alive, is_head, expect_continue;
     const char *req_origin;  /* its Origin field (CORS answer headers), NULL when absent */
-    char head[TILED_H1_HEAD_MAX + 1];
+    char *head;             /* owned: the request's head, split in place (grown to the largest seen) */
+    size_t head_cap;
     char *path;             /* the decoded path (in head) */
     struct http_field fields[TILED_H1_FIELDS_MAX];
     int nfields;
