@@ -83,15 +83,10 @@ static void remote_address(int fd, char *dst, size_t cap)
     dst[0] = '\0';
     if (getpeername(fd, (struct sockaddr *)&ss, &len) < 0)
         return;
-    if (ss.ss_family == AF_INET6) {
-        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&ss;
-        if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) /* dual stack: an IPv4 client, shown as one */
-            inet_ntop(AF_INET, &in6->sin6_addr.s6_addr[12], dst, (socklen_t)cap);
-        else
-            inet_ntop(AF_INET6, &in6->sin6_addr, dst, (socklen_t)cap);
-    } else if (ss.ss_family == AF_INET) {
+    if (ss.ss_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)&ss)->sin6_addr, dst, (socklen_t)cap);
+    else if (ss.ss_family == AF_INET)
         inet_ntop(AF_INET, &((const struct sockaddr_in *)&ss)->sin_addr, dst, (socklen_t)cap);
-    }
 }
 
 static uint64_t header_timeout_us(const struct http_conn *c)

@@ -59,6 +59,9 @@
  * before, came from the listener's queue, its request sent). */
 #define FRESH_IDLE_US (1000u * 1000u)
 
+/* See listener_drain. */
+#define HELD_QUEUE_STUCK_US (200u * 1000u)
+
 static char listener_tag, wake_tag; /* epoll data of the two non-connection fds */
 
 /* ---- wake-ups ------------------------------------------------------------------ */
@@ -235,16 +238,18 @@ static void close_listener(struct http_transport *t)
 }
 
 /* Draining: the listener is shut once TILED_LISTEN_SETTLE_US passed and no
- * connection waits in its queue. A queue that cannot move because every
- * connection slot is held (kept-alive, idle) is shut all the same. */
+ * connection waits in its queue. A queue that cannot move, because every
+ * connection slot is still held (kept alive and idle) HELD_QUEUE_STUCK_US
+ * into the drain, is shut all the same: the drain would wait it out. */
 static void listener_drain(struct http_loop *l, uint64_t now)
 {
     struct http_transport *t = l->t;
     if (atomic_load(&t->listener_closed))
         return;
     uint64_t settled = t->quiesce_at_us + TILED_LISTEN_SETTLE_US;
-    bool full = atomic_load(&t->nconns) >= (unsigned)t->srv->cfg.max_connections;
-    if (now >= settled && (full || tiled_listener_queued(t->lfd) == 0))
+    bool stuck = atomic_load(&t->nconns) >= (unsigned)t->srv->cfg.max_connections &&
+                 now >= t->quiesce_at_us + HELD_QUEUE_STUCK_US;
+    if (now >= settled && (stuck || tiled_listener_queued(t->lfd) == 0))
         close_listener(t);
 }
 
