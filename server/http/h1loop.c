@@ -113,9 +113,7 @@ static void take_ready(struct http_loop *l)
         c->in_ready = false;
         bool released = c->released;
         pthread_mutex_unlock(&l->ready_lock);
-        if (released)
-            http_conn_free(c);
-        else
+        if (!released) /* a released one is freed at the turn's end */
             http_conn_resumed(c);
     }
 }
@@ -125,11 +123,27 @@ void http_loop_release(struct http_conn *c)
     struct http_loop *l = c->loop;
     TILE_LIST_UNLINK(l->conns, c);
     pthread_mutex_lock(&l->ready_lock);
-    bool queued = c->in_ready;
-    c->released = true; /* the ready list lets go of it */
+    c->released = true; /* a resume still queued for it is dropped */
     pthread_mutex_unlock(&l->ready_lock);
-    if (!queued)
+    TILE_LIST_PUSH(l->closed, c);
+}
+
+/* Frees the connections released this turn, but one a resume is still
+ * queued for (a stream's producer that woke it just before its end): the
+ * ready list lets go of it first. `all` at the loop's end, when no thread
+ * is left to resume anything. */
+static void free_closed(struct http_loop *l, bool all)
+{
+    for (struct http_conn *c = l->closed, *next; c; c = next) {
+        next = c->next;
+        pthread_mutex_lock(&l->ready_lock);
+        bool queued = c->in_ready && !all;
+        pthread_mutex_unlock(&l->ready_lock);
+        if (queued)
+            continue;
+        TILE_LIST_UNLINK(l->closed, c);
         http_conn_free(c);
+    }
 }
 
 void http_loop_set_events(struct http_conn *c, uint32_t events)
@@ -285,6 +299,7 @@ static void turn_end(struct http_loop *l)
         l->unlistened = true; /* a shut listener would report EPOLLHUP at every wait */
         epoll_ctl(l->epfd, EPOLL_CTL_DEL, t->lfd, NULL);
     }
+    free_closed(l, false);
 }
 
 static int wait_ms(const struct http_loop *l)
@@ -338,6 +353,7 @@ static int loop_init(struct http_loop *l, struct http_transport *t, struct tile_
 
 static void loop_free(struct http_loop *l)
 {
+    free_closed(l, true);
     if (l->epfd >= 0)
         close(l->epfd);
     if (l->evfd >= 0)

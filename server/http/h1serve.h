@@ -55,7 +55,7 @@ struct http_field {
 
 struct http_conn {
     struct http_loop *loop;
-    struct http_conn *prev, *next; /* on loop->conns */
+    struct http_conn *prev, *next; /* on loop->conns, then loop->closed */
     struct http_conn *fresh_prev, *fresh_next; /* on the transport's fresh list while fresh */
     int fd;
     uint32_t events;        /* what epoll watches it for */
@@ -129,6 +129,7 @@ struct http_loop {
     pthread_t thread;
     int epfd, evfd;
     struct http_conn *conns;
+    struct http_conn *closed; /* released this turn: freed at its end (nothing on the stack refers to them then) */
     uint64_t next_tick_us;
     bool quiesced, unlistened;
     pthread_mutex_t ready_lock;
@@ -150,8 +151,9 @@ void http_conn_suspend(void *conn);
 void http_loop_set_events(struct http_conn *c, uint32_t events);
 /* Its first request reached the service: the drain counts it there. */
 void http_conn_unfresh(struct http_conn *c);
-/* Takes a closed connection off its loop and frees it (once no resume
- * queued for it is pending). */
+/* Takes a closed connection off its loop; it is freed at the end of the
+ * loop's turn (once no resume queued for it is pending), so the caller
+ * may still read it until it returns to the loop. */
 void http_loop_release(struct http_conn *c);
 
 /* h1conn.c */
