@@ -43,8 +43,6 @@ struct tiled_tls {
     size_t nheld;
     char cert_path[256], key_path[256];
     char ca_path[256]; /* --tls-client-ca; "" when no client certificate is asked for */
-    char *cert_pem, *key_pem; /* as first loaded */
-    char priorities[256];
     gnutls_priority_t prio, prio_h2;
 };
 
@@ -166,9 +164,8 @@ static int client_ca_load(struct tls_cred *c, const char *path, struct tile_erro
     return 0;
 }
 
-/* Loads the files; the certificate's and key's text goes to *cert_out and
- * *key_out when asked for. */
-static struct tls_cred *cred_load(const struct tiled_tls *t, char **cert_out, char **key_out, struct tile_error *e)
+/* Loads the files. */
+static struct tls_cred *cred_load(const struct tiled_tls *t, struct tile_error *e)
 {
     size_t cl = 0, kl = 0;
     char *cert = read_pem("--tls-cert", t->cert_path, &cl, e);
@@ -189,11 +186,6 @@ static struct tls_cred *cred_load(const struct tiled_tls *t, char **cert_out, ch
         tile_error_set(e, TILE_EINVAL, "cannot make a session-ticket key: %s", gnutls_strerror(rc));
         cred_free(c);
         c = NULL;
-    }
-    if (c && cert_out) {
-        *cert_out = cert;
-        *key_out = key;
-        return c;
     }
     free(cert);
     if (key) {
@@ -253,8 +245,7 @@ static int priorities_init(struct tiled_tls *t, const char *priorities, struct t
         return tile_error_set(e, TILE_EINVAL, "--tls-priorities: %s (at \"%.40s\")", gnutls_strerror(rc),
                               err ? err : priorities);
     }
-    snprintf(t->priorities, sizeof(t->priorities), "%s", priorities);
-    char h2[sizeof(t->priorities) + sizeof(h2_removals)];
+    char h2[256 + sizeof(h2_removals)];
     snprintf(h2, sizeof(h2), "%s%s", priorities, h2_removals);
     rc = gnutls_priority_init(&t->prio_h2, h2, &err);
     if (rc < 0) {
@@ -267,7 +258,7 @@ static int priorities_init(struct tiled_tls *t, const char *priorities, struct t
     return h2_check(t->prio_h2, e);
 }
 
-/* ---- client-initiated renegotiation on libmicrohttpd's sessions ------------
+/* ---- client-initiated renegotiation on the HTTPS port's sessions ------------
  *
  * TLS 1.2 lets a client start a new handshake on an established connection
  * (a ClientHello in a handshake record), each costing the server a key
@@ -275,20 +266,22 @@ static int priorities_init(struct tiled_tls *t, const char *priorities, struct t
  * GnuTLS never performs one by itself: gnutls_record_recv() returns
  * GNUTLS_E_REHANDSHAKE and leaves the answer to the application (GnuTLS
  * manual, "TLS 1.2 re-authentication"). The gRPC port answers with the
- * no_renegotiation alert and closes (session.c). libmicrohttpd 0.9.75
- * answers by closing the connection with close_notify, an orderly end that
- * clients (OpenSSL's s_client, so testssl.sh) read as the server going
- * along; and it offers no hook between GnuTLS and its reads.
+ * no_renegotiation alert and closes (session.c). The HTTPS port cuts the
+ * connection, as it did when its sessions were libmicrohttpd's (which
+ * answered with close_notify, an orderly end that clients, OpenSSL's
+ * s_client and so testssl.sh, read as the server going along, and offered
+ * no hook between GnuTLS and its reads; tests/server/test_tls.py holds the
+ * cut).
  *
- * So libmicrohttpd's sessions read their socket through a pull function
+ * So the HTTPS port's sessions read their socket through a pull function
  * (gnutls_transport_set_pull_function) that follows the record headers the
  * client sends. After its ChangeCipherSpec a client's next handshake record
  * is its Finished (full or resumed handshake alike); one after that, in a
  * version that has renegotiation (TLS 1.2 or older), is a renegotiation:
  * the socket is shut and the read fails as a reset connection before
  * GnuTLS sees any of the record. GnuTLS ends the session as broken and
- * libmicrohttpd closes it; its close_notify (GnuTLS sends alerts even on a
- * broken session) finds the socket shut, so the client sees the
+ * the connection closes; a close_notify (GnuTLS sends alerts even on a
+ * broken session) would find the socket shut, so the client sees the
  * connection cut, not ended in order. No renegotiation is ever begun, and
  * the client is not left to take the close for consent. TLS 1.3 has none:
  * after its ChangeCipherSpec (sent for middleboxes) a client's records are
@@ -311,7 +304,7 @@ enum { WATCH_HELLO, WATCH_CHANGED_CIPHER, WATCH_FINISHED };
 /* Indexed by descriptor, allocated once for every descriptor the process
  * may open (calloc'd pages are touched only for those in use). An entry is
  * written when its connection's session starts and ends, and read by its
- * reads, all on the connection's own libmicrohttpd thread. */
+ * reads, all on the connection's own loop thread. */
 static struct rec_watch *watches;
 static size_t nwatches;
 static pthread_once_t watches_once = PTHREAD_ONCE_INIT;
@@ -392,7 +385,7 @@ static int watched_pull_timeout(gnutls_transport_ptr_t ptr, unsigned ms)
 static void watch_start(gnutls_session_t s, int fd)
 {
     if ((size_t)fd >= nwatches)
-        return; /* a descriptor above the limit at start: libmicrohttpd's own answer stands */
+        return; /* a descriptor above the limit at start: GnuTLS's own answer stands */
     watches[fd] = (struct rec_watch){.s = s};
     gnutls_transport_set_pull_function(s, watched_pull);
     gnutls_transport_set_pull_timeout_function(s, watched_pull_timeout);
@@ -428,7 +421,7 @@ struct tiled_tls *tiled_tls_new(const char *cert_path, const char *key_path, con
     snprintf(t->cert_path, sizeof(t->cert_path), "%s", cert_path);
     snprintf(t->key_path, sizeof(t->key_path), "%s", key_path);
     snprintf(t->ca_path, sizeof(t->ca_path), "%s", client_ca_path);
-    if (priorities_init(t, priorities, e) < 0 || !(t->current = cred_load(t, &t->cert_pem, &t->key_pem, e)))
+    if (priorities_init(t, priorities, e) < 0 || !(t->current = cred_load(t, e)))
         goto fail;
     return t;
 fail:
@@ -448,11 +441,6 @@ void tiled_tls_free(struct tiled_tls *t)
         gnutls_priority_deinit(t->prio);
     if (t->prio_h2)
         gnutls_priority_deinit(t->prio_h2);
-    free(t->cert_pem);
-    if (t->key_pem) {
-        memset(t->key_pem, 0, strlen(t->key_pem));
-        free(t->key_pem);
-    }
     pthread_mutex_destroy(&t->lock);
     free(t);
 }
@@ -474,7 +462,7 @@ static struct tls_cred *unref_locked(struct tls_cred *c)
 
 int tiled_tls_reload(struct tiled_tls *t, struct tile_error *e)
 {
-    struct tls_cred *c = cred_load(t, NULL, NULL, e);
+    struct tls_cred *c = cred_load(t, e);
     if (!c)
         return -1;
     pthread_mutex_lock(&t->lock);
@@ -490,21 +478,6 @@ void tiled_tls_subject(struct tiled_tls *t, char *dst, size_t cap)
     pthread_mutex_lock(&t->lock);
     snprintf(dst, cap, "%s", t->current->subject);
     pthread_mutex_unlock(&t->lock);
-}
-
-const char *tiled_tls_cert_pem(const struct tiled_tls *t)
-{
-    return t->cert_pem;
-}
-
-const char *tiled_tls_key_pem(const struct tiled_tls *t)
-{
-    return t->key_pem;
-}
-
-const char *tiled_tls_priorities(const struct tiled_tls *t)
-{
-    return t->priorities;
 }
 
 int tiled_tls_session_start(struct tiled_tls *t, void *session, int fd, bool h2)

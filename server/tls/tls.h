@@ -13,8 +13,7 @@
  * is unique among open connections of both ports.
  *
  * This directory is the only code that includes GnuTLS's headers: both
- * ports' loops read their sessions through session.h, and libmicrohttpd
- * hands its sessions over as void *.
+ * ports' loops read their sessions through session.h.
  * Thread-safe: sessions start and end on any transport thread, reloads
  * come from the main thread.
  */
@@ -48,12 +47,6 @@ int tiled_tls_reload(struct tiled_tls *t, struct tile_error *e);
 
 /* The subject (RFC 4514) of the certificate new handshakes get, into dst. */
 void tiled_tls_subject(struct tiled_tls *t, char *dst, size_t cap);
-
-/* The files' PEM text as first loaded and the priority string, borrowed
- * for the object's lifetime (libmicrohttpd wants them at start). */
-const char *tiled_tls_cert_pem(const struct tiled_tls *t);
-const char *tiled_tls_key_pem(const struct tiled_tls *t);
-const char *tiled_tls_priorities(const struct tiled_tls *t);
 
 /* Prepares a new server session (a gnutls_session_t) on socket fd before
  * its handshake: the current credentials (held until
