@@ -9,9 +9,8 @@
  *
  * The `code` label is the exact status for every status tiled sends: the
  * slots come from reply.h's TILED_STATUSES list, so a status added there
- * has its own label and cannot be left out. A code outside the list (one
- * libmicrohttpd answered by itself) is counted by its class, "4xx" or
- * "5xx", which code=~"5.." still matches.
+ * has its own label and cannot be left out. A code outside the list is
+ * counted by its class, "4xx" or "5xx", which code=~"5.." still matches.
  *
  * The same text renders in two formats: Prometheus' text format 0.0.4, and
  * OpenMetrics 1.0 when the scraper asks for it (counter families named
@@ -318,7 +317,7 @@ static void render_histograms(struct tiled_metrics_out *o)
         }
 }
 
-/* Requests too slow to arrive (headwatch.h, recv_deadline.h). */
+/* Requests too slow to arrive (server/http/h1conn.c, recv_deadline.h). */
 static void render_receive_timeouts(struct tiled_metrics_out *o, struct tiled_server *srv)
 {
     header(o, "tiled_header_timeouts_total", "counter",

@@ -6,7 +6,7 @@
  * cannot tell them apart, since every byte restarts it.
  *
  * HTTP applies it to a request body, from the end of its head to its last
- * byte (server/http/headwatch.c); gRPC to a unary call's whole request,
+ * byte (server/http/h1conn.c); gRPC to a unary call's whole request,
  * from its stream's start, and to each message of a streaming call, from
  * its prefix (server/grpc/call.c). A timeout of 0 turns it off.
  */

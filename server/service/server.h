@@ -1,12 +1,12 @@
 /* server.h - shared state of the tiled daemon: the server and a request.
  *
- * DESIGN. A transport (server/http/ through libmicrohttpd, server/grpc/
- * through nghttp2) turns what it receives into a struct tiled_req (method,
+ * DESIGN. A transport (server/http/, the project's own HTTP/1.1;
+ * server/grpc/, through nghttp2) turns what it receives into a struct tiled_req (method,
  * path, headers, body) and hands it to the service (service.h), whose route
  * handler (handlers.h) fills a struct tiled_reply (reply.h: status, headers,
  * body bytes or a streamed encoder) that the transport sends. No file
- * outside the transport folders (http/, grpc/, tls/) sees a libmicrohttpd,
- * nghttp2 or GnuTLS type: the service reaches the connection only through
+ * outside the transport folders (http/, grpc/, tls/) sees an nghttp2 or
+ * GnuTLS type: the service reaches the connection only through
  * struct tiled_conn_ops. Each
  * module declares its functions in its own header; this one holds the
  * types (and tiled_method_is, a one-line inline).

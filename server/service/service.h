@@ -1,7 +1,7 @@
 /* service.h - a request's life in the daemon, whatever carries it.
  *
- * DESIGN. A transport (server/http/ adapts libmicrohttpd, server/grpc/
- * nghttp2) describes a request head (struct tiled_head), feeds the body,
+ * DESIGN. A transport (server/http/, the project's own HTTP/1.1;
+ * server/grpc/, nghttp2) describes a request head (struct tiled_head), feeds the body,
  * and sends the struct tiled_reply it gets back. Between those the service routes, checks the API key and the
  * body's size, runs the handler, and admits the heavy part to the worker
  * pool, parking the request through the transport's connection hooks
