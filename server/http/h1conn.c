@@ -167,75 +167,11 @@ static long conn_recv(struct http_conn *c, void *buf, size_t cap)
 /* A field's value, NULL when absent: the first of its name. */
 static const char *conn_header(void *conn, const char *name)
 {
-    const struct http_conn *c = conn;
-    size_t len = strlen(name);
-    for (int i = 0; i < c->nfields; i++)
-        if (c->fields[i].name_len == len && strncasecmp(c->fields[i].name, name, len) == 0)
-            return c->fields[i].value;
-    return NULL;
-}
-
-static int hex_digit(char ch)
-{
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    ch = (char)(ch | 0x20);
-    return ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
-}
-
-/* Percent-decodes s in place (and '+' as a space when `plus`), the way the
- * path and query were handed to the service before: a malformed escape
- * stays as it is. */
-static void unescape(char *s, bool plus)
-{
-    char *o = s;
-    for (char *i = s; *i; i++) {
-        int hi, lo;
-        if (*i == '%' && (hi = hex_digit(i[1])) >= 0 && (lo = hex_digit(i[2])) >= 0) {
-            *o++ = (char)(hi << 4 | lo);
-            i += 2;
-        } else {
-            *o++ = plus && *i == '+' ? ' ' : *i;
-        }
-    }
-    *o = '\0';
-}
-
-/* The path of an absolute-form target ("http://host:port/path", RFC 9112
- * 3.2.2, as proxies send): its authority is not needed to route. */
-static char *origin_path(char *url)
-{
-    if (strncasecmp(url, "http://", 7) == 0)
-        url += 7;
-    else if (strncasecmp(url, "https://", 8) == 0)
-        url += 8;
-    else
-        return url;
-    char *slash = strchr(url, '/');
-    return slash ? slash : (char *)"/";
-}
-
-/* Whether a comma-separated field value lists `token` (case-insensitive). */
-static bool lists_token(const char *v, const char *token)
-{
-    size_t n = strlen(token);
-    while (v && *v) {
-        v += strspn(v, " \t,");
-        size_t len = strcspn(v, ",");
-        size_t trim = len;
-        while (trim && (v[trim - 1] == ' ' || v[trim - 1] == '\t'))
-            trim--;
-        if (trim == n && strncasecmp(v, token, n) == 0)
-            return true;
-        v += len;
-    }
-    return false;
+    return http_head_field(&((const struct http_conn *)conn)->hd, name);
 }
 
 /* Copies the accepted head [from, to) out of the input buffer (which the
- * next read may move) and splits it: request line, then "name: value"
- * lines, each value without its surrounding whitespace. The framer has
- * checked every line's form, so this only cuts. */
+ * next read may move) and splits it (h1head.h). */
 static bool parse_head(struct http_conn *c, uint64_t from, uint64_t to)
 {
     size_t n = (size_t)(to - from);
@@ -243,52 +179,15 @@ static bool parse_head(struct http_conn *c, uint64_t from, uint64_t to)
         return false;
     memcpy(c->head, c->in + (from - c->in_base), n);
     c->head[n] = '\0';
-    char *line = c->head, *eol = strstr(line, "\r\n");
-    if (!eol)
-        return false;
-    *eol = '\0';
-    char *sp1 = strchr(line, ' ');
-    char *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
-    if (!sp2)
-        return false;
-    *sp1 = *sp2 = '\0';
     c->http10 = c->h1.http10;
-    c->nfields = 0;
-    for (line = eol + 2; (eol = strstr(line, "\r\n")) && eol != line; line = eol + 2) {
-        *eol = '\0';
-        char *colon = strchr(line, ':');
-        if (!colon || c->nfields == TILED_H1_FIELDS_MAX)
-            return false;
-        *colon = '\0';
-        char *v = colon + 1;
-        v += strspn(v, " \t");
-        char *e = colon + 1 + strlen(colon + 1);
-        while (e > v && (e[-1] == ' ' || e[-1] == '\t'))
-            *--e = '\0';
-        c->fields[c->nfields++] = (struct http_field){.name = line, .value = v, .name_len = (size_t)(colon - line)};
-    }
-    return true;
+    return http_head_split(c->head, &c->hd);
 }
 
 /* ---- requests ------------------------------------------------------------------ */
 
-static void collect_query(struct tiled_req *req, char *q)
+static void add_query(void *req, const char *key, const char *value)
 {
-    while (q && *q) {
-        char *amp = strchr(q, '&');
-        if (amp)
-            *amp = '\0';
-        if (*q) {
-            char *eq = strchr(q, '=');
-            if (eq)
-                *eq = '\0';
-            unescape(q, true);
-            if (eq)
-                unescape(eq + 1, true);
-            tiled_req_add_query(req, q, eq ? eq + 1 : NULL);
-        }
-        q = amp ? amp + 1 : NULL;
-    }
+    tiled_req_add_query(req, key, value);
 }
 
 /* Content-Length above 0, or a chunked body. */
@@ -342,14 +241,12 @@ static void begin_request(struct http_conn *c, uint64_t from, uint64_t to)
         c->input_done = c->close_after = true;
         return;
     }
-    char *method = c->head, *target = method + strlen(method) + 1;
-    char *q = strchr(target, '?');
-    if (q)
-        *q++ = '\0';
-    unescape(target, false);
-    c->path = origin_path(target);
+    char *method = c->hd.method;
+    http_unescape(c->hd.target, false);
+    c->path = http_origin_path(c->hd.target);
     const char *connection = conn_header(c, "Connection");
-    c->keep_alive = c->http10 ? lists_token(connection, "keep-alive") : !lists_token(connection, "close");
+    c->keep_alive =
+        c->http10 ? http_lists_token(connection, "keep-alive") : !http_lists_token(connection, "close");
     c->is_head = strcmp(method, "HEAD") == 0;
     c->req_origin = conn_header(c, "Origin");
     const char *expect = conn_header(c, "Expect");
@@ -366,7 +263,7 @@ static void begin_request(struct http_conn *c, uint64_t from, uint64_t to)
     c->phase = HTTP_BODY;
     http_conn_unfresh(c);
     c->head_deadline_us = 0;
-    collect_query(req, q);
+    http_query_each(c->hd.query, add_query, req);
     /* An answer decided by the head alone goes out before any upload. */
     if (origin_refused(c, req) || cors_preflight(c, req, method) ||
         tiled_service_route(req, conn_header(c, "Authorization")) ||
@@ -512,7 +409,7 @@ static void refuse_stream(struct http_conn *c)
         }
         char *method = c->head, *target = c->head + 16;
         refused_line(p, c->in + off, len, method, 16, target, 256);
-        c->nfields = 0;
+        c->hd.nfields = 0;
         c->http10 = false;
         c->keep_alive = false;
         c->req_origin = NULL;

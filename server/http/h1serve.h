@@ -20,6 +20,7 @@
 #include <sys/uio.h>
 
 #include "error.h"
+#include "h1head.h"
 #include "h1wire.h"
 
 struct tiled_server;
@@ -44,13 +45,6 @@ enum http_phase {
     HTTP_BODY,    /* a request's head is in; its body is being read */
     HTTP_WORK,    /* the body is in; a worker has the request (resumed when done) */
     HTTP_SEND,    /* the reply is going out */
-};
-
-/* A request head as parsed from the framer's judged bytes: every string
- * points into the connection's head buffer, NUL-terminated. */
-struct http_field {
-    const char *name, *value;
-    size_t name_len;
 };
 
 struct http_conn {
@@ -86,8 +80,7 @@ struct http_conn {
     char *head;             /* owned: the request's head, split in place (grown to the largest seen) */
     size_t head_cap;
     char *path;             /* the decoded path (in head) */
-    struct http_field fields[TILED_H1_FIELDS_MAX];
-    int nfields;
+    struct http_head hd;    /* head, split */
     /* Deadlines (µs, coarse clock; 0: none). */
     uint64_t head_deadline_us;
     uint64_t body_start_us, body_bytes, body_last_us;
