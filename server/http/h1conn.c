@@ -485,6 +485,11 @@ static void end_request(struct http_conn *c, int status)
         c->out = NULL;
         c->out_cap = c->out_off = c->out_len = 0;
     }
+    if (c->head_cap > HTTP_HEAD_KEEP) {
+        free(c->head);
+        c->head = NULL;
+        c->head_cap = 0;
+    }
     if (tiled_log_enabled(TILED_LOG_INFO)) /* the address is for the access log only */
         snprintf(req->remote, sizeof(req->remote), "%s", c->remote);
     tiled_service_end(req, status);

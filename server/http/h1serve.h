@@ -35,9 +35,11 @@ struct tiled_tls_conn;
 /* Reply bytes pending in the output buffer above which a stream's next
  * piece is not pulled. */
 #define HTTP_OUT_HIGH (64u * 1024u)
-/* An output buffer grown beyond this (a streamed reply) is let go when its
- * request ends: an idle kept-alive connection holds little. */
-#define HTTP_OUT_KEEP (16u * 1024u)
+/* An output buffer or a head buffer grown beyond these (a streamed reply,
+ * a large head) is let go when its request ends, so an idle kept-alive
+ * connection holds under 16 KiB (docs/operations.md, Memory). */
+#define HTTP_OUT_KEEP (4u * 1024u)
+#define HTTP_HEAD_KEEP (1u * 1024u)
 
 /* Where a connection's request stands. */
 enum http_phase {
