@@ -67,7 +67,7 @@ struct tiled_req *fake_exchange(struct tiled_server *srv, struct fake_conn *c, e
     char length[24];
     snprintf(length, sizeof(length), "%zu", len);
     /* The head's three steps in the order both transports take them
-     * (server/http/http.c, server/grpc/call.c). */
+     * (server/http/h1conn.c, server/grpc/call.c). */
     if (tiled_service_route(req, fake_header(c, "Authorization")) ||
         tiled_service_expect_body(req, body ? length : NULL) || tiled_service_check_head(req))
         return req;
