@@ -684,6 +684,15 @@ static bool handshake(struct http_conn *c)
     return true;
 }
 
+/* Closes a connection asked to be cut (nothing more of its reply may go
+ * out); whether it is closed. */
+static bool closed_or_cut(struct http_conn *c)
+{
+    if (c->cut_now && !c->dead)
+        conn_close(c);
+    return c->dead;
+}
+
 void http_conn_io(struct http_conn *c, uint32_t events)
 {
     if (c->handshaking) {
@@ -709,18 +718,14 @@ void http_conn_io(struct http_conn *c, uint32_t events)
         return;
     }
     serve(c);
-    if (c->dead)
+    if (closed_or_cut(c))
         return;
     if (http_out_pending(c) && http_out_write(c) < 0) {
         conn_close(c);
         return;
     }
     serve(c); /* a reply out frees the next pipelined request */
-    if (c->cut_now) {
-        conn_close(c);
-        return;
-    }
-    if (c->dead)
+    if (closed_or_cut(c))
         return;
     settle(c);
     /* Records GnuTLS decrypted beyond what the input buffer took wake no

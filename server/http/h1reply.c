@@ -46,8 +46,8 @@ void http_out_put(struct http_conn *c, const void *p, size_t n)
         while (cap < c->out_len + n)
             cap *= 2;
         char *o = realloc(c->out, cap);
-        if (!o) { /* out of memory: the reply is cut, and the connection with it */
-            c->close_after = true;
+        if (!o) { /* out of memory: the connection is cut, never sent a reply with a hole in it */
+            c->cut_now = true;
             return;
         }
         c->out = o;

@@ -75,7 +75,7 @@ struct http_conn {
     enum http_phase phase;
     struct tiled_req *req;
     bool msg_end;           /* the framer saw the message's end */
-    bool cut_now;           /* close without a reply (over TLS, a refusal while the body arrives) */
+    bool cut_now;           /* close now, nothing more written (over TLS a refusal while the body arrives; out of memory) */
     int cut_status;         /* the status it ends with when the connection is cut (0: 499, the client gone) */
     bool http10, keep_alive, is_head, expect_continue;
     const char *req_origin;  /* its Origin field (CORS answer headers), NULL when absent */
