@@ -18,7 +18,6 @@
  * is draining.
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +29,7 @@
 #include "h1serve.h"
 
 #include "clock.h"
+#include "numfmt.h"
 #include "cors.h"
 #include "server.h"
 #include "service.h"
@@ -158,6 +158,17 @@ static const char *reason(int status)
     }
 }
 
+/* "HTTP/1.1 200 OK\r\n" */
+static void out_status_line(struct http_conn *c, int status)
+{
+    char line[24] = "HTTP/1.1 ";
+    size_t k = 9 + tile_format_u64(line + 9, (uint64_t)(status > 0 && status < 1000 ? status : 500));
+    line[k++] = ' ';
+    http_out_put(c, line, k);
+    out_str(c, reason(status));
+    http_out_put(c, "\r\n", 2);
+}
+
 /* "Date: Sat, 28 Nov 2026 09:27:49 GMT\r\n", formatted again when the
  * second changes; per loop thread. */
 static void out_date(struct http_conn *c)
@@ -184,17 +195,26 @@ static bool reply_closes(const struct tiled_reply *r)
     return false;
 }
 
+/* "Content-Length: N\r\n", without printf's machinery (a request's most
+ * formatted number). */
+static void out_length(struct http_conn *c, uint64_t n)
+{
+    char line[48] = "Content-Length: ";
+    size_t k = 16 + tile_format_u64(line + 16, n);
+    line[k++] = '\r';
+    line[k++] = '\n';
+    http_out_put(c, line, k);
+}
+
 /* The framing of the body, and where its bytes come from. */
 static void out_framing(struct http_conn *c, struct tiled_req *req)
 {
     struct tiled_reply *r = &req->reply;
-    char line[64];
     if (r->status == TILED_NO_CONTENT)
         return;
     if (r->status == TILED_NOT_MODIFIED) {
         /* The length of the body it stands for (RFC 9110 8.6), as before. */
-        snprintf(line, sizeof(line), "Content-Length: %" PRIu64 "\r\n", r->validated_len);
-        out_str(c, line);
+        out_length(c, r->validated_len);
         return;
     }
     if (r->stream) {
@@ -206,8 +226,7 @@ static void out_framing(struct http_conn *c, struct tiled_req *req)
         if (coding)
             out_field(c, "Content-Encoding", coding);
         if (size != UINT64_MAX) {
-            snprintf(line, sizeof(line), "Content-Length: %" PRIu64 "\r\n", size);
-            out_str(c, line);
+            out_length(c, size);
         } else if (c->http10) {
             c->close_after = true; /* the body ends with the connection */
         } else {
@@ -218,8 +237,7 @@ static void out_framing(struct http_conn *c, struct tiled_req *req)
         }
         return;
     }
-    snprintf(line, sizeof(line), "Content-Length: %" PRIu64 "\r\n", r->body_len);
-    out_str(c, line);
+    out_length(c, r->body_len);
     if (!c->is_head) {
         c->body = r->body;
         c->body_off = 0;
@@ -234,9 +252,7 @@ void http_reply_queue(struct http_conn *c)
     char timing[256];
     tiled_service_sending(req, timing, sizeof(timing));
     struct tiled_reply *r = &req->reply;
-    char line[96];
-    snprintf(line, sizeof(line), "HTTP/1.1 %d %s\r\n", r->status, reason(r->status));
-    out_str(c, line);
+    out_status_line(c, r->status);
     out_date(c);
     c->stream_chunked = false;
     out_framing(c, req);
