@@ -485,14 +485,14 @@ static void end_request(struct http_conn *c, int status)
         c->out = NULL;
         c->out_cap = c->out_off = c->out_len = 0;
     }
-    if (c->head_cap > HTTP_HEAD_KEEP) {
+    if (tiled_log_enabled(TILED_LOG_INFO)) /* the address is for the access log only */
+        snprintf(req->remote, sizeof(req->remote), "%s", c->remote);
+    tiled_service_end(req, status);
+    if (c->head_cap > HTTP_HEAD_KEEP) { /* after the end: the request borrowed its strings */
         free(c->head);
         c->head = NULL;
         c->head_cap = 0;
     }
-    if (tiled_log_enabled(TILED_LOG_INFO)) /* the address is for the access log only */
-        snprintf(req->remote, sizeof(req->remote), "%s", c->remote);
-    tiled_service_end(req, status);
     /* The next head's deadline: the keep-alive gap, then the head's own. */
     uint64_t ht = header_timeout_us(c);
     c->head_deadline_us =
