@@ -8,7 +8,7 @@
  * with an upper bound `le`, from 50 microseconds to 10 seconds.
  *
  * The `code` label is the exact status for every status tiled sends: the
- * slots come from reply.h's TILED_STATUSES list, so a status added there
+ * slots come from status.h's TILED_STATUSES list, so a status added there
  * has its own label and cannot be left out. A code outside the list (one
  * libmicrohttpd answered by itself) is counted by its class, "4xx" or
  * "5xx", which code=~"5.." still matches.
@@ -31,7 +31,7 @@
 
 #include "grow.h"
 #include "recv_deadline.h"
-#include "reply.h"
+#include "status.h"
 #include "server.h"
 #include "trace.h"
 
@@ -62,7 +62,7 @@ enum { TILED_STATUSES(STATUS_INDEX_) NOWN_STATUS };
 #define STATUS_RANGE_(name, code) _Static_assert((code) >= 100 && (code) <= 599, #name " is an HTTP status code");
 TILED_STATUSES(STATUS_RANGE_)
 #undef STATUS_RANGE_
-_Static_assert(COUNT(status_codes) == NOWN_STATUS, "a code label per status of reply.h");
+_Static_assert(COUNT(status_codes) == NOWN_STATUS, "a code label per status of status.h");
 #define NCLASSES 5
 #define NSTATUS (NOWN_STATUS + NCLASSES)
 
