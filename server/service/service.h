@@ -16,7 +16,7 @@
  *     tiled_service_body(req, bytes, n) ...
  *     tiled_service_dispatch(req)                 -> ready? send reply;
  *                                                    else wait for ops->resume, then send
- *     tiled_service_end(req, status)              (logs, metrics, frees)
+ *     tiled_service_end(req, status)              (observers: log, metrics...; frees)
  *
  * (gRPC runs the head check with the call's head and expect_body once a
  * message's length is known, from its 5-byte prefix.)
@@ -69,7 +69,12 @@ bool tiled_service_dispatch(struct tiled_req *req);
  * writes the Server-Timing value into timing[cap]. */
 void tiled_service_sending(struct tiled_req *req, char *timing, size_t cap);
 /* The exchange is over: `status` was sent (499: the client went away).
- * Logs, counts and frees the request. */
+ * Hands its record to the observers of finished requests (exchange.h:
+ * the access log, metrics, trace, v2 statistics) and frees the request. */
 void tiled_service_end(struct tiled_req *req, int status);
+
+struct tiled_metrics_gauges;
+/* The daemon's figures a metrics scrape shows (metrics.h), read now. */
+void tiled_service_gauges(const struct tiled_server *srv, struct tiled_metrics_gauges *g);
 
 #endif

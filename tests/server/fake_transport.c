@@ -13,6 +13,7 @@
 #include "bodycache.h"
 #include "fake_transport.h"
 #include "log.h"
+#include "serve.h"
 #include "service.h"
 
 const char *fake_header(void *conn, const char *name)
@@ -104,7 +105,7 @@ int fake_setup(void **state)
     tiled_log_init(&srv->cfg);
     srv->pool = tile_pool_init(2, 16, &e);
     srv->bodies = tiled_bodycache_new((uint64_t)srv->cfg.body_cache);
-    return srv->pool && srv->bodies ? 0 : -1;
+    return srv->pool && srv->bodies && tiled_serve_wire(srv, &e) == 0 ? 0 : -1;
 }
 
 int fake_teardown(void **state)
