@@ -17,6 +17,8 @@
 
 #include "auth.h"
 #include "clock.h"
+#include "cors_reply.h"
+#include "cors.h"
 #include "exchange.h"
 #include "grow.h"
 #include "memory.h"
@@ -136,6 +138,18 @@ static void req_free(struct tiled_req *req)
 }
 
 /* ---- head --------------------------------------------------------------- */
+
+bool tiled_service_browser(struct tiled_req *req, const char *origin, const char *host, const char *request_method)
+{
+    const char *origins = req->srv->cfg.cors_origins;
+    if (tiled_cors_refuse(&req->reply, origins, origin, host, req->srv->tls != NULL))
+        return true;
+    /* A preflight comes without a key: it is answered before the key check. */
+    if (!origins[0] || !tiled_cors_is_preflight(req->method, request_method))
+        return false;
+    tiled_cors_preflight(&req->reply, tiled_auth_enabled());
+    return true;
+}
 
 bool tiled_service_route(struct tiled_req *req, const char *authorization)
 {

@@ -2,7 +2,8 @@
  *
  * DESIGN. A transport (server/http/ adapts libmicrohttpd, server/grpc/
  * nghttp2) describes a request head (struct tiled_head), feeds the body,
- * and sends the struct tiled_reply it gets back. Between those the service routes, checks the API key and the
+ * and sends the struct tiled_reply it gets back. Between those the service
+ * answers the browser rules (Origin, CORS preflight), routes, checks the API key and the
  * body's size, runs the handler, and admits the heavy part to the worker
  * pool, parking the request through the transport's connection hooks
  * (struct tiled_conn_ops) until a worker has the reply. Nothing here knows
@@ -10,6 +11,7 @@
  * request and fill its reply, errors included (reply.h: one error route).
  *
  *     req = tiled_req_new(srv, &head, conn, &ops)
+ *     tiled_service_browser(req, origin, ...)     -> decided? send reply (HTTP)
  *     tiled_service_route(req, authorization)     -> decided? send reply
  *     tiled_service_expect_body(req, length)      -> decided? send reply
  *     tiled_service_check_head(req)               -> decided? send reply
@@ -45,6 +47,13 @@ struct tiled_req *tiled_req_new(struct tiled_server *srv, const struct tiled_hea
                                 const struct tiled_conn_ops *ops);
 void tiled_req_add_query(struct tiled_req *req, const char *key, const char *value);
 
+/* The browser rules (cors.h), from the head alone and before the route:
+ * a page on another origin that may not call tiled gets a 403 (`origin`:
+ * the Origin header, `host`: Host), and with --cors-origins a preflight
+ * (`request_method`: Access-Control-Request-Method) its 204, before the
+ * key check since browsers send no key with it. True when the reply is
+ * decided. HTTP's first step; gRPC has no browsers to answer. */
+bool tiled_service_browser(struct tiled_req *req, const char *origin, const char *host, const char *request_method);
 /* Finds the route and checks the API key. True when the reply is decided
  * already (401, 404, 405; 501 for a method HTTP does not define, or an
  * unknown gRPC method): send it without reading the body. */
