@@ -33,7 +33,7 @@
 #include "server.h"
 #include "service.h"
 #include "stream.h"
-#include "tls/tls.h"
+#include "tls.h"
 #include "wirehook.h"
 
 /* A connection's own state, its socket_context: headwatch's slot first

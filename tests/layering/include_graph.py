@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""include_graph.py - fails when the modules of the service code depend on
-each other in a cycle.
+"""include_graph.py - fails when the modules of the daemon depend on each
+other in a cycle.
 
 A module is a source file and its header (server/infra/log.c and server/infra/log.h are
 the module server/infra/log). Two graphs are checked:
@@ -24,6 +24,7 @@ without the other; every cycle is reported, with the symbols that make it.
     include_graph.py [ROOT]                 check the includes of the tree at ROOT (default: .)
     include_graph.py --symbols BUILD [ROOT] check the symbols of BUILD/obj (built from ROOT)
     include_graph.py --self-test            check that planted cycles are found, in both graphs
+    include_graph.py --layer-path LAYER     print a layer's include path (as make layer-flags does)
 """
 import glob
 import os
@@ -32,22 +33,49 @@ import subprocess
 import sys
 import tempfile
 
-# The include path of each layer, as the Makefile gives it.
-LAYERS = {
+# Each layer's include path, as the Makefile's LAYER_* give them
+# (test_layering.sh checks that the two agree): a folder sees its own
+# headers and those of the layers below it, bottom up core/, api/,
+# server/infra/, server/tls/, server/service/, server/handlers/, then the
+# two transports, which see neither each other; the daemon's own files
+# (server/*.c) see every server/ folder; the CLI sees none of them.
+_HANDLERS = ["core", "api", "server/infra", "server/tls", "server/service", "server/handlers"]
+PATHS = {
     "core": ["core"],
     "api": ["core", "api"],
     "cli": ["core", "api", "cli"],
-    "server": ["core", "api", "server", "server/service", "server/handlers", "server/infra"],
+    "server/infra": _HANDLERS[:3],
+    "server/tls": _HANDLERS[:4],
+    "server/service": _HANDLERS[:5],
+    "server/handlers": _HANDLERS,
+    "server/http": _HANDLERS + ["server/http"],
+    "server/grpc": _HANDLERS + ["server/grpc"],
+    "server": _HANDLERS + ["server/http", "server/grpc", "server"],
 }
+# The Makefile's name of each layer (make layer-flags LAYER=...).
+MAKE_NAMES = {layer: layer.split("/")[-1] for layer in PATHS}
+
+
+def folder_of(rel):
+    """The layer of a file or module path relative to the root: its
+    server/ folder (server/infra/log.c -> server/infra), server for the
+    daemon's own files (server/serve.c), else its top folder (core, api,
+    cli)."""
+    parts = rel.split("/")
+    if parts[0] == "server" and len(parts) > 2 and "/".join(parts[:2]) in PATHS:
+        return "/".join(parts[:2])
+    return parts[0]
+
+
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
 def module_graph(root):
     graph = {}
-    for layer, path in LAYERS.items():
-        top = os.path.join(root, layer)
-        for d, _, names in sorted(os.walk(top)):
+    for top in ("core", "api", "cli", "server"):
+        for d, _, names in sorted(os.walk(os.path.join(root, top))):
             here = os.path.relpath(d, root)
+            path = PATHS[folder_of(here + "/")]
             for name in sorted(names):
                 if not name.endswith((".c", ".h")):
                     continue
@@ -161,8 +189,8 @@ def symbol_graph(build, root):
     """{module: {module it depends on: sorted witness symbols}} from the
     objects of the layers under BUILD/obj."""
     objs = []
-    for layer in LAYERS:
-        objs += sorted(glob.glob(os.path.join(build, "obj", layer, "**", "*.o"), recursive=True))
+    for top in ("core", "api", "cli", "server"):
+        objs += sorted(glob.glob(os.path.join(build, "obj", top, "**", "*.o"), recursive=True))
     if not objs:
         raise SystemExit(f"no object files under {build}/obj: build first")
     owner, needs = {}, {}
@@ -297,6 +325,13 @@ def self_test_symbols():
 def main(argv):
     if argv[1:] == ["--self-test"]:
         return self_test() or self_test_symbols()
+    if argv[1:2] == ["--layer-path"] and len(argv) == 3:
+        layer = {v: k for k, v in MAKE_NAMES.items()}.get(argv[2])
+        if not layer:
+            print(f"no layer {argv[2]}")
+            return 2
+        print(" ".join("-I" + d for d in PATHS[layer]))
+        return 0
     if argv[1:2] == ["--symbols"] and len(argv) in (3, 4):
         return check_symbols(argv[2], argv[3] if len(argv) == 4 else ".")
     root = argv[1] if len(argv) > 1 else "."
