@@ -41,8 +41,10 @@ API_LIBS     = $(shell pkg-config --libs jansson 2>/dev/null || echo -ljansson)
 
 # Layering, enforced by the include path: each directory sees only the
 # headers of its own layer and the layers below it, so a wrong-way #include
-# does not compile (tests/layering/ checks this, and that neither the
-# include graph nor the objects' symbol graph has a cycle).
+# does not compile. tests/layering/ checks this, that neither the include
+# graph nor the objects' symbol graph has a cycle, and, from the objects'
+# symbols (nm), that no code calls a layer above its own or from one
+# transport into the other.
 # Bottom up:
 #   core/             dtypes, plans, kernels, pool       -Icore
 #   api/              codecs (no sockets)                + -Iapi

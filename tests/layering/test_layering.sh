@@ -9,8 +9,10 @@
 #     probe); include_graph.py knows the same paths;
 #   - the modules' include graph has no cycle, nor has their symbol graph
 #     (a function named in module A and defined in module B: A depends on
-#     B, whatever header declares it; include_graph.py), and the checker
-#     finds a planted cycle in each;
+#     B, whatever header declares it; include_graph.py), and no object
+#     uses a symbol defined in a higher layer or in the other transport;
+#     the checker finds a planted cycle in each graph, and a planted
+#     infra -> service and http -> grpc call;
 #   - only server/http/ includes microhttpd.h, only server/grpc/ nghttp2,
 #     only server/grpc/ and server/tls/ GnuTLS;
 #   - no file name is used twice under core/, api/ and server/;
@@ -88,9 +90,12 @@ done
 
 if python3 tests/layering/include_graph.py .; then ok; else bad "the include graph has a cycle"; fi
 # The same of the functions and objects each module's object names and
-# which module defines them, whatever header declares them.
-if python3 tests/layering/include_graph.py --symbols "$build" .; then ok; else bad "the symbol graph has a cycle"; fi
-if python3 tests/layering/include_graph.py --self-test; then ok; else bad "the cycle checker missed a planted cycle"; fi
+# which module defines them, whatever header declares them; and each
+# object's against the layers: nothing used from above or across.
+if python3 tests/layering/include_graph.py --symbols "$build" .; then ok; else
+  bad "the symbol graph has a cycle, or code reaches up or across the transports"; fi
+if python3 tests/layering/include_graph.py --self-test; then ok; else
+  bad "the checker missed a planted cycle or upward call"; fi
 
 # Each transport's library is known to its directory only: libmicrohttpd
 # to server/http/, nghttp2 to server/grpc/, GnuTLS to server/grpc/ and
