@@ -67,9 +67,13 @@ struct tiled_req *fake_exchange(struct tiled_server *srv, struct fake_conn *c, e
     assert_non_null(req);
     char length[24];
     snprintf(length, sizeof(length), "%zu", len);
-    /* The head's three steps in the order both transports take them
-     * (server/http/http.c, server/grpc/call.c). */
-    if (tiled_service_route(req, fake_header(c, "Authorization")) ||
+    /* The head's steps in the order the transports take them
+     * (server/http/http.c, server/grpc/call.c): the browser rules over
+     * HTTP only, then route, body length and head check. */
+    if ((transport == TILED_TRANSPORT_HTTP &&
+         tiled_service_browser(req, fake_header(c, "Origin"), fake_header(c, "Host"),
+                               fake_header(c, "Access-Control-Request-Method"))) ||
+        tiled_service_route(req, fake_header(c, "Authorization")) ||
         tiled_service_expect_body(req, body ? length : NULL) || tiled_service_check_head(req))
         return req;
     if (body)
