@@ -77,6 +77,7 @@
 #include "fuzz_common.h"
 #include "h2_replies.h"
 #include "log.h"
+#include "serve.h"
 #include "server.h"
 #include "step_clock.h"
 #include "step_pool.h"
@@ -228,6 +229,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     tiled_log_init(&srv.cfg);
     srv.pool = tile_pool_init((int)srv.cfg.workers, (int)srv.cfg.queue, &e);
     srv.bodies = tiled_bodycache_new((uint64_t)srv.cfg.body_cache);
+    if (tiled_serve_wire(&srv, &e) < 0)
+        fuzz_fail("wire: %s", e.text);
     transport.srv = &srv;
     transport.io = &mem_io;
     transport.lfd = -1; /* no listener: the harness makes the one connection */

@@ -12,7 +12,7 @@
 
 #include "h2.h"
 #include "log.h"
-#include "tls/tls.h"
+#include "tls.h"
 
 struct tiled_grpc_tls_conn {
     gnutls_session_t s;

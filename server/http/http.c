@@ -22,7 +22,6 @@
 
 #include "http.h"
 
-#include "auth.h"
 #include "clock.h"
 #include "cors.h"
 #include "headwatch.h"
@@ -34,7 +33,7 @@
 #include "server.h"
 #include "service.h"
 #include "stream.h"
-#include "tls/tls.h"
+#include "tls.h"
 #include "wirehook.h"
 
 /* A connection's own state, its socket_context: headwatch's slot first
@@ -331,25 +330,6 @@ static enum MHD_Result answer_from_head(struct tiled_req *req, struct MHD_Connec
     return queue_reply(req, c);
 }
 
-/* A page on another origin that may not call tiled gets a 403 before the
- * route, the key check and the body (cors.h): it makes tiled do no work. */
-static bool origin_refused(struct tiled_req *req, struct MHD_Connection *c)
-{
-    return tiled_cors_refuse(&req->reply, req->srv->cfg.cors_origins, lookup_header(c, "Origin"),
-                             lookup_header(c, MHD_HTTP_HEADER_HOST), req->srv->tls != NULL);
-}
-
-/* A browser's CORS preflight, when --cors-origins is set: answered before
- * the route and the key check, since browsers send no key with it. */
-static bool cors_preflight(struct tiled_req *req, struct MHD_Connection *c, const char *method)
-{
-    if (!req->srv->cfg.cors_origins[0] ||
-        !tiled_cors_is_preflight(method, lookup_header(c, "Access-Control-Request-Method")))
-        return false;
-    tiled_cors_preflight(&req->reply, tiled_auth_enabled());
-    return true;
-}
-
 /* The reply, written to the socket now, and the connection closed: for a
  * request whose body is still arriving. libmicrohttpd 0.9.75 takes no
  * response while a body is being read (MHD_queue_response accepts one only
@@ -466,8 +446,11 @@ static enum MHD_Result first_call_of(struct tiled_server *srv, struct MHD_Connec
     if (refused)
         return answer_refused(req, c, refused);
     MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_query, req);
-    /* An answer decided by the head alone goes out before any upload. */
-    if (origin_refused(req, c) || cors_preflight(req, c, method) ||
+    /* An answer decided by the head alone goes out before any upload; a
+     * page on another origin that may not call tiled gets its 403 before
+     * the route, the key check and the body, so it makes tiled do no work. */
+    if (tiled_service_browser(req, lookup_header(c, "Origin"), lookup_header(c, MHD_HTTP_HEADER_HOST),
+                              lookup_header(c, "Access-Control-Request-Method")) ||
         tiled_service_route(req, lookup_header(c, MHD_HTTP_HEADER_AUTHORIZATION)) ||
         tiled_service_expect_body(req, lookup_header(c, MHD_HTTP_HEADER_CONTENT_LENGTH)) ||
         tiled_service_check_head(req))
