@@ -330,7 +330,7 @@ run: deps-build
 
 # libmicrohttpd alone (bench/mhd_floor.c): the floor of a small request,
 # and what the library refuses by itself of the framing table.
-$(BUILD)/bench/mhd_floor: bench/mhd_floor.c
+$(BUILD)/bench/mhd_floor: bench/mhd_floor.c bench/floor.h
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(PKG_LIBS) $(LDLIBS)
 
