@@ -44,23 +44,46 @@ CMOCKA_LIBS  = $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
 API_LIBS     = $(shell pkg-config --libs jansson 2>/dev/null || echo -ljansson)
 
 # Layering, enforced by the include path: each directory sees only the
-# headers of the layers below it, so a wrong-way #include does not compile
-# (tests/layering/ checks this and that the include graph has no cycle).
-#   core/    dtypes, plans, kernels, pool      -Icore
-#   api/     codecs (no sockets)               -Icore -Iapi
-#   cli/     tiled tile, tiled probe, main()   -Icore -Iapi -Icli
-#   server/  the daemon                        -Icore -Iapi -Iserver
+# headers of its own layer and the layers below it, so a wrong-way #include
+# does not compile. tests/layering/ checks this, that neither the include
+# graph nor the objects' symbol graph has a cycle, and, from the objects'
+# symbols (nm), that no code calls a layer above its own or from one
+# transport into the other.
+# Bottom up:
+#   core/             dtypes, plans, kernels, pool       -Icore
+#   api/              codecs (no sockets)                + -Iapi
+#   server/infra/     config, clock, text, listener, log and metrics sinks  + -Iserver/infra
+#   server/tls/       TLS policy, certificate, sessions  + -Iserver/tls
+#   server/service/   a request's life, replies          + -Iserver/service
+#   server/handlers/  protocol handlers, route table     + -Iserver/handlers
+#   server/http/, server/grpc/   the transports: each   + its own folder only
+#                     (neither sees the other)
+#   server/*.c        the daemon (serve.c), which wires the layers below:
+#                     every server/ folder, and server/ itself
+#   cli/              tiled tile, tiled probe, main()    -Icore -Iapi -Icli
+#                     (the daemon only through weak symbols)
+# The tests of server/ (tests/server/) test across its folders, so they
+# compile with the daemon's path, as does whatever else sees all of it.
 # Within server/, one directory per library holds the only code that
 # includes it: server/grpc/ (nghttp2.h) and server/tls/ (gnutls.h: the TLS
 # policy, certificate and sessions both ports share); HTTP/1.1
 # (server/http/) is the project's own. The test checks that too.
-LAYER_core   := -Icore
-LAYER_api    := -Icore -Iapi
-LAYER_cli    := -Icore -Iapi -Icli
-LAYER_server := -Icore -Iapi -Iserver -Iserver/service -Iserver/handlers -Iserver/infra
-LAYER_ALL    := -Icore -Iapi -Iserver -Iserver/service -Iserver/handlers -Iserver/infra
-# The layer of a path (core/x.c, tests/core/test_x.c -> core).
-layer_of = $(LAYER_$(firstword $(filter core api cli server,$(subst /, ,$(1)))))
+LAYER_core     := -Icore
+LAYER_api      := $(LAYER_core) -Iapi
+LAYER_cli      := $(LAYER_api) -Icli
+LAYER_infra    := $(LAYER_api) -Iserver/infra
+LAYER_tls      := $(LAYER_infra) -Iserver/tls
+LAYER_service  := $(LAYER_tls) -Iserver/service
+LAYER_handlers := $(LAYER_service) -Iserver/handlers
+LAYER_http     := $(LAYER_handlers) -Iserver/http
+LAYER_grpc     := $(LAYER_handlers) -Iserver/grpc
+LAYER_server   := $(LAYER_handlers) -Iserver/http -Iserver/grpc -Iserver
+LAYER_ALL      := $(LAYER_server)
+SERVER_LAYERS  := infra tls service handlers http grpc
+# The layer of a path: core/x.c, tests/core/test_x.c -> core;
+# server/infra/x.c -> infra; server/serve.c, tests/server/test_x.c -> server.
+layer_name = $(if $(filter server,$(firstword $(subst /, ,$(1)))),$(or $(filter $(SERVER_LAYERS),$(word 2,$(subst /, ,$(1)))),server),$(firstword $(filter core api cli server,$(subst /, ,$(1)))))
+layer_of = $(LAYER_$(call layer_name,$(1)))
 
 CORE_SRC   := $(wildcard core/*.c)
 API_SRC    := $(wildcard api/*.c)
@@ -138,7 +161,8 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(call layer_of,$<) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
 
-# `make -s layer-flags LAYER=api` prints a layer's include path (for the test).
+# `make -s layer-flags LAYER=api` prints a layer's include path (for the test;
+# LAYER=infra, tls, service, handlers, http, grpc for a folder of server/).
 layer-flags:
 	@echo $(LAYER_$(LAYER)) $(CPPFLAGS)
 
@@ -310,7 +334,7 @@ run: deps-build
 
 # libmicrohttpd alone (bench/mhd_floor.c): the floor of a small request,
 # and what the library refuses by itself of the framing table.
-$(BUILD)/bench/mhd_floor: bench/mhd_floor.c
+$(BUILD)/bench/mhd_floor: bench/mhd_floor.c bench/floor.h
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(MHD_CFLAGS) -o $@ $< $(MHD_LIBS) $(LDLIBS)
 

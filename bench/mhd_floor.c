@@ -24,35 +24,9 @@
 
 #include <microhttpd.h>
 
-static const char body[64] = "{\"output\":{\"dtype\":\"float32\",\"shape\":[2,4],\"data\":[1,2]}}     ";
+#include "floor.h"
 
-static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-                              const char *version, const char *upload, size_t *upload_size, void **state)
-{
-    (void)cls;
-    (void)url;
-    (void)method;
-    (void)version;
-    (void)upload;
-    if (!*state) { /* the head: the body, if any, comes next */
-        *state = (void *)1;
-        return MHD_YES;
-    }
-    if (*upload_size) { /* a body piece, dropped */
-        *upload_size = 0;
-        return MHD_YES;
-    }
-    struct MHD_Response *r = MHD_create_response_from_buffer(sizeof(body), (void *)body, MHD_RESPMEM_MUST_COPY);
-    if (!r)
-        return MHD_NO;
-    MHD_add_response_header(r, "Content-Type", "application/json");
-    MHD_add_response_header(r, "X-Request-Id", "0123456789abcdef0123456789abcdef");
-    MHD_add_response_header(r, "Server-Timing", "queue;dur=0.000, decode;dur=0.001, tile;dur=0.001, total;dur=0.003");
-    MHD_add_response_header(r, "Vary", "Accept-Encoding");
-    enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_OK, r);
-    MHD_destroy_response(r);
-    return ok;
-}
+
 
 int main(int argc, char **argv)
 {
@@ -84,7 +58,7 @@ int main(int argc, char **argv)
     }
 #endif
     struct MHD_Daemon *d =
-        MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD, (uint16_t)port, NULL, NULL, answer, NULL,
+        MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD, (uint16_t)port, NULL, NULL, floor_answer, NULL,
                          MHD_OPTION_CONNECTION_LIMIT, 4096u, MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
                          MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
     if (!d) {

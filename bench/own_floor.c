@@ -37,10 +37,11 @@
 
 #include "h1wire.h"
 
+#include "floor.h"
+
 #define IN_CAP (16 * 1024)      /* bytes held: more than the framer's longest head */
 #define OUT_STOP (256 * 1024)   /* pending reply bytes above which the client is not read */
 
-static const char body[64] = "{\"output\":{\"dtype\":\"float32\",\"shape\":[2,4],\"data\":[1,2]}}     ";
 
 static const char status_line[] = "HTTP/1.1 200 OK\r\nDate: ";
 static const char close_line[] = "Connection: close\r\n";
@@ -49,7 +50,6 @@ static const char fields[] = "Content-Type: application/json\r\n"
                              "Server-Timing: queue;dur=0.000, decode;dur=0.001, tile;dur=0.001, total;dur=0.003\r\n"
                              "Vary: Accept-Encoding\r\n"
                              "Content-Length: 64\r\n\r\n";
-static const char refusal[] = "HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
 
 /* "Sat, 28 Nov 2026 09:27:49 GMT\r\n", formatted again when the second changes. */
 #define DATE_LEN 31
@@ -138,7 +138,7 @@ static void on_message(void *arg, const struct tiled_h1 *p, enum tiled_h1_event 
             c->closing = true;
         }
         put(c, fields, sizeof(fields) - 1);
-        put(c, body, sizeof(body));
+        put(c, floor_body, sizeof(floor_body));
     }
 }
 
@@ -161,17 +161,8 @@ static void conn_close(struct conn *c)
 /* Writes what is pending; false when the connection is to be closed. */
 static bool flush_out(struct conn *c)
 {
-    while (c->out_off < c->out_len) {
-        ssize_t w = write(c->fd, c->out + c->out_off, c->out_len - c->out_off);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN)
-                break;
-            return false;
-        }
-        c->out_off += (size_t)w;
-    }
+    if (!floor_write(c->fd, (const char *)c->out, &c->out_off, c->out_len))
+        return false;
     size_t pending = c->out_len - c->out_off;
     if (!pending) {
         c->out_off = c->out_len = 0;
@@ -183,11 +174,6 @@ static bool flush_out(struct conn *c)
     return true;
 }
 
-/* The stream offset before which no byte is needed again. */
-static uint64_t judged(const struct tiled_h1 *p)
-{
-    return p->unit == TILED_H1_UNIT_NONE ? p->pos : p->unit_start;
-}
 
 static bool readable(struct conn *c)
 {
@@ -202,11 +188,11 @@ static bool readable(struct conn *c)
     size_t at = (size_t)(c->h1.pos - c->base);
     tiled_h1_feed(&c->h1, c->in + at, c->len - at);
     if (c->h1.status && !c->closing) {
-        put(c, refusal, sizeof(refusal) - 1);
+        put(c, floor_refusal, sizeof(floor_refusal) - 1);
         c->closing = true;
     }
     /* Keep the unit in progress (a head's lines are judged whole). */
-    size_t drop = (size_t)(judged(&c->h1) - c->base);
+    size_t drop = (size_t)(floor_judged(&c->h1) - c->base);
     if (drop) {
         memmove(c->in, c->in + drop, c->len - drop);
         c->len -= drop;

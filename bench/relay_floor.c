@@ -48,41 +48,13 @@
 
 #include "h1wire.h"
 
+#include "floor.h"
+
 #define IN_CAP (16 * 1024)  /* client bytes held: more than the framer's longest head */
 #define OUT_CAP (16 * 1024) /* reply bytes in flight from the library to the client */
 
-static const char body[64] = "{\"output\":{\"dtype\":\"float32\",\"shape\":[2,4],\"data\":[1,2]}}     ";
 
-/* bench/mhd_floor.c's access handler, unchanged. */
-static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-                              const char *version, const char *upload, size_t *upload_size, void **state)
-{
-    (void)cls;
-    (void)url;
-    (void)method;
-    (void)version;
-    (void)upload;
-    if (!*state) {
-        *state = (void *)1;
-        return MHD_YES;
-    }
-    if (*upload_size) {
-        *upload_size = 0;
-        return MHD_YES;
-    }
-    struct MHD_Response *r = MHD_create_response_from_buffer(sizeof(body), (void *)body, MHD_RESPMEM_MUST_COPY);
-    if (!r)
-        return MHD_NO;
-    MHD_add_response_header(r, "Content-Type", "application/json");
-    MHD_add_response_header(r, "X-Request-Id", "0123456789abcdef0123456789abcdef");
-    MHD_add_response_header(r, "Server-Timing", "queue;dur=0.000, decode;dur=0.001, tile;dur=0.001, total;dur=0.003");
-    MHD_add_response_header(r, "Vary", "Accept-Encoding");
-    enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_OK, r);
-    MHD_destroy_response(r);
-    return ok;
-}
 
-static const char refusal[] = "HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
 
 struct conn {
     int cfd;              /* the client's socket */
@@ -147,17 +119,12 @@ static void conn_close(struct conn *c)
     free(c);
 }
 
-/* The stream offset up to which the framer has judged every byte good. */
-static uint64_t judged(const struct tiled_h1 *p)
-{
-    return p->unit == TILED_H1_UNIT_NONE ? p->pos : p->unit_start;
-}
 
 /* Sends the judged bytes not yet sent to the library; false if the
  * connection is gone. */
 static bool forward(struct conn *c)
 {
-    size_t upto = (size_t)(judged(&c->h1) - c->base);
+    size_t upto = (size_t)(floor_judged(&c->h1) - c->base);
     size_t sent = 0;
     while (sent < upto) {
         ssize_t w = write(c->sfd, c->in + sent, upto - sent);
@@ -212,17 +179,8 @@ static bool client_readable(struct conn *c)
 /* Writes the pending reply bytes; false if the connection is gone. */
 static bool flush_out(struct conn *c)
 {
-    while (c->out_off < c->out_len) {
-        ssize_t w = write(c->cfd, c->out + c->out_off, c->out_len - c->out_off);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN)
-                break;
-            return false;
-        }
-        c->out_off += (size_t)w;
-    }
+    if (!floor_write(c->cfd, (const char *)c->out, &c->out_off, c->out_len))
+        return false;
     if (c->out_off == c->out_len)
         c->out_off = c->out_len = 0;
     rearm(c);
@@ -235,7 +193,7 @@ static bool lib_readable(struct conn *c)
     if (r < 0)
         return errno == EAGAIN || errno == EINTR;
     if (r == 0) { /* the library closed; after a refusal, the 400 goes last (best effort) */
-        if (c->refused && write(c->cfd, refusal, sizeof(refusal) - 1) < 0)
+        if (c->refused && write(c->cfd, floor_refusal, sizeof(floor_refusal) - 1) < 0)
             return false;
         return false;
     }
@@ -382,7 +340,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "relay_floor: cannot listen on port %u\n", port);
         return 1;
     }
-    daemon_ = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL, answer, NULL,
+    daemon_ = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL, floor_answer, NULL,
                                MHD_OPTION_CONNECTION_LIMIT, 4096u, MHD_OPTION_END);
     if (!daemon_) {
         fprintf(stderr, "relay_floor: libmicrohttpd did not start\n");

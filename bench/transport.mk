@@ -16,12 +16,12 @@
 # options to bench/transport_options.sh (e.g. TRANSPORT_ARGS="--rounds 2 --dur 2").
 TRANSPORT_ARGS ?=
 
-$(BUILD)/bench/relay_floor: bench/relay_floor.c server/http/h1wire.c server/http/h1wire.h
+$(BUILD)/bench/relay_floor: bench/relay_floor.c bench/floor.h server/http/h1wire.c server/http/h1wire.h
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -Iserver/http $(MHD_CFLAGS) -o $@ bench/relay_floor.c server/http/h1wire.c \
 	    $(MHD_LIBS) $(LDLIBS)
 
-$(BUILD)/bench/own_floor: bench/own_floor.c server/http/h1wire.c server/http/h1wire.h
+$(BUILD)/bench/own_floor: bench/own_floor.c bench/floor.h server/http/h1wire.c server/http/h1wire.h
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -Iserver/http -o $@ bench/own_floor.c server/http/h1wire.c $(LDLIBS)
 

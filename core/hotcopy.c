@@ -61,6 +61,23 @@ void tile_copy_hot(uint8_t *dst, const uint8_t *src, uint64_t n)
     memcpy(dst, src, n);
 }
 
+void tile_copy_periodic(uint8_t *dst, uint64_t period, uint64_t n)
+{
+    if (n <= period)
+        return;
+#ifdef TILE_HOTCOPY_AVX2
+    /* copy_avx2 loads 128 bytes before it stores them, and its last vector
+     * reads 32 bytes ending `period` before the end: with a period of at
+     * least 128 every byte it loads was stored by an earlier block. */
+    if (period >= TILE_HOTCOPY_PERIODIC_MIN && tile_copy_hot_vector()) {
+        copy_avx2(dst + period, dst, n - period);
+        return;
+    }
+#endif
+    for (uint64_t done = period; done < n; done *= 2)
+        tile_copy_hot(dst + done, dst, n - done < done ? n - done : done);
+}
+
 void tile_copy_hot_force_memcpy(bool off)
 {
     atomic_store(&forced_memcpy, off);

@@ -22,6 +22,14 @@
 /* Copies n bytes; [dst, dst + n) and [src, src + n) must not overlap. */
 void tile_copy_hot(uint8_t *dst, const uint8_t *src, uint64_t n);
 
+/* dst[0, period) holds a pattern: extends it periodically to dst[0, n)
+ * (n >= period). With the vector loop and a period of at least
+ * TILE_HOTCOPY_PERIODIC_MIN bytes this is one forward pass, each block of
+ * loads reading bytes the pass stored a period earlier; otherwise the
+ * pattern is doubled (one copy per doubling). */
+void tile_copy_periodic(uint8_t *dst, uint64_t period, uint64_t n);
+#define TILE_HOTCOPY_PERIODIC_MIN 128u
+
 /* Whether tile_copy_hot uses the vector loop (the CPU has it and it is not
  * turned off). */
 bool tile_copy_hot_vector(void);

@@ -185,6 +185,10 @@ static void write_tile(const struct fill_ctx *c, int l, const uint8_t *src, uint
 static void replicate(uint8_t *dst, uint64_t tile, uint64_t total, uint64_t chunk)
 {
     uint64_t done = tile;
+    if (tile >= TILE_HOTCOPY_PERIODIC_MIN && tile * 2 <= chunk) { /* one forward pass to a chunk */
+        done = total <= chunk ? total : chunk / tile * tile;
+        tile_copy_periodic(dst, tile, done);
+    }
     while (done < total && done * 2 <= chunk) {
         uint64_t n = total - done < done ? total - done : done;
         tile_copy_hot(dst + done, dst, n);
@@ -375,9 +379,13 @@ static void execute_split(const struct tile_plan *p, const void *in, void *out, 
 
 static void execute_plan(const struct tile_plan *p, const void *in, void *out, struct tile_pool *pool)
 {
-    bool streamed = tile_stores_stream(p->out_bytes);
     if (!pool || tile_pool_size(pool) <= 1 || p->out_bytes < TILE_PARALLEL_MIN_BYTES) {
+        bool streamed = tile_stores_pick(p->out_bytes, 0);
+        bool timed = p->out_bytes >= TILE_STORES_MEASURED_MIN; /* the store kind is learnt (stores.h) */
+        uint64_t t0 = timed ? now_ns() : 0;
         fill_range(p, streamed, in, 0, p->out_bytes, out);
+        if (timed)
+            tile_stores_learned(p->out_bytes, 0, streamed, now_ns() - t0);
         return;
     }
     /* Whether a second thread adds memory bandwidth or only contention is
@@ -385,12 +393,15 @@ static void execute_plan(const struct tile_plan *p, const void *in, void *out, s
     struct tile_autosplit *stats = tile_pool_autosplit(pool);
     enum tile_split_work work = p->out_bytes <= p->in_bytes ? TILE_WORK_COPY : TILE_WORK_REPEAT;
     enum tile_split_way way = tile_autosplit_choose(stats, work, p->out_bytes);
+    bool streamed = tile_stores_pick(p->out_bytes, way == TILE_SPLIT_POOL);
     uint64_t t0 = now_ns();
     if (way == TILE_SPLIT_POOL)
         execute_split(p, in, out, streamed, pool);
     else
         fill_range(p, streamed, in, 0, p->out_bytes, out);
-    tile_autosplit_record(stats, work, p->out_bytes, way, now_ns() - t0);
+    uint64_t ns = now_ns() - t0;
+    tile_autosplit_record(stats, work, p->out_bytes, way, ns);
+    tile_stores_learned(p->out_bytes, way == TILE_SPLIT_POOL, streamed, ns);
 }
 
 /* Whether to fold the innermost level of `p` (see tile_plan_fold_inner):

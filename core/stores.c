@@ -1,6 +1,8 @@
 /* stores.c - the store policy from the machine's cache sizes (see stores.h). */
 #include "stores.h"
 
+#include "autosplit.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -15,6 +17,10 @@ static struct tile_cache_sizes sizes;
 static uint64_t stream_min;
 static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
 static atomic_int forced = TILE_STORES_AUTO;
+/* Store kinds by measurement, with autosplit.h's machinery: its two "ways"
+ * are the kinds (TILE_SPLIT_ONE: plain stores, TILE_SPLIT_POOL: streaming)
+ * and its two "works" the lanes (0: one thread, 1: split). Zeroed: ready. */
+static struct tile_autosplit measured;
 
 /* One line of a sysfs cache attribute into buf; false when it is missing. */
 static bool read_attr(int index, const char *name, char *buf, size_t cap)
@@ -120,4 +126,34 @@ bool tile_stores_stream(uint64_t out_bytes)
 void tile_stores_force(enum tile_stores mode)
 {
     atomic_store(&forced, (int)mode);
+}
+
+static enum tile_split_work lane_of(int lane)
+{
+    return lane ? TILE_WORK_COPY : TILE_WORK_REPEAT;
+}
+
+bool tile_stores_pick(uint64_t out_bytes, int lane)
+{
+    if (atomic_load_explicit(&forced, memory_order_relaxed) != TILE_STORES_AUTO || out_bytes < TILE_STORES_MEASURED_MIN)
+        return tile_stores_stream(out_bytes);
+    return tile_autosplit_choose(&measured, lane_of(lane), out_bytes) == TILE_SPLIT_POOL;
+}
+
+void tile_stores_learned(uint64_t out_bytes, int lane, bool stream, uint64_t ns)
+{
+    if (atomic_load_explicit(&forced, memory_order_relaxed) != TILE_STORES_AUTO || out_bytes < TILE_STORES_MEASURED_MIN)
+        return;
+    tile_autosplit_record(&measured, lane_of(lane), out_bytes, stream ? TILE_SPLIT_POOL : TILE_SPLIT_ONE, ns);
+}
+
+bool tile_stores_best(uint64_t out_bytes, int lane)
+{
+    if (atomic_load_explicit(&forced, memory_order_relaxed) != TILE_STORES_AUTO || out_bytes < TILE_STORES_MEASURED_MIN)
+        return tile_stores_stream(out_bytes);
+    uint64_t plain = tile_autosplit_estimate(&measured, lane_of(lane), out_bytes, TILE_SPLIT_ONE);
+    uint64_t stream = tile_autosplit_estimate(&measured, lane_of(lane), out_bytes, TILE_SPLIT_POOL);
+    if (!plain || !stream)
+        return tile_stores_stream(out_bytes);
+    return stream * 100 < plain * (100 - TILE_AUTOSPLIT_MARGIN_PCT);
 }

@@ -60,6 +60,30 @@ uint64_t tile_stores_stream_min(void);
 /* Whether an output of `out_bytes` is written with non-temporal stores. */
 bool tile_stores_stream(uint64_t out_bytes);
 
+/* The size rule above is a prior: how much of the last-level cache an
+ * output really gets depends on what else the host runs (a virtual
+ * machine shares its L3 with other tenants: on one host a 16 MiB output
+ * was rewritten with plain stores at 10 GB/s, every line read back from
+ * memory first, and streamed at 25, with sysfs saying 32 MiB of L3). So
+ * outputs of at least TILE_STORES_MEASURED_MIN bytes are written with the
+ * kind that has been faster for their size class in this process: both
+ * kinds are tried in turn at first and the other one again now and then,
+ * by autosplit.h's rule (medians of a window; streaming must win by its
+ * margin, since plain stores also leave the output in the cache for
+ * whatever reads it next). `lane` keeps the single-thread and the split
+ * runs apart (0 and 1): their times per byte differ. Thread-safe. */
+#define TILE_STORES_MEASURED_MIN (4u << 20)
+
+/* Whether the next call writing `out_bytes` on `lane` streams: the forced
+ * kind, else the size rule below TILE_STORES_MEASURED_MIN, else the
+ * measured choice (which may be a trial of the other kind). */
+bool tile_stores_pick(uint64_t out_bytes, int lane);
+/* Reports how long writing `out_bytes` on `lane` with that kind took. */
+void tile_stores_learned(uint64_t out_bytes, int lane, bool stream, uint64_t ns);
+/* The kind the measurements favour now for `out_bytes` on `lane`, without
+ * counting a call (reports; the size rule until both kinds have samples). */
+bool tile_stores_best(uint64_t out_bytes, int lane);
+
 /* Forces one kind of store for every later call in the process (tests and
  * benchmarks exercise both paths this way); TILE_STORES_AUTO restores the
  * size rule. */

@@ -28,9 +28,11 @@ void tile_read(const struct tile_plan *plan, const void *in, uint64_t offset, ui
 /* Writes the whole output (plan->out_bytes bytes) into `out`. Small
  * outputs never leave the calling thread; large ones are split across
  * `pool` (NULL: the caller only) when the pool's own measurements show that
- * splitting is faster on this machine (see autosplit.h). Outputs that fit
- * the last-level cache are written with plain stores, larger ones with
- * non-temporal stores (see stores.h); tile_read always uses plain ones. */
+ * splitting is faster on this machine (see autosplit.h). The store kind
+ * (plain, which leaves the output in the cache, or non-temporal) follows
+ * the cache size for small outputs and, from 4 MiB on, what was faster for
+ * the size in this process (see stores.h); tile_read always uses plain
+ * ones. */
 void tile_execute(const struct tile_plan *plan, const void *in, void *out, struct tile_pool *pool);
 
 /* Tests and benchmarks: the size of the pieces the kernel writes whole

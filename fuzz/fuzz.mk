@@ -92,7 +92,7 @@ $(FUZZ_BUILD)/obj/gen/openapi.o: $(BUILD)/gen/openapi.c
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
 $(FUZZ_BUILD)/fuzz_grpc_transport: fuzz/fuzz_grpc_transport.c $(FUZZ_TRANSPORT_OBJ)
-	$(FUZZ_CC) $(LAYER_server) -Iserver/grpc $(CPPFLAGS) -Ifuzz $(FUZZ_CFLAGS) -fsanitize=fuzzer $(PKG_CFLAGS) \
+	$(FUZZ_CC) $(LAYER_server) $(CPPFLAGS) -Ifuzz $(FUZZ_CFLAGS) -fsanitize=fuzzer $(PKG_CFLAGS) \
 	    -o $@ $< $(FUZZ_TRANSPORT_OBJ) $(PKG_LIBS) -pthread -lm
 
 # The HTTP/1.1 framer (fuzz_h1wire.c) is server/http/h1wire.c alone, driven

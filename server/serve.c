@@ -24,18 +24,21 @@
 #include "clock.h"
 #include "compress.h"
 #include "cors.h"
-#include "grpc/grpc.h"
-#include "http/http.h"
+#include "exchange.h"
+#include "grpc.h"
+#include "http.h"
 #include "listener.h"
 #include "log.h"
 #include "memory.h"
 #include "metrics.h"
+#include "router.h"
 #include "server.h"
 #include "shm.h"
 #include "stream.h"
 #include "text.h"
-#include "tls/tls.h"
+#include "tls.h"
 #include "trace.h"
+#include "v2_catalog.h"
 
 static void limits_from_config(struct tiled_server *srv)
 {
@@ -103,6 +106,16 @@ static int metrics_start(struct tiled_server *srv, struct tile_error *e)
     return 0;
 }
 
+int tiled_serve_wire(struct tiled_server *srv, struct tile_error *e)
+{
+    srv->find_route = tiled_route_find;
+    tiled_exchange_observe_none();
+    if (tiled_exchange_observe(tiled_log_access, NULL) < 0 || tiled_exchange_observe(tiled_metrics_record, NULL) < 0 ||
+        tiled_exchange_observe(tiled_trace_end, NULL) < 0 || tiled_exchange_observe(tiled_v2_record, srv) < 0)
+        return tile_error_set(e, TILE_EIO, "too many observers of finished requests");
+    return 0;
+}
+
 /* The certificate and key, when TLS is on: both ports' policy and files,
  * loaded before either listens so a bad file stops the start by name. */
 static int tls_start(struct tiled_server *srv, struct tile_error *e)
@@ -153,7 +166,8 @@ static int serve(struct tiled_server *srv)
         if (!srv->bodies)
             tile_error_set(&e, TILE_ENOMEM, "cannot allocate the body cache");
         rc = srv->pool && srv->bodies && shm_start(srv, &e) == 0 && tls_start(srv, &e) == 0 &&
-                     metrics_start(srv, &e) == 0 && tiled_trace_init(&srv->cfg, &e) == 0
+                     metrics_start(srv, &e) == 0 && tiled_serve_wire(srv, &e) == 0 &&
+                     tiled_trace_init(&srv->cfg, &e) == 0
                  ? tiled_http_start(srv, &e)
                  : -1;
         if (rc == 0 && (rc = tiled_grpc_start(srv, &e)) < 0)
@@ -163,6 +177,7 @@ static int serve(struct tiled_server *srv)
         tiled_log_error("exit", e.text);
         fprintf(stderr, "tiled: %s\n", e.text);
         tiled_metrics_provide_none();
+        tiled_exchange_observe_none();
         tile_pool_free(srv->pool);
         tiled_bodycache_free(srv->bodies);
         tiled_shm_free(srv->shm);
@@ -205,6 +220,7 @@ static int serve(struct tiled_server *srv)
     tiled_grpc_stop(srv);
     tiled_http_stop(srv);
     tiled_metrics_provide_none(); /* no scrape can come: their contexts go next */
+    tiled_exchange_observe_none(); /* no request is left to end */
     tile_pool_free(srv->pool);
     tiled_bodycache_free(srv->bodies); /* after the transports: they have given back every body */
     tiled_shm_free(srv->shm); /* no request holds a region any more */

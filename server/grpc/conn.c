@@ -58,7 +58,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "server.h"
-#include "tls/session.h"
+#include "session.h"
 
 #define STREAM_WINDOW (8 << 20)
 #define CONN_WINDOW (64 << 20)

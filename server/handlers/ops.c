@@ -10,6 +10,7 @@
 #include "handlers.h"
 #include "metrics.h"
 #include "server.h"
+#include "service.h"
 #include "text.h"
 
 /* The OpenAPI document (api/openapi.json), embedded at build time. */
@@ -27,7 +28,9 @@ void tiled_handle_metrics(struct tiled_req *req)
 {
     size_t len;
     bool om = wants_openmetrics(req->accept);
-    char *text = tiled_metrics_render(req->srv, om, &len);
+    struct tiled_metrics_gauges g;
+    tiled_service_gauges(req->srv, &g);
+    char *text = tiled_metrics_render(&g, om, &len);
     if (!text) {
         tiled_reply_error(&req->reply, TILED_UNAVAILABLE, "cannot render metrics: out of memory");
         return;

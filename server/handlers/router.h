@@ -1,6 +1,7 @@
 /* router.h - the route table: which route a request reaches. It names
  * every handler (handlers.h, v2_grpc.c's), so it is above all of them;
- * the service (service.c) asks it. */
+ * the service asks it through the function the daemon gives it (route.h's
+ * tiled_route_find_fn, struct tiled_server's find_route). */
 #ifndef TILED_ROUTER_H
 #define TILED_ROUTER_H
 
@@ -8,10 +9,7 @@
 
 #include "route.h"
 
-/* The route for a request that came by `transport`; NULL when there is
- * none. Then `allow` gets the methods the path does take ("" when the path
- * is unknown: 404, not 405). */
-const struct tiled_route *tiled_route_find(enum tiled_transport transport, const char *method, const char *path, char *allow,
-                                           size_t cap);
+/* The route for a request (route.h, tiled_route_find_fn). */
+tiled_route_find_fn tiled_route_find;
 
 #endif

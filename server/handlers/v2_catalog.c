@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "exchange.h"
 #include "server.h"
 
 /* "13, 6, 1": the versions served, for messages. */
@@ -67,13 +68,16 @@ size_t tiled_v2_extensions(const struct tiled_server *srv, const char *ext[TILED
     return n;
 }
 
-void tiled_v2_record(struct tiled_server *srv, const struct tiled_req *req, bool ok)
+void tiled_v2_record(const struct tiled_exchange *x, void *srv)
 {
-    int slot = tile_v2_version_slot(req->v2_version);
+    if (!x->model_version)
+        return;
+    int slot = tile_v2_version_slot(x->model_version);
     if (slot < 0)
         return;
-    struct tiled_v2_stats *s = &srv->v2_stats[slot];
-    const struct tile_timings *t = &req->tm;
+    bool ok = x->status == TILED_OK;
+    struct tiled_v2_stats *s = &((struct tiled_server *)srv)->v2_stats[slot];
+    const struct tile_timings *t = x->tm;
     atomic_fetch_add(ok ? &s->success_count : &s->fail_count, 1);
     atomic_fetch_add(ok ? &s->success_ns : &s->fail_ns, t->total_us * 1000);
     if (!ok)

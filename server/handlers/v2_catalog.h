@@ -42,7 +42,10 @@ size_t tiled_v2_extensions(const struct tiled_server *srv, const char *ext[TILED
 void tiled_v2_stats_read(const struct tiled_server *srv, int slot, struct tile_grpc_model_stats *out,
                          char version[16]);
 
-/* Adds a finished v2 infer request to its version's statistics. */
-void tiled_v2_record(struct tiled_server *srv, const struct tiled_req *req, bool ok);
+struct tiled_exchange;
+/* Adds a finished v2 infer request (one that named a model version) to
+ * its version's statistics: an observer of finished requests (exchange.h)
+ * whose CTX is the struct tiled_server. */
+void tiled_v2_record(const struct tiled_exchange *x, void *srv);
 
 #endif

@@ -268,7 +268,7 @@ static int shm_prepare(struct tiled_req *req, struct tile_error *e)
     (void)e;
     bool cuda = strncmp(req->path, CUDA_SHM, strlen(CUDA_SHM)) == 0;
     handle_shm(req, cuda ? CUDA_SHM : SYSTEM_SHM, cuda);
-    req->prepare = NULL; /* answered as inline ones are (and counted alike: metrics.c) */
+    req->prepare = NULL; /* answered as inline ones are (and counted alike: service.c's body_format) */
     return -2;
 }
 

@@ -51,16 +51,14 @@
 
 #include "h1serve.h"
 
-#include "auth.h"
 #include "clock.h"
-#include "cors.h"
 #include "log.h"
 #include "metrics.h"
 #include "recv_deadline.h"
 #include "server.h"
 #include "service.h"
 #include "stream.h"
-#include "tls/session.h"
+#include "session.h"
 
 /* After a refusal, what the client still sends is read and dropped up to
  * this much; past it the connection just closes. */
@@ -196,25 +194,6 @@ static bool announces_body(const struct http_conn *c)
     return c->h1.te_lines || c->h1.content_length > 0;
 }
 
-/* A page on another origin that may not call tiled gets a 403 before the
- * route, the key check and the body (cors.h): it makes tiled do no work. */
-static bool origin_refused(struct http_conn *c, struct tiled_req *req)
-{
-    return tiled_cors_refuse(&req->reply, req->srv->cfg.cors_origins, conn_header(c, "Origin"),
-                             conn_header(c, "Host"), req->srv->tls != NULL);
-}
-
-/* A browser's CORS preflight, when --cors-origins is set: answered before
- * the route and the key check, since browsers send no key with it. */
-static bool cors_preflight(struct http_conn *c, struct tiled_req *req, const char *method)
-{
-    if (!req->srv->cfg.cors_origins[0] ||
-        !tiled_cors_is_preflight(method, conn_header(c, "Access-Control-Request-Method")))
-        return false;
-    tiled_cors_preflight(&req->reply, tiled_auth_enabled());
-    return true;
-}
-
 /* The reply is complete: it goes out, and the request ends once it has. */
 static void send_reply(struct http_conn *c)
 {
@@ -264,8 +243,11 @@ static void begin_request(struct http_conn *c, uint64_t from, uint64_t to)
     http_conn_unfresh(c);
     c->head_deadline_us = 0;
     http_query_each(c->hd.query, add_query, req);
-    /* An answer decided by the head alone goes out before any upload. */
-    if (origin_refused(c, req) || cors_preflight(c, req, method) ||
+    /* An answer decided by the head alone goes out before any upload; a
+     * page on another origin that may not call tiled gets its 403 before
+     * the route, the key check and the body, so it makes tiled do no work. */
+    if (tiled_service_browser(req, c->req_origin, conn_header(c, "Host"),
+                              conn_header(c, "Access-Control-Request-Method")) ||
         tiled_service_route(req, conn_header(c, "Authorization")) ||
         tiled_service_expect_body(req, conn_header(c, "Content-Length")) || tiled_service_check_head(req)) {
         if (announces_body(c))

@@ -34,7 +34,7 @@
 #include "server.h"
 #include "service.h"
 #include "stream.h"
-#include "tls/session.h"
+#include "session.h"
 
 /* A streamed body's piece, at most. */
 #define PIECE_MAX (64u * 1024u)

@@ -6,10 +6,6 @@
 #include <string.h>
 #include <strings.h>
 
-/* What a page may send: the body's type and coding, the binary extension's
- * header and a request id; Authorization only when keys are on. */
-#define ALLOW_HEADERS "Content-Type, Content-Encoding, Inference-Header-Content-Length, X-Request-Id"
-
 /* What a page may read besides the CORS-safelisted headers: tiled's own,
  * the API key challenge of a 401, Allow of a 405, Retry-After of a 503. */
 #define EXPOSE_HEADERS                                                                                                 \
@@ -170,31 +166,14 @@ bool tiled_cors_same_origin(const char *origin, const char *host, bool tls)
            parse_authority(host, strlen(host), tls ? 443 : 80, &mine) && same_origin(&theirs, &mine);
 }
 
-bool tiled_cors_refuse(struct tiled_reply *r, const char *origins, const char *origin, const char *host, bool tls)
+bool tiled_cors_refused(const char *origins, const char *origin, const char *host, bool tls)
 {
-    if (!origin || tiled_cors_same_origin(origin, host, tls) || tiled_cors_allows(origins, origin))
-        return false;
-    tiled_reply_error(r, TILED_FORBIDDEN,
-                      "origin '%.100s' may not call this server: it is not the server's own (%s://%.100s) and "
-                      "--cors-origins does not list it",
-                      origin, tls ? "https" : "http", host ? host : "(no Host header)");
-    /* With CORS on every answer says so already (tiled_cors_answer_headers). */
-    if (!origins || !origins[0])
-        tiled_reply_vary(r, "Origin");
-    return true;
+    return origin && !tiled_cors_same_origin(origin, host, tls) && !tiled_cors_allows(origins, origin);
 }
 
 bool tiled_cors_is_preflight(const char *method, const char *request_method)
 {
     return strcmp(method, "OPTIONS") == 0 && request_method && request_method[0];
-}
-
-void tiled_cors_preflight(struct tiled_reply *r, bool auth)
-{
-    r->status = TILED_NO_CONTENT;
-    tiled_reply_header(r, "Access-Control-Allow-Methods", "GET, HEAD, POST");
-    tiled_reply_header(r, "Access-Control-Allow-Headers", auth ? ALLOW_HEADERS ", Authorization" : ALLOW_HEADERS);
-    tiled_reply_header(r, "Access-Control-Max-Age", "600");
 }
 
 const char *const *tiled_cors_answer_headers(const char *origins, const char *origin)

@@ -21,6 +21,9 @@
  *   in Access-Control-Allow-Origin and Timing-Allow-Origin and exposes
  *   tiled's own response headers.
  *
+ * This module is the policy; the answers the two rules write are the
+ * service's, steps of its head sequence (cors_reply.h).
+ *
  * Origins compare by parts: scheme and host case-insensitively, the port
  * with the scheme's default filled in (http://h:80 is http://h), IPv6
  * literals by address.
@@ -31,7 +34,6 @@
 #include <stdbool.h>
 
 #include "error.h"
-#include "reply.h"
 
 /* 0 when every entry of `origins` (the --cors-origins value) is "*" or an
  * origin (scheme://host[:port], nothing after it); else -1 naming the entry
@@ -45,16 +47,13 @@ bool tiled_cors_allows(const char *origins, const char *origin);
  * host and port of the Host header `host`. */
 bool tiled_cors_same_origin(const char *origin, const char *host, bool tls);
 
-/* The Origin check: true, with a 403 in `r`, when the request has an Origin
- * (`origin` not NULL) that is neither its own nor let in by `origins`. */
-bool tiled_cors_refuse(struct tiled_reply *r, const char *origins, const char *origin, const char *host, bool tls);
+/* The Origin check: true when the request has an Origin (`origin` not
+ * NULL) that is neither its own nor let in by `origins`. The service
+ * answers it (cors_reply.h). */
+bool tiled_cors_refused(const char *origins, const char *origin, const char *host, bool tls);
 
 /* True for a preflight request (OPTIONS with Access-Control-Request-Method). */
 bool tiled_cors_is_preflight(const char *method, const char *request_method);
-
-/* The preflight's answer, for an origin the check above let through: 204
- * with the allowed methods and headers. */
-void tiled_cors_preflight(struct tiled_reply *r, bool auth);
 
 /* Headers for any answer while CORS is on (NULL when it is off): name/value
  * pairs, NULL-terminated; valid until the thread's next call. */

@@ -37,10 +37,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "exchange.h"
 #include "numfmt.h"
 #include "otlp.h"
-#include "server.h"
 #include "text.h"
+#include "trace.h"
 
 static enum tiled_log_level log_level = TILED_LOG_INFO;
 static enum tiled_log_format log_format = TILED_LOG_JSON;
@@ -309,16 +310,17 @@ static char *put_u64(char *o, uint64_t v)
  * the rest of a small request's logging path (callgrind); nor with
  * sprintf, whose format parsing was still half of the line's cost. The
  * fields and their escaping are what the document gave (tiled_json_quote). */
-void tiled_log_access(const struct tiled_req *req, int status)
+void tiled_log_access(const struct tiled_exchange *x, void *ctx)
 {
+    (void)ctx;
     if (!tiled_log_enabled(TILED_LOG_INFO))
         return;
-    const struct tile_timings *t = &req->tm;
-    const char *path = req->path ? req->path : "";
+    const struct tile_timings *t = x->tm;
+    const char *path = x->path;
     char ts[25], stack[2048];
     timestamp(ts);
-    size_t cap = 768 + TILED_JSON_QUOTED_MAX(strlen(req->request_id) + strlen(req->method) + strlen(path) +
-                                             strlen(req->remote));
+    size_t cap = 768 + TILED_JSON_QUOTED_MAX(strlen(x->request_id) + strlen(x->method) + strlen(path) +
+                                             strlen(x->remote));
     char *line = cap <= sizeof(stack) ? stack : malloc(cap);
     if (!line)
         return;
@@ -332,28 +334,28 @@ void tiled_log_access(const struct tiled_req *req, int status)
         o = PUT_LIT(o, "\",\"level\":\"info\",\"event\":\"access\",");
     }
     o = PUT_LIT(o, "\"request_id\":");
-    o += tiled_json_quote(o, req->request_id);
+    o += tiled_json_quote(o, x->request_id);
     o = PUT_LIT(o, ",\"trace_id\":\"");
-    tile_hex(o, req->trace.trace_id, 16);
+    tile_hex(o, x->trace->trace_id, 16);
     o += 32;
     o = PUT_LIT(o, "\",\"transport\":\"");
-    const char *transport = tiled_transport_name(req->transport);
+    const char *transport = tiled_transport_name(x->transport);
     o = put(o, transport, strlen(transport));
     o = PUT_LIT(o, "\",\"method\":");
-    o += tiled_json_quote(o, req->method);
+    o += tiled_json_quote(o, x->method);
     o = PUT_LIT(o, ",\"path\":");
     o += tiled_json_quote(o, path);
     o = PUT_LIT(o, ",\"status\":");
-    if (status < 0) {
+    if (x->status < 0) {
         *o++ = '-';
-        o = put_u64(o, (uint64_t)-(int64_t)status);
+        o = put_u64(o, (uint64_t)-(int64_t)x->status);
     } else {
-        o = put_u64(o, (uint64_t)status);
+        o = put_u64(o, (uint64_t)x->status);
     }
     o = PUT_LIT(o, ",\"bytes_in\":");
-    o = put_u64(o, req->body_len);
+    o = put_u64(o, x->bytes_in);
     o = PUT_LIT(o, ",\"bytes_out\":");
-    o = put_u64(o, req->bytes_out);
+    o = put_u64(o, x->bytes_out);
     o = PUT_LIT(o, ",\"queue_us\":");
     o = put_u64(o, t->queue_us);
     o = PUT_LIT(o, ",\"decode_us\":");
@@ -363,9 +365,9 @@ void tiled_log_access(const struct tiled_req *req, int status)
     o = PUT_LIT(o, ",\"encode_us\":");
     o = put_u64(o, t->encode_us);
     o = PUT_LIT(o, ",\"total_us\":");
-    o = put_u64(o, req->duration_us);
+    o = put_u64(o, x->duration_us);
     o = PUT_LIT(o, ",\"remote\":");
-    o += tiled_json_quote(o, req->remote);
+    o += tiled_json_quote(o, x->remote);
     *o++ = '}';
     *o++ = '\n';
     put_line(line, (size_t)(o - line), true);

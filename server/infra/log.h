@@ -6,7 +6,7 @@
 
 #include "config.h"
 
-struct tiled_req;
+struct tiled_exchange; /* exchange.h */
 
 void tiled_log_init(const struct tiled_config *cfg);
 /* From here on access lines are gathered and written together: by the
@@ -25,8 +25,9 @@ void tiled_log_stop(void);
  * the arguments (an object format: "{s:i, s:s}"; NULL for no fields). */
 void tiled_log_event(enum tiled_log_level level, const char *event, const char *fmt, ...);
 bool tiled_log_enabled(enum tiled_log_level level);
-/* The access line of a finished request (level info); req->remote must be set. */
-void tiled_log_access(const struct tiled_req *req, int status);
+/* The access line of a finished request (level info): an observer of
+ * finished requests (exchange.h; CTX unused). */
+void tiled_log_access(const struct tiled_exchange *x, void *ctx);
 /* An error event carrying `message`. */
 void tiled_log_error(const char *event, const char *message);
 

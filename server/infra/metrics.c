@@ -8,7 +8,7 @@
  * with an upper bound `le`, from 50 microseconds to 10 seconds.
  *
  * The `code` label is the exact status for every status tiled sends: the
- * slots come from reply.h's TILED_STATUSES list, so a status added there
+ * slots come from status.h's TILED_STATUSES list, so a status added there
  * has its own label and cannot be left out. A code outside the list is
  * counted by its class, "4xx" or "5xx", which code=~"5.." still matches.
  *
@@ -30,9 +30,9 @@
 
 #include "grow.h"
 #include "recv_deadline.h"
-#include "reply.h"
-#include "server.h"
+#include "status.h"
 #include "trace.h"
+#include "version.h"
 
 #ifndef TILED_GIT_COMMIT
 #define TILED_GIT_COMMIT "unknown"
@@ -41,13 +41,11 @@
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 /* The request formats, one more slot for requests that had none, and one
- * for gRPC's protobuf messages. */
-#define FMT_NONE TILE_FMT_COUNT
-#define FMT_PROTOBUF (TILE_FMT_COUNT + 1)
-#define NFORMATS (TILE_FMT_COUNT + 2)
+ * for gRPC's protobuf messages (exchange.h). */
+#define NFORMATS TILED_FORMAT_COUNT
 static const char *const format_names[NFORMATS] = {[TILE_FMT_JSON] = "json", [TILE_FMT_RAW] = "octet-stream",
-                                                   [TILE_FMT_NPY] = "npy",   [FMT_NONE] = "none",
-                                                   [FMT_PROTOBUF] = "protobuf"};
+                                                   [TILE_FMT_NPY] = "npy",   [TILED_FORMAT_NONE] = "none",
+                                                   [TILED_FORMAT_PROTOBUF] = "protobuf"};
 _Static_assert(COUNT(format_names) == NFORMATS, "a name per format slot");
 
 /* The statuses counted one by one, then one slot per class (1xx to 5xx)
@@ -61,7 +59,7 @@ enum { TILED_STATUSES(STATUS_INDEX_) NOWN_STATUS };
 #define STATUS_RANGE_(name, code) _Static_assert((code) >= 100 && (code) <= 599, #name " is an HTTP status code");
 TILED_STATUSES(STATUS_RANGE_)
 #undef STATUS_RANGE_
-_Static_assert(COUNT(status_codes) == NOWN_STATUS, "a code label per status of reply.h");
+_Static_assert(COUNT(status_codes) == NOWN_STATUS, "a code label per status of status.h");
 #define NCLASSES 5
 #define NSTATUS (NOWN_STATUS + NCLASSES)
 
@@ -112,13 +110,6 @@ void tiled_metrics_connection(enum tiled_transport transport, int delta)
         atomic_fetch_add_explicit(&m.connections[transport], delta, memory_order_relaxed);
 }
 
-static enum tiled_route_label route_label(const struct tiled_req *req)
-{
-    if (req->v2_version)
-        return TILED_RL_V2_INFER;
-    return req->route ? req->route->label : TILED_RL_OTHER;
-}
-
 static void observe(struct histogram *h, uint64_t us)
 {
     size_t b = 0;
@@ -128,24 +119,17 @@ static void observe(struct histogram *h, uint64_t us)
     atomic_fetch_add_explicit(&h->sum_us, us, memory_order_relaxed);
 }
 
-static int format_slot(const struct tiled_req *req)
+void tiled_metrics_record(const struct tiled_exchange *x, void *ctx)
 {
-    if (req->transport == TILED_TRANSPORT_GRPC)
-        return FMT_PROTOBUF;
-    if (req->v2_version)
-        return req->infer_header_len ? TILE_FMT_RAW : TILE_FMT_JSON;
-    return req->prepare ? (int)req->in_fmt : FMT_NONE;
-}
-
-void tiled_metrics_record(const struct tiled_req *req, int status)
-{
-    enum tiled_route_label r = route_label(req);
-    int tr = (unsigned)req->transport < NTRANSPORTS ? (int)req->transport : TILED_TRANSPORT_HTTP;
-    atomic_fetch_add_explicit(&m.requests[tr][r][format_slot(req)][status_slot(status)], 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&m.bytes_in[tr], req->body_len, memory_order_relaxed);
-    atomic_fetch_add_explicit(&m.bytes_out[tr], req->bytes_out, memory_order_relaxed);
-    observe(&m.duration[tr][r], req->duration_us);
-    const struct tile_timings *t = &req->tm;
+    (void)ctx;
+    enum tiled_route_label r = (unsigned)x->label < TILED_RL_COUNT ? x->label : TILED_RL_OTHER;
+    int tr = (unsigned)x->transport < NTRANSPORTS ? (int)x->transport : TILED_TRANSPORT_HTTP;
+    int f = x->format >= 0 && x->format < NFORMATS ? x->format : TILED_FORMAT_NONE;
+    atomic_fetch_add_explicit(&m.requests[tr][r][f][status_slot(x->status)], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m.bytes_in[tr], x->bytes_in, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m.bytes_out[tr], x->bytes_out, memory_order_relaxed);
+    observe(&m.duration[tr][r], x->duration_us);
+    const struct tile_timings *t = x->tm;
     const uint64_t phase_us[NPHASES] = {
         [PHASE_QUEUE] = t->queue_us, [PHASE_DECODE] = t->decode_us, [PHASE_TILE] = t->tile_us,
         [PHASE_ENCODE] = t->encode_us,
@@ -318,45 +302,45 @@ static void render_histograms(struct tiled_metrics_out *o)
 }
 
 /* Requests too slow to arrive (server/http/h1conn.c, recv_deadline.h). */
-static void render_receive_timeouts(struct tiled_metrics_out *o, struct tiled_server *srv)
+static void render_receive_timeouts(struct tiled_metrics_out *o, const struct tiled_metrics_gauges *g)
 {
     header(o, "tiled_header_timeouts_total", "counter",
            "Connections cut because a request head did not arrive within --header-timeout.");
-    put(o, "tiled_header_timeouts_total %llu\n", (unsigned long long)atomic_load(&srv->header_timeouts));
+    put(o, "tiled_header_timeouts_total %llu\n", (unsigned long long)g->header_timeouts);
     header(o, "tiled_body_timeouts_total", "counter",
            "Requests refused (408; gRPC: DEADLINE_EXCEEDED) or cut because their body (gRPC: the call's whole "
            "request) did not arrive within --header-timeout plus a second per " TILED_RECV_MIN_RATE_TEXT
            " bytes received.");
     for (int t = 0; t < NTRANSPORTS; t++) {
-        if (t != TILED_TRANSPORT_HTTP && srv->cfg.grpc_port < 0) /* cfg, not srv->grpc: set before any thread */
+        if (t != TILED_TRANSPORT_HTTP && !g->grpc)
             continue;
         put(o, "tiled_body_timeouts_total{transport=\"%s\"} %llu\n", tiled_transport_name((enum tiled_transport)t),
-            (unsigned long long)atomic_load(&srv->body_timeouts[t]));
+            (unsigned long long)g->body_timeouts[t]);
     }
 }
 
-static void render_gauges(struct tiled_metrics_out *o, struct tiled_server *srv)
+static void render_gauges(struct tiled_metrics_out *o, const struct tiled_metrics_gauges *g)
 {
     header(o, "tiled_inflight_requests", "gauge", "Requests being received, processed or sent.");
-    put(o, "tiled_inflight_requests %d\n", atomic_load(&srv->inflight));
+    put(o, "tiled_inflight_requests %d\n", g->inflight);
     header(o, "tiled_open_connections", "gauge", "Client connections open, by transport.");
     for (int t = 0; t < NTRANSPORTS; t++) {
-        if (t != TILED_TRANSPORT_HTTP && srv->cfg.grpc_port < 0)
+        if (t != TILED_TRANSPORT_HTTP && !g->grpc)
             continue;
         put(o, "tiled_open_connections{transport=\"%s\"} %d\n", tiled_transport_name((enum tiled_transport)t),
             atomic_load(&m.connections[t]));
     }
     header(o, "tiled_max_connections", "gauge", "Connections a transport accepts at once (--max-connections).");
-    put(o, "tiled_max_connections %lld\n", (long long)srv->cfg.max_connections);
+    put(o, "tiled_max_connections %lld\n", g->max_connections);
     header(o, "tiled_draining", "gauge", "1 from SIGTERM until the daemon stops: no new requests are taken.");
-    put(o, "tiled_draining %d\n", atomic_load(&srv->draining) ? 1 : 0);
+    put(o, "tiled_draining %d\n", g->draining ? 1 : 0);
     header(o, "tiled_queue_depth", "gauge", "Requests waiting for a worker.");
-    put(o, "tiled_queue_depth %d\n", tile_pool_queue_depth(srv->pool));
+    put(o, "tiled_queue_depth %d\n", g->queue_depth);
     header(o, "tiled_workers", "gauge", "Size of the worker pool.");
-    put(o, "tiled_workers %d\n", tile_pool_size(srv->pool));
+    put(o, "tiled_workers %d\n", g->workers);
     header(o, "tiled_busy_workers", "gauge", "Workers running a job.");
-    put(o, "tiled_busy_workers %d\n", tile_pool_busy(srv->pool));
-    render_receive_timeouts(o, srv);
+    put(o, "tiled_busy_workers %d\n", g->busy_workers);
+    render_receive_timeouts(o, g);
     for (int i = 0; i < nproviders; i++)
         providers[i].fn(o, providers[i].ctx);
     header(o, "tiled_build_info", "gauge", "Build information; the value is always 1.");
@@ -375,7 +359,7 @@ static int count_open_fds(void)
     return n > 3 ? n - 3 : 0; /* ".", ".." and the directory's own fd */
 }
 
-static void render_process(struct tiled_metrics_out *o, const struct tiled_server *srv)
+static void render_process(struct tiled_metrics_out *o, const struct tiled_metrics_gauges *g)
 {
     long pages = 0, rss = 0;
     FILE *f = fopen("/proc/self/statm", "r");
@@ -395,7 +379,7 @@ static void render_process(struct tiled_metrics_out *o, const struct tiled_serve
     header(o, "process_open_fds", "gauge", "Number of open file descriptors.");
     put(o, "process_open_fds %d\n", count_open_fds());
     header(o, "process_start_time_seconds", "gauge", "Start time of the process since the Unix epoch in seconds.");
-    put(o, "process_start_time_seconds %.3f\n", (double)srv->start_wall_ms / 1e3);
+    put(o, "process_start_time_seconds %.3f\n", (double)g->start_wall_ms / 1e3);
     header(o, "process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.");
     put(o, "process_cpu_seconds_total %.6f\n", cpu);
 }
@@ -423,15 +407,15 @@ static void render_tracing(struct tiled_metrics_out *o)
     put(o, "tiled_otlp_queue_capacity %llu\n", (unsigned long long)capacity);
 }
 
-char *tiled_metrics_render(struct tiled_server *srv, bool openmetrics, size_t *len)
+char *tiled_metrics_render(const struct tiled_metrics_gauges *g, bool openmetrics, size_t *len)
 {
     struct tiled_metrics_out o = {malloc(16384), 0, 16384, 0, openmetrics};
     if (!o.buf)
         return NULL;
     render_requests(&o);
     render_histograms(&o);
-    render_gauges(&o, srv);
-    render_process(&o, srv);
+    render_gauges(&o, g);
+    render_process(&o, g);
     render_tracing(&o);
     if (openmetrics)
         put(&o, "# EOF\n");

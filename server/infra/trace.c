@@ -37,9 +37,10 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "exchange.h"
 #include "otlp.h"
-#include "server.h"
 #include "text.h"
+#include "version.h"
 
 #define TRACE_RING 2048        /* finished requests waiting for export */
 #define TRACE_BATCH 256        /* requests per POST */
@@ -175,9 +176,10 @@ static size_t rec_spans(const struct trace_rec *r)
            (r->send_ns != 0);
 }
 
-void tiled_trace_end(const struct tiled_req *req, int status)
+void tiled_trace_end(const struct tiled_exchange *x, void *ctx)
 {
-    if (!ex.on || !req->trace.sampled)
+    (void)ctx;
+    if (!ex.on || !x->trace->sampled)
         return;
     struct trace_rec r;
     uint64_t now_us = tiled_now_us();
@@ -185,32 +187,32 @@ void tiled_trace_end(const struct tiled_req *req, int status)
     /* Monotonic µs to wall ns, anchored at the end. */
 #define AT(us) (end_ns - (now_us - (us)) * 1000u)
     memset(&r, 0, sizeof(r));
-    r.ctx = req->trace;
+    r.ctx = *x->trace;
     r.ctx.trace_state = NULL; /* borrowed from the request: the copy is `state` */
-    if (req->trace.trace_state)
-        tiled_copy_str(r.state, sizeof(r.state), req->trace.trace_state);
-    if (req->transport == TILED_TRANSPORT_GRPC)
-        tiled_copy_str(r.name, sizeof(r.name), req->route ? req->path + (req->path[0] == '/') : "grpc");
+    if (x->trace->trace_state)
+        tiled_copy_str(r.state, sizeof(r.state), x->trace->trace_state);
+    if (x->transport == TILED_TRANSPORT_GRPC)
+        tiled_copy_str(r.name, sizeof(r.name), x->route_path ? x->path + (x->path[0] == '/') : "grpc");
     else
-        snprintf(r.name, sizeof(r.name), "%s%s%s", req->method, req->route ? " " : "",
-                 req->route ? req->route->path : "");
-    tiled_copy_str(r.path, sizeof(r.path), req->path);
-    tiled_copy_str(r.request_id, sizeof(r.request_id), req->request_id);
-    r.transport = tiled_transport_name(req->transport);
-    r.status = status;
-    r.start_ns = AT(req->t_start);
+        snprintf(r.name, sizeof(r.name), "%s%s%s", x->method, x->route_path ? " " : "",
+                 x->route_path ? x->route_path : "");
+    tiled_copy_str(r.path, sizeof(r.path), x->path);
+    tiled_copy_str(r.request_id, sizeof(r.request_id), x->request_id);
+    r.transport = tiled_transport_name(x->transport);
+    r.status = x->status;
+    r.start_ns = AT(x->t_start);
     r.end_ns = end_ns;
-    if (req->t_queued) {
-        r.queue_ns = AT(req->t_queued);
-        r.queue_len = req->tm.queue_us * 1000u;
+    if (x->t_queued) {
+        r.queue_ns = AT(x->t_queued);
+        r.queue_len = x->tm->queue_us * 1000u;
     }
-    if (req->t_work)
-        r.work_ns = AT(req->t_work);
-    r.decode_len = req->tm.decode_us * 1000u;
-    r.tile_len = req->tm.tile_us * 1000u;
-    r.encode_len = req->tm.encode_us * 1000u;
-    if (req->t_sent)
-        r.send_ns = AT(req->t_sent);
+    if (x->t_work)
+        r.work_ns = AT(x->t_work);
+    r.decode_len = x->tm->decode_us * 1000u;
+    r.tile_len = x->tm->tile_us * 1000u;
+    r.encode_len = x->tm->encode_us * 1000u;
+    if (x->t_sent)
+        r.send_ns = AT(x->t_sent);
 #undef AT
     pthread_mutex_lock(&ex.lock);
     if (ex.count == TRACE_RING) {

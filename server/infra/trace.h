@@ -19,8 +19,17 @@
 #include "config.h"
 #include "error.h"
 
-struct tiled_req;
-struct tiled_trace; /* server.h */
+struct tiled_exchange; /* exchange.h */
+
+/* A request's W3C trace context (tiled_trace_begin reads it, the exporter
+ * sends it). */
+struct tiled_trace {
+    uint8_t trace_id[16];
+    uint8_t span_id[8];   /* the request's own span */
+    uint8_t parent_id[8]; /* the caller's span; all zero when none came */
+    bool sampled;
+    const char *trace_state; /* the tracestate header as received (borrowed), or NULL */
+};
 
 /* Longest tracestate kept (W3C: 32 members, 512 characters is what every
  * vendor must propagate); a longer or non-printable one is dropped. */
@@ -34,8 +43,9 @@ int tiled_trace_init(const struct tiled_config *cfg, struct tile_error *e);
 void tiled_trace_stop(void);
 /* Reads traceparent/tracestate (either may be NULL) into `t`. */
 void tiled_trace_begin(struct tiled_trace *t, const char *traceparent, const char *tracestate);
-/* The request is over: queues its spans when exporting and sampled. */
-void tiled_trace_end(const struct tiled_req *req, int status);
+/* A request is over: queues its spans when exporting and sampled. An
+ * observer of finished requests (exchange.h; CTX unused). */
+void tiled_trace_end(const struct tiled_exchange *x, void *ctx);
 /* Spans exported, failed (the collector refused or could not be reached)
  * and dropped (the ring was full). */
 void tiled_trace_counts(uint64_t *exported, uint64_t *failed, uint64_t *dropped);

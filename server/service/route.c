@@ -1,29 +1,10 @@
-/* route.c - what every route shares: transports, labels, methods (see
+/* route.c - what every route shares: methods and their checks (see
  * route.h; the table itself is router.c's). */
 #include "route.h"
 
 #include <string.h>
 
 #include "reply.h"
-
-static const char *const label_names[] = {
-    [TILED_RL_V1_TILE] = "/v1/tile", [TILED_RL_V2_INFER] = "/v2/models/infer", [TILED_RL_V2] = "/v2",
-    [TILED_RL_HEALTH] = "/v2/health", [TILED_RL_METRICS] = "/metrics",         [TILED_RL_GRPC] = "grpc",
-    [TILED_RL_OTHER] = "other",
-};
-_Static_assert(sizeof(label_names) / sizeof(label_names[0]) == TILED_RL_COUNT, "a name per route label");
-
-const char *tiled_transport_name(enum tiled_transport transport)
-{
-    static const char *const names[] = {[TILED_TRANSPORT_HTTP] = "http", [TILED_TRANSPORT_GRPC] = "grpc"};
-    _Static_assert(sizeof(names) / sizeof(names[0]) == TILED_TRANSPORT_COUNT, "a name per transport");
-    return (unsigned)transport < TILED_TRANSPORT_COUNT ? names[transport] : "other";
-}
-
-const char *tiled_route_label_name(enum tiled_route_label label)
-{
-    return (unsigned)label < TILED_RL_COUNT ? label_names[label] : label_names[TILED_RL_OTHER];
-}
 
 const char *tiled_allow_value(const char *method)
 {

@@ -1,8 +1,9 @@
 /* route.h - what a route is: path, method, handler, whether a body is
  * read, whether it is open without an API key, and the label its requests
  * carry in the metrics; and what every handler shares of routing (method
- * checks, labels). The table of routes is router.h's: it names every
- * handler, so it sits above them, and no handler depends on it.
+ * checks). The table of routes is router.h's: it names every handler,
+ * so it sits above them, and no handler depends on it; the labels are
+ * exchange.h's, the figures every observer of a request reads.
  */
 #ifndef TILED_ROUTE_H
 #define TILED_ROUTE_H
@@ -10,24 +11,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "exchange.h" /* enum tiled_transport, enum tiled_route_label */
+
 struct tiled_req;
-
-/* What carried a request in: it picks the routes the request can reach
- * and labels its metrics and access log. */
-enum tiled_transport { TILED_TRANSPORT_HTTP, TILED_TRANSPORT_GRPC, TILED_TRANSPORT_COUNT };
-/* Its label in metrics and logs: "http", "grpc". */
-const char *tiled_transport_name(enum tiled_transport transport);
-
-enum tiled_route_label {
-    TILED_RL_V1_TILE,
-    TILED_RL_V2_INFER, /* given by the models route to an infer request */
-    TILED_RL_V2,
-    TILED_RL_HEALTH,
-    TILED_RL_METRICS,
-    TILED_RL_GRPC,  /* the Open Inference Protocol over gRPC */
-    TILED_RL_OTHER, /* no route, and operator documents */
-    TILED_RL_COUNT
-};
 
 typedef void (*tiled_handler_fn)(struct tiled_req *req);
 
@@ -54,6 +40,15 @@ struct tiled_route {
     tiled_handler_fn check_head;
 };
 
+/* The route table's lookup (router.h's tiled_route_find): the route for
+ * a request that came by `transport`, NULL when there is none; then
+ * `allow` gets the methods the path does take ("" when the path is
+ * unknown: 404, not 405). The table names every handler, so it sits above
+ * them and above the service that asks it: the daemon hands it to the
+ * service (struct tiled_server's find_route, serve.c). */
+typedef const struct tiled_route *tiled_route_find_fn(enum tiled_transport transport, const char *method,
+                                                      const char *path, char *allow, size_t cap);
+
 /* The Allow header's value for a route of method `method`: a GET route
  * serves HEAD too, so it lists both. */
 const char *tiled_allow_value(const char *method);
@@ -78,8 +73,5 @@ struct tiled_reply;
  * serves GET); otherwise sets a 405 on `reply` naming the allowed method
  * (server.h's tiled_method_is() says it of a request). */
 bool tiled_method_check(const char *method, const char *path, const char *want, struct tiled_reply *reply);
-
-/* The metrics label text ("/v1/tile", "other", ...). */
-const char *tiled_route_label_name(enum tiled_route_label label);
 
 #endif

@@ -28,6 +28,7 @@
 #include "route.h"
 #include "shm.h"
 #include "tile.h"
+#include "trace.h"
 #include "v2.h"
 #include "version.h"
 
@@ -39,15 +40,6 @@ struct tiled_tls;
 struct tiled_conn_ops {
     void (*suspend)(void *conn);
     void (*resume)(void *conn);
-};
-
-/* A request's W3C trace context (trace.h reads and exports it). */
-struct tiled_trace {
-    uint8_t trace_id[16];
-    uint8_t span_id[8];   /* the request's own span */
-    uint8_t parent_id[8]; /* the caller's span; all zero when none came */
-    bool sampled;
-    const char *trace_state; /* the tracestate header as received (borrowed), or NULL */
 };
 
 /* Triton-style cumulative statistics of one model version. */
@@ -79,6 +71,10 @@ struct tiled_server {
     uint64_t start_wall_ms;
     struct tiled_tls *tls;    /* TLS policy and certificate (tls/tls.h); NULL without --tls-cert */
     struct tiled_shm *shm;    /* NULL unless --shared-memory system */
+    /* The route table's lookup (router.h), wired by the daemon (serve.c):
+     * the table names every handler, so the service below them asks it
+     * through this pointer rather than by name. */
+    tiled_route_find_fn *find_route;
 };
 
 /* Per-request state, made by tiled_req_new() and freed by

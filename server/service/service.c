@@ -17,18 +17,17 @@
 
 #include "auth.h"
 #include "clock.h"
+#include "cors_reply.h"
+#include "cors.h"
+#include "exchange.h"
 #include "grow.h"
-#include "handlers.h"
-#include "log.h"
 #include "memory.h"
 #include "metrics.h"
 #include "route.h"
-#include "router.h"
 #include "spare.h"
 #include "stream.h"
 #include "text.h"
 #include "trace.h"
-#include "v2_catalog.h"
 #include "work.h"
 
 /* ---- request state ------------------------------------------------------ */
@@ -140,10 +139,22 @@ static void req_free(struct tiled_req *req)
 
 /* ---- head --------------------------------------------------------------- */
 
+bool tiled_service_browser(struct tiled_req *req, const char *origin, const char *host, const char *request_method)
+{
+    const char *origins = req->srv->cfg.cors_origins;
+    if (tiled_cors_refuse(&req->reply, origins, origin, host, req->srv->tls != NULL))
+        return true;
+    /* A preflight comes without a key: it is answered before the key check. */
+    if (!origins[0] || !tiled_cors_is_preflight(req->method, request_method))
+        return false;
+    tiled_cors_preflight(&req->reply, tiled_auth_enabled());
+    return true;
+}
+
 bool tiled_service_route(struct tiled_req *req, const char *authorization)
 {
     char allow[64];
-    req->route = tiled_route_find(req->transport, req->method, req->path, allow, sizeof(allow));
+    req->route = req->srv->find_route(req->transport, req->method, req->path, allow, sizeof(allow));
     /* Without a key nothing but health is answered, not even "not found". */
     if ((!req->route || !req->route->open) && tiled_auth_enabled() && !tiled_auth_check(authorization)) {
         tiled_reply_error(&req->reply, TILED_UNAUTHORIZED, "missing or invalid API key (send Authorization: Bearer KEY)");
@@ -338,13 +349,66 @@ void tiled_service_sending(struct tiled_req *req, char *timing, size_t cap)
     tiled_server_timing(&req->tm, timing, cap);
 }
 
+/* The metrics' route label of a request: an inference named by the v2
+ * models route is counted apart from the route's other requests. */
+static enum tiled_route_label route_label(const struct tiled_req *req)
+{
+    if (req->v2_version)
+        return TILED_RL_V2_INFER;
+    return req->route ? req->route->label : TILED_RL_OTHER;
+}
+
+/* The format of a request's body, for the metrics (exchange.h). */
+static int body_format(const struct tiled_req *req)
+{
+    if (req->transport == TILED_TRANSPORT_GRPC)
+        return TILED_FORMAT_PROTOBUF;
+    if (req->v2_version)
+        return req->infer_header_len ? TILE_FMT_RAW : TILE_FMT_JSON;
+    return req->prepare ? (int)req->in_fmt : TILED_FORMAT_NONE;
+}
+
 void tiled_service_end(struct tiled_req *req, int status)
 {
     req->duration_us = tiled_now_us() - req->t_start; /* one value for the log and the histogram */
-    tiled_log_access(req, status);
-    tiled_metrics_record(req, status);
-    tiled_trace_end(req, status);
-    if (req->v2_version)
-        tiled_v2_record(req->srv, req, status == TILED_OK);
+    const struct tiled_exchange x = {
+        .request_id = req->request_id,
+        .method = req->method,
+        .path = req->path ? req->path : "",
+        .remote = req->remote,
+        .transport = req->transport,
+        .label = route_label(req),
+        .format = body_format(req),
+        .route_path = req->route ? req->route->path : NULL,
+        .trace = &req->trace,
+        .status = status,
+        .model_version = req->v2_version,
+        .bytes_in = req->body_len,
+        .bytes_out = req->bytes_out,
+        .duration_us = req->duration_us,
+        .t_start = req->t_start,
+        .t_queued = req->t_queued,
+        .t_work = req->t_work,
+        .t_sent = req->t_sent,
+        .tm = &req->tm,
+    };
+    tiled_exchange_ended(&x); /* the access log, metrics, trace and v2 statistics (serve.c wires them) */
     req_free(req);
+}
+
+void tiled_service_gauges(const struct tiled_server *srv, struct tiled_metrics_gauges *g)
+{
+    *g = (struct tiled_metrics_gauges){
+        .inflight = atomic_load(&srv->inflight),
+        .grpc = srv->cfg.grpc_port >= 0, /* cfg, not srv->grpc: set before any thread */
+        .max_connections = (long long)srv->cfg.max_connections,
+        .draining = atomic_load(&srv->draining),
+        .queue_depth = tile_pool_queue_depth(srv->pool),
+        .workers = tile_pool_size(srv->pool),
+        .busy_workers = tile_pool_busy(srv->pool),
+        .header_timeouts = atomic_load(&srv->header_timeouts),
+        .start_wall_ms = srv->start_wall_ms,
+    };
+    for (int t = 0; t < TILED_TRANSPORT_COUNT; t++)
+        g->body_timeouts[t] = atomic_load(&srv->body_timeouts[t]);
 }

@@ -2,7 +2,8 @@
  *
  * DESIGN. A transport (server/http/, the project's own HTTP/1.1;
  * server/grpc/, nghttp2) describes a request head (struct tiled_head), feeds the body,
- * and sends the struct tiled_reply it gets back. Between those the service routes, checks the API key and the
+ * and sends the struct tiled_reply it gets back. Between those the service
+ * answers the browser rules (Origin, CORS preflight), routes, checks the API key and the
  * body's size, runs the handler, and admits the heavy part to the worker
  * pool, parking the request through the transport's connection hooks
  * (struct tiled_conn_ops) until a worker has the reply. Nothing here knows
@@ -10,13 +11,14 @@
  * request and fill its reply, errors included (reply.h: one error route).
  *
  *     req = tiled_req_new(srv, &head, conn, &ops)
+ *     tiled_service_browser(req, origin, ...)     -> decided? send reply (HTTP)
  *     tiled_service_route(req, authorization)     -> decided? send reply
  *     tiled_service_expect_body(req, length)      -> decided? send reply
  *     tiled_service_check_head(req)               -> decided? send reply
  *     tiled_service_body(req, bytes, n) ...
  *     tiled_service_dispatch(req)                 -> ready? send reply;
  *                                                    else wait for ops->resume, then send
- *     tiled_service_end(req, status)              (logs, metrics, frees)
+ *     tiled_service_end(req, status)              (observers: log, metrics...; frees)
  *
  * (gRPC runs the head check with the call's head and expect_body once a
  * message's length is known, from its 5-byte prefix.)
@@ -45,6 +47,13 @@ struct tiled_req *tiled_req_new(struct tiled_server *srv, const struct tiled_hea
                                 const struct tiled_conn_ops *ops);
 void tiled_req_add_query(struct tiled_req *req, const char *key, const char *value);
 
+/* The browser rules (cors.h), from the head alone and before the route:
+ * a page on another origin that may not call tiled gets a 403 (`origin`:
+ * the Origin header, `host`: Host), and with --cors-origins a preflight
+ * (`request_method`: Access-Control-Request-Method) its 204, before the
+ * key check since browsers send no key with it. True when the reply is
+ * decided. HTTP's first step; gRPC has no browsers to answer. */
+bool tiled_service_browser(struct tiled_req *req, const char *origin, const char *host, const char *request_method);
 /* Finds the route and checks the API key. True when the reply is decided
  * already (401, 404, 405; 501 for a method HTTP does not define, or an
  * unknown gRPC method): send it without reading the body. */
@@ -73,7 +82,12 @@ bool tiled_service_worked(struct tiled_req *req);
  * writes the Server-Timing value into timing[cap]. */
 void tiled_service_sending(struct tiled_req *req, char *timing, size_t cap);
 /* The exchange is over: `status` was sent (499: the client went away).
- * Logs, counts and frees the request. */
+ * Hands its record to the observers of finished requests (exchange.h:
+ * the access log, metrics, trace, v2 statistics) and frees the request. */
 void tiled_service_end(struct tiled_req *req, int status);
+
+struct tiled_metrics_gauges;
+/* The daemon's figures a metrics scrape shows (metrics.h), read now. */
+void tiled_service_gauges(const struct tiled_server *srv, struct tiled_metrics_gauges *g);
 
 #endif

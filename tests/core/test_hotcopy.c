@@ -82,12 +82,38 @@ static void vector_loop_follows_the_cpu(void **state)
 #endif
 }
 
+/* tile_copy_periodic extends a pattern exactly, across the periods either
+ * side of TILE_HOTCOPY_PERIODIC_MIN (a forward pass above it, doubling
+ * below), with the vector loop and without, and writes nothing past n. */
+static void periodic_extends_exactly(void **state)
+{
+    (void)state;
+    static uint8_t buf[6000];
+    for (int force = 0; force < 2; force++) {
+        tile_copy_hot_force_memcpy(force);
+        for (uint64_t period = 1; period <= 300; period += period < 140 ? 1 : 37) {
+            for (uint64_t n = period; n <= 5000; n += n < 600 ? 97 : 1013) {
+                memset(buf, 0xEE, sizeof(buf));
+                for (uint64_t i = 0; i < period; i++)
+                    buf[i] = (uint8_t)(i * 31 + period);
+                tile_copy_periodic(buf, period, n);
+                for (uint64_t i = 0; i < n; i++)
+                    assert_int_equal(buf[i], (uint8_t)(i % period * 31 + period));
+                for (uint64_t i = n; i < n + 64 && i < sizeof(buf); i++)
+                    assert_int_equal(buf[i], 0xEE);
+            }
+        }
+    }
+    tile_copy_hot_force_memcpy(false);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(vector_loop_copies_exactly),
         cmocka_unit_test(memcpy_fallback_copies_exactly),
         cmocka_unit_test(vector_loop_follows_the_cpu),
+        cmocka_unit_test(periodic_extends_exactly),
     };
     return cmocka_run_group_tests_name("hotcopy", tests, NULL, NULL);
 }

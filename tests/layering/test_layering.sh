@@ -1,12 +1,18 @@
 #!/bin/sh
-# test_layering.sh - the layers are kept apart by the build, not by habit:
+# test_layering.sh - the layers are kept apart by the build, not by habit.
+# Bottom up: core/ < api/ < server/infra/ < server/tls/ < server/service/
+# < server/handlers/ < the transports server/http/ and server/grpc/ (side
+# by side, neither seeing the other) < server/*.c (the daemon) < cli/:
 #   - a wrong-way #include does not compile with the include path the
-#     Makefile gives that layer, and a right-way one does (so the failure is
-#     the layering, not a broken probe);
+#     Makefile gives that layer (each server/ folder its own), and a
+#     right-way one does (so the failure is the layering, not a broken
+#     probe); include_graph.py knows the same paths;
 #   - the modules' include graph has no cycle, nor has their symbol graph
 #     (a function named in module A and defined in module B: A depends on
-#     B, whatever header declares it; include_graph.py), and the checker
-#     finds a planted cycle in each;
+#     B, whatever header declares it; include_graph.py), and no object
+#     uses a symbol defined in a higher layer or in the other transport;
+#     the checker finds a planted cycle in each graph, and a planted
+#     infra -> service and http -> grpc call;
 #   - no code includes microhttpd.h, only server/grpc/ nghttp2, only
 #     server/tls/ GnuTLS;
 #   - no file name is used twice under core/, api/ and server/;
@@ -46,12 +52,50 @@ probe cli server.h fails       # the CLI does not depend on the daemon
 probe cli serve.h fails
 probe server encode.h compiles
 probe server cli.h fails       # nor the daemon on the CLI
+# Within server/, each folder sees its own layer and those below.
+probe infra config.h compiles
+probe infra tile.h compiles
+probe infra service.h fails    # infrastructure does not know the service
+probe infra reply.h fails      # nor write its replies
+probe infra route.h fails
+probe infra tls.h fails
+probe tls log.h compiles
+probe tls service.h fails
+probe service log.h compiles   # the service uses infrastructure
+probe service tls.h compiles
+probe service router.h fails   # the route table is above it (wired by serve.c)
+probe service v2_catalog.h fails
+probe service handlers.h fails
+probe handlers service.h compiles
+probe handlers metrics.h compiles
+probe handlers http.h fails    # handlers know no transport
+probe handlers grpc.h fails
+probe http router.h compiles
+probe http grpc.h fails        # nor does one transport know the other
+probe http serve.h fails
+probe grpc service.h compiles
+probe grpc http.h fails
+probe grpc h1wire.h fails
+probe grpc serve.h fails
+probe server http.h compiles   # the daemon wires them all
+probe server grpc.h compiles
+probe server router.h compiles
+
+# include_graph.py resolves includes with the Makefile's paths.
+for layer in core api cli infra tls service handlers http grpc server; do
+  want=$($make -s --no-print-directory layer-flags LAYER="$layer" CPPFLAGS=)
+  got=$(python3 tests/layering/include_graph.py --layer-path "$layer")
+  if [ "$got" = "$want" ]; then ok; else bad "include_graph.py's path of $layer is '$got', the Makefile's '$want'"; fi
+done
 
 if python3 tests/layering/include_graph.py .; then ok; else bad "the include graph has a cycle"; fi
 # The same of the functions and objects each module's object names and
-# which module defines them, whatever header declares them.
-if python3 tests/layering/include_graph.py --symbols "$build" .; then ok; else bad "the symbol graph has a cycle"; fi
-if python3 tests/layering/include_graph.py --self-test; then ok; else bad "the cycle checker missed a planted cycle"; fi
+# which module defines them, whatever header declares them; and each
+# object's against the layers: nothing used from above or across.
+if python3 tests/layering/include_graph.py --symbols "$build" .; then ok; else
+  bad "the symbol graph has a cycle, or code reaches up or across the transports"; fi
+if python3 tests/layering/include_graph.py --self-test; then ok; else
+  bad "the checker missed a planted cycle or upward call"; fi
 
 # Each transport's library is known to its directory only: nghttp2 to
 # server/grpc/, GnuTLS to server/tls/ (the policy and certificate both

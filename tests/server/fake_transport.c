@@ -13,6 +13,7 @@
 #include "bodycache.h"
 #include "fake_transport.h"
 #include "log.h"
+#include "serve.h"
 #include "service.h"
 
 const char *fake_header(void *conn, const char *name)
@@ -66,9 +67,13 @@ struct tiled_req *fake_exchange(struct tiled_server *srv, struct fake_conn *c, e
     assert_non_null(req);
     char length[24];
     snprintf(length, sizeof(length), "%zu", len);
-    /* The head's three steps in the order both transports take them
-     * (server/http/h1conn.c, server/grpc/call.c). */
-    if (tiled_service_route(req, fake_header(c, "Authorization")) ||
+    /* The head's steps in the order the transports take them
+     * (server/http/h1conn.c, server/grpc/call.c): the browser rules over
+     * HTTP only, then route, body length and head check. */
+    if ((transport == TILED_TRANSPORT_HTTP &&
+         tiled_service_browser(req, fake_header(c, "Origin"), fake_header(c, "Host"),
+                               fake_header(c, "Access-Control-Request-Method"))) ||
+        tiled_service_route(req, fake_header(c, "Authorization")) ||
         tiled_service_expect_body(req, body ? length : NULL) || tiled_service_check_head(req))
         return req;
     if (body)
@@ -104,7 +109,7 @@ int fake_setup(void **state)
     tiled_log_init(&srv->cfg);
     srv->pool = tile_pool_init(2, 16, &e);
     srv->bodies = tiled_bodycache_new((uint64_t)srv->cfg.body_cache);
-    return srv->pool && srv->bodies ? 0 : -1;
+    return srv->pool && srv->bodies && tiled_serve_wire(srv, &e) == 0 ? 0 : -1;
 }
 
 int fake_teardown(void **state)

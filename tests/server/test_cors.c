@@ -1,4 +1,5 @@
-/* test_cors.c - the Origin check and the CORS headers (cors.h): origins
+/* test_cors.c - the Origin check and the CORS headers (cors.h, and the
+ * service's answer to a refused origin, cors_reply.h): origins
  * compare by scheme, host and port (case-insensitive, default ports filled
  * in, IPv6 literals by address), the request's own origin is the listener's
  * scheme with the Host header, "null" is nobody's, the --cors-origins list is
@@ -12,6 +13,7 @@
 #include <cmocka.h>
 
 #include "cors.h"
+#include "cors_reply.h"
 
 static void own_origin_is_scheme_host_and_port(void **state)
 {

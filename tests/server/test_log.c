@@ -17,8 +17,9 @@
 #include <jansson.h>
 
 #include "config.h"
+#include "exchange.h"
 #include "log.h"
-#include "server.h"
+#include "trace.h"
 
 static int saved_stderr = -1;
 static FILE *sink;
@@ -60,13 +61,11 @@ static void expect_written(const char *want)
 
 static void access_line(const char *id)
 {
-    static struct tiled_req req;
-    memset(&req, 0, sizeof(req));
-    snprintf(req.request_id, sizeof(req.request_id), "%s", id);
-    snprintf(req.method, sizeof(req.method), "GET");
-    snprintf(req.remote, sizeof(req.remote), "127.0.0.1");
-    req.path = "/v2/health/live";
-    tiled_log_access(&req, 200);
+    static const struct tiled_trace trace;
+    static const struct tile_timings tm;
+    const struct tiled_exchange x = {.request_id = id, .method = "GET", .path = "/v2/health/live",
+                                     .remote = "127.0.0.1", .trace = &trace, .status = 200, .tm = &tm};
+    tiled_log_access(&x, NULL);
 }
 
 static int setup(void **state)

@@ -170,6 +170,27 @@ static void unknown_endpoints(void **state)
     tiled_service_end(req, req->reply.status);
 }
 
+/* The browser rules are the head's first step over HTTP: a page on another
+ * origin gets its 403 before the route is looked up (not the 404 of an
+ * unknown path), with Vary: Origin; its own origin goes on to the route. */
+static void browser_rules(void **state)
+{
+    (void)state;
+    struct fake_conn c;
+    fake_conn_init(&c);
+    fake_conn_header(&c, "Host", "127.0.0.1:8080");
+    fake_conn_header(&c, "Origin", "https://elsewhere.example");
+    struct tiled_req *req = exchange(&c, "GET", "/nowhere", NULL);
+    expect_error(req, TILED_FORBIDDEN, "origin 'https://elsewhere.example'");
+    assert_null(req->route);
+    assert_string_equal(req->reply.headers[0][0], "Vary");
+    tiled_service_end(req, req->reply.status);
+    c.headers[1][1] = "http://127.0.0.1:8080";
+    req = exchange(&c, "GET", "/nowhere", NULL);
+    expect_error(req, TILED_NOT_FOUND, "no such endpoint");
+    tiled_service_end(req, req->reply.status);
+}
+
 static void body_limits(void **state)
 {
     (void)state;
@@ -406,13 +427,21 @@ static void error_replaces_a_body_through_its_release(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(routes),          cmocka_unit_test(negotiate),
-        cmocka_unit_test(model_paths),     cmocka_unit_test(lengths),
-        cmocka_unit_test(unknown_endpoints), cmocka_unit_test(body_limits),
-        cmocka_unit_test(v1_tiles_json),   cmocka_unit_test(v1_raw_output_headers),
-        cmocka_unit_test(v1_errors),       cmocka_unit_test(v1_on_a_worker),
-        cmocka_unit_test(v2_metadata),     cmocka_unit_test(v2_infer),
-        cmocka_unit_test(v2_errors),       cmocka_unit_test(metrics_count_requests),
+        cmocka_unit_test(routes),
+        cmocka_unit_test(negotiate),
+        cmocka_unit_test(model_paths),
+        cmocka_unit_test(lengths),
+        cmocka_unit_test(unknown_endpoints),
+        cmocka_unit_test(browser_rules),
+        cmocka_unit_test(body_limits),
+        cmocka_unit_test(v1_tiles_json),
+        cmocka_unit_test(v1_raw_output_headers),
+        cmocka_unit_test(v1_errors),
+        cmocka_unit_test(v1_on_a_worker),
+        cmocka_unit_test(v2_metadata),
+        cmocka_unit_test(v2_infer),
+        cmocka_unit_test(v2_errors),
+        cmocka_unit_test(metrics_count_requests),
         cmocka_unit_test(error_replaces_a_body_through_its_release),
     };
     return cmocka_run_group_tests(tests, fake_setup, fake_teardown);

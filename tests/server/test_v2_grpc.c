@@ -1119,7 +1119,9 @@ static void shm_registry(void **state)
 static uint64_t metric(const char *series)
 {
     size_t len;
-    char *text = tiled_metrics_render(&srv, false, &len);
+    struct tiled_metrics_gauges g;
+    tiled_service_gauges(&srv, &g);
+    char *text = tiled_metrics_render(&g, false, &len);
     assert_non_null(text);
     const char *line = strstr(text, series);
     uint64_t v = line ? strtoull(line + strlen(series), NULL, 10) : 0;

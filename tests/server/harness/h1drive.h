@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "http/h1wire.h"
+#include "h1wire.h"
 
 #define H1DRIVE_EVENTS 4096
 
