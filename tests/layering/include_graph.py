@@ -333,14 +333,16 @@ def check_symbols(build, root):
     for src, dep, names in ups:
         how = "across the transports" if RANK[folder_of(dep)] == RANK[folder_of(src)] else "up"
         print(f"FAIL: {src} ({folder_of(src)}) reaches {how} into {dep} ({folder_of(dep)}): {', '.join(names)}")
-    if comps or ups:
+    # A function a linked library exports, defined by the project, takes
+    # every caller in the process (the library's own included): the
+    # project uses its libraries through their APIs, never in front of them.
+    for name in sorted(interposed):
+        print(f"FAIL: {interposed[name]} defines {name}, which a library the daemon links exports")
+    if comps or ups or interposed:
         return 1
     edges = sum(len(d) for d in graph.values())
     print(f"symbol graph: {len(graph)} modules, {edges} dependencies, no cycle; {len(objs)} objects, "
-          f"none reaching up or across the transports")
-    if interposed:
-        print("  library functions the daemon defines itself (not dependencies): " +
-              ", ".join(f"{n} ({interposed[n]})" for n in sorted(interposed)))
+          f"none reaching up or across the transports, none defining a function its libraries export")
     return 0
 
 
@@ -445,9 +447,36 @@ def self_test_layers():
     return 0
 
 
+def self_test_interposition():
+    """A planted recv() in a daemon's object is found against the libraries
+    a binary linking that object lists (libc), and nothing else is."""
+    files = {"server/http/planted.c": "#include <sys/socket.h>\n#include <sys/types.h>\n"
+             "ssize_t recv(int fd, void *buf, size_t n, int flags);\n"
+             "ssize_t recv(int fd, void *buf, size_t n, int flags)\n"
+             "{ (void)fd; (void)buf; (void)n; (void)flags; return 0; }\n"
+             "int planted_main(void);\nint planted_main(void) { return 0; }\n"}
+    with tempfile.TemporaryDirectory() as tmp:
+        root, build = os.path.join(tmp, "src"), os.path.join(tmp, "build")
+        write_files(root, files)
+        compile_files(root, build, files)
+        obj = os.path.join(build, "obj", "server", "http", "planted.o")
+        main_c = os.path.join(tmp, "main.c")
+        with open(main_c, "w", encoding="utf-8") as f:
+            f.write("int planted_main(void);\nint main(void) { return planted_main(); }\n")
+        binary = os.path.join(build, "tiled")
+        subprocess.run([os.environ.get("CC", "cc"), main_c, obj, "-o", binary], check=True)
+        libs = library_symbols(binary)
+        _, interposed = owners({"server/http/planted": nm(obj)}, libs)
+        if sorted(interposed) != ["recv"]:
+            print(f"FAIL: the planted recv() was not found alone (found: {sorted(interposed)})")
+            return 1
+    print("interposition self-test: the planted recv() is found, and only it")
+    return 0
+
+
 def main(argv):
     if argv[1:] == ["--self-test"]:
-        return self_test() or self_test_symbols() or self_test_layers()
+        return self_test() or self_test_symbols() or self_test_layers() or self_test_interposition()
     if argv[1:2] == ["--layer-path"] and len(argv) == 3:
         layer = {v: k for k, v in MAKE_NAMES.items()}.get(argv[2])
         if not layer:

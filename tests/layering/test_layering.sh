@@ -13,6 +13,10 @@
 #     uses a symbol defined in a higher layer or in the other transport;
 #     the checker finds a planted cycle in each graph, and a planted
 #     infra -> service and http -> grpc call;
+#   - no object defines a function a library the daemon links exports
+#     (`nm` of the objects against `nm -D` of what `ldd` lists): the
+#     libraries are used through their APIs, not interposed; the checker
+#     finds a planted recv();
 #   - no code includes microhttpd.h, only server/grpc/ nghttp2, only
 #     server/tls/ GnuTLS;
 #   - no file name is used twice under core/, api/ and server/;
@@ -91,9 +95,11 @@ done
 if python3 tests/layering/include_graph.py .; then ok; else bad "the include graph has a cycle"; fi
 # The same of the functions and objects each module's object names and
 # which module defines them, whatever header declares them; and each
-# object's against the layers: nothing used from above or across.
+# object's against the layers: nothing used from above or across; and no
+# function a library the daemon links exports defined by the project
+# (interposition: the self-test plants a recv()).
 if python3 tests/layering/include_graph.py --symbols "$build" .; then ok; else
-  bad "the symbol graph has a cycle, or code reaches up or across the transports"; fi
+  bad "the symbol graph has a cycle, code reaches up or across the transports, or defines a library's function"; fi
 if python3 tests/layering/include_graph.py --self-test; then ok; else
   bad "the checker missed a planted cycle or upward call"; fi
 
