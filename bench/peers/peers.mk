@@ -16,7 +16,7 @@ PEERS_VENV ?= $(BUILD)/venv-peers
 PEERS_ARGS ?=
 
 .PHONY: bench-peers
-bench-peers: $(BUILD)/tiled $(BUILD)/bench/bench_peers
+bench-peers: $(BUILD)/tiled $(BUILD)/bench/bench_peers $(BUILD)/bench/mhd_floor
 	@sh bench/peers/setup.sh $(PEERS_VENV)
 	$(PEERS_VENV)/bin/python bench/peers/run.py --tiled $(BUILD)/tiled --driver $(BUILD)/bench/bench_peers \
-	    --work $(BUILD)/bench-peers $(PEERS_ARGS)
+	    --mhd-floor $(BUILD)/bench/mhd_floor --work $(BUILD)/bench-peers $(PEERS_ARGS)
