@@ -2,10 +2,11 @@
  *
  * Where RFC 9112 lets a server choose between rejecting and repairing
  * (obs-fold, bare LF, whitespace after a framing value), this rejects:
- * libmicrohttpd repairs some of these its own way (it appends a folded line
- * to the field *name*, ends lines at a bare LF, keeps trailing whitespace in
- * a Content-Length it then fails to parse), and any repair another party
- * does differently is a way to smuggle a request. Leniency stays where it
+ * parsers repair some of these their own way (libmicrohttpd 0.9.75, for
+ * one, appends a folded line to the field *name*, ends lines at a bare LF,
+ * keeps trailing whitespace in a Content-Length it then fails to parse),
+ * and any repair another party does differently is a way to smuggle a
+ * request. Leniency stays where it
  * cannot change the framing: leading empty lines before a request, leading
  * zeros in a Content-Length (both read them as one number), chunk
  * extensions (bounded, then ignored).
@@ -90,9 +91,8 @@ static bool is_ows(unsigned char c)
 }
 
 /* "METHOD SP request-target SP HTTP-version" (RFC 9112 3), single spaces. */
-/* Header lines, query arguments and trailer lines, counted together: each
- * takes libmicrohttpd the same room in its connection's pool (h1wire.h).
- * False once over the limit (refused). */
+/* Header lines, query arguments and trailer lines, counted together
+ * against one limit (h1wire.h). False once over the limit (refused). */
 static bool count_fields(struct tiled_h1 *p, uint32_t n)
 {
     p->fields += n;
@@ -103,7 +103,7 @@ static bool count_fields(struct tiled_h1 *p, uint32_t n)
     return false;
 }
 
-/* libmicrohttpd's count of the target's query arguments: the pieces
+/* The target's query arguments as a query parser splits them: the pieces
  * between '&'s after the first '?' (a piece may be empty). */
 static uint32_t query_arguments(const unsigned char *t, size_t n)
 {
@@ -400,7 +400,8 @@ static bool chunk_ext(const unsigned char *c, size_t i, size_t len)
 }
 
 /* chunk = chunk-size [ chunk-ext ] CRLF (RFC 9112 7.1); no whitespace before
- * ';', which libmicrohttpd would not read as the size's end. */
+ * ';', which some parsers do not read as the size's end (libmicrohttpd
+ * 0.9.75 among them). */
 static void chunk_line(struct tiled_h1 *p, const unsigned char *c, size_t len, uint64_t at)
 {
     size_t i = 0, sig = 0;

@@ -1,13 +1,15 @@
 /* h1wire.h - a strict HTTP/1.1 request framer over the raw bytes of a
- * connection (RFC 9112), for the transport's receive hook (wirehook.c).
+ * connection (RFC 9112): the HTTP transport (h1conn.c) feeds it every byte
+ * it reads, and nothing it has not accepted reaches a parser.
  *
  * It follows the stream the client sends: each request head, checked line
  * by line against the rules that let two parties read one message two
  * ways (docs/security.md, "HTTP framing"), then its body by Content-Length
- * or chunked coding, to where the next head starts. It accepts only what libmicrohttpd frames
- * the same way (one Content-Length of digits; one Transfer-Encoding line
+ * or chunked coding, to where the next head starts. It accepts only what has
+ * one reading (one Content-Length of digits; one Transfer-Encoding line
  * that is exactly "chunked"; CRLF line ends), so that on every accepted
- * stream the two agree byte for byte on where each message ends. The first
+ * stream any other party on the path (a proxy in front) agrees byte for
+ * byte on where each message ends. The first
  * violation ends the stream: `status` and `message` say what was wrong.
  *
  * Bytes are released in units: a head, and a chunk-size line (with the CRLF
@@ -30,21 +32,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Limits, so that every request accepted here fits the 16 KiB connection
- * pool libmicrohttpd is given (server/http/http.c) and is answered by tiled,
- * never refused by the library with its own HTML page. The library keeps a
- * request's head and its trailer section in the pool, plus 64 bytes for
- * each header line, query argument ("a=1&b=2" is two) and trailer line, and
- * then writes the reply's head there: 8192 + 1024 + 64 * 64 bytes at most,
- * leaving about 3 KB for the reply head. The pool is zeroed after every
- * request on a kept-alive connection, which is why it is not larger. */
+/* Limits, so that what one connection holds is bounded whatever a client
+ * sends: a head is held whole until it is judged (h1conn.c keeps it in the
+ * connection's input buffer), and header lines, query arguments ("a=1&b=2"
+ * is two) and trailer lines are counted together. The values are those
+ * the daemon had when libmicrohttpd served HTTP (they fitted its 16 KiB
+ * connection pool), kept so that what a client may send did not change
+ * with the transport. */
 #define TILED_H1_LINE_MAX 4096        /* request line: 414 above */
 #define TILED_H1_HEAD_MAX 8192        /* whole head: 431 above */
 #define TILED_H1_FIELDS_MAX 64        /* header lines + query arguments + trailer lines: 431 above */
 #define TILED_H1_CHUNK_LINE_MAX 1024  /* chunk size plus extensions: 400 above */
 #define TILED_H1_TRAILER_MAX 1024     /* trailer section: 431 above */
 
-/* What the stream's unit in progress is (for the stand-in, wirehook.c). */
+/* What the stream's unit in progress is (what a refusal interrupted). */
 enum tiled_h1_unit {
     TILED_H1_UNIT_NONE,       /* body data: nothing held */
     TILED_H1_UNIT_HEAD,       /* a request head */
