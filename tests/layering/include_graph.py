@@ -23,10 +23,9 @@ symbol an object uses and another object defines must be defined in the
 object's own folder or in a lower layer. A call upward, or from one
 transport into the other, fails with the symbol that makes it; what lets a
 lower layer reach a higher one is a registration the daemon wires
-(serve.c), and that leaves no such symbol. A library function the daemon
-defines itself (server/http/wirehook.c's recv(), interposed in front of
-the C library's) is not a dependency of its callers: they name the
-library's function. Those are listed, not counted.
+(serve.c), and that leaves no such symbol. A function a linked library
+exports, defined by the project (interposition: a recv() in front of the
+C library's), fails the check on its own; the self-test plants one.
 
 A cycle means two modules cannot be understood, tested or replaced one
 without the other; every cycle is reported, with the symbols that make it.

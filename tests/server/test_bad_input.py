@@ -383,10 +383,8 @@ class BadInput(unittest.TestCase):
         self.assert_healthy()
 
     def test_malformed_content_length_gets_a_400_and_a_close(self):
-        """libmicrohttpd 0.9.75 answers these itself, before tiled sees the request, and writes its
-        400 head twice with an HTML body (an upstream defect; see docs/security.md,
-        "What libmicrohttpd still answers by itself").
-        What tiled can guarantee: a 400, the connection closed, and the daemon unharmed."""
+        """A Content-Length that is not digits is a framing error (the framer refuses it before any
+        parser reads the request): a 400, the connection closed, and the daemon unharmed."""
         for value in (b"abc", b"-5", b"1 2"):
             s = self.connect()
             s.sendall(b"POST /v1/tile HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: "

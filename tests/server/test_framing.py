@@ -9,8 +9,8 @@ An accepted row must get its own answer and then the probe's 200, whose X-Reques
 that the first request's body ended where both parties think it does. Every refused
 request is in the access log and in tiled_requests_total (route "other").
 
-The same for a handful of the smuggling rows over HTTPS (FramingTLS: the receive hook judges
-the bytes gnutls_record_recv() decrypted, before libmicrohttpd reads them).
+The same for a handful of the smuggling rows over HTTPS (FramingTLS: the framer judges the
+bytes the TLS session decrypted, before anything parses them).
 
     cd tests/server && TILED_BIN=../../build/tiled /usr/bin/python3 -m unittest -v test_framing
 """
@@ -409,10 +409,8 @@ def health_head(size):
 
 
 class AtTheLimits:
-    """libmicrohttpd holds each request in a 16 KiB connection pool (server/http/http.c): a request
-    the framer accepts at its every limit at once is answered by tiled (200, and the probe after
-    it on the same connection), and one byte or one line more gets tiled's JSON 431, never the
-    library's own refusal."""
+    """A request the framer accepts at its every limit at once (h1wire.h) is answered (200, and the
+    probe after it on the same connection), and one byte or one line more gets tiled's JSON 431."""
 
     def test_head_trailer_and_lines_at_their_limits_are_served(self):
         s, r = self.exchange("limits", at_limits())

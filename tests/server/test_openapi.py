@@ -673,8 +673,9 @@ class KnownServerBugs(LiveDaemon, unittest.TestCase):
                            headers={"Inference-Header-Content-Length": value})
 
     def test_missing_host_answered_once(self):
-        """With MHD_OPTION_STRICT_FOR_CLIENT, libmicrohttpd 0.9.75 answers an HTTP/1.1 request without
-        Host with its status line and headers twice, the first block claiming the body's length."""
+        """An HTTP/1.1 request without Host is answered once: one status line and one header block
+        (libmicrohttpd 0.9.75, which served HTTP before, wrote them twice, the first block claiming
+        the body's length)."""
         with socket.create_connection((self.d.host, self.d.port), timeout=10) as s:
             s.sendall(b"GET /v2/health/live HTTP/1.1\r\nConnection: close\r\n\r\n")
             data = b""

@@ -392,7 +392,7 @@ class BodyDeadline(unittest.TestCase):
     not bounded."""
 
     TIMEOUT = 1
-    SWEEP = 0.25  # headwatch.c SWEEP_MS
+    SWEEP = 0.25  # h1loop.c TICK_US: how often the loops check the deadlines
     LATE = 'tiled_body_timeouts_total{transport="http"}'
 
     @classmethod
@@ -843,7 +843,7 @@ class DrainQueued(unittest.TestCase):
             d.stop()
 
     def test_drain_does_not_wait_for_a_queue_the_daemon_cannot_take(self):
-        """At --max-connections libmicrohttpd stops accepting, and a connection kept alive and idle
+        """At --max-connections the daemon stops accepting, and a connection kept alive and idle
         holds its slot (for --idle-timeout, 300 s here): the one queued behind it cannot be taken.
         The drain shuts the listener once its queue stops moving instead of waiting out
         --drain-timeout (120 s here; the exit is awaited for half of that, which only a drain

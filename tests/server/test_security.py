@@ -87,9 +87,10 @@ class Tls(unittest.TestCase):
             self.assertEqual(d.stop(), 0)
 
     def test_trickled_body_over_tls_is_closed_and_logged_as_408(self):
-        """Over TLS the 408 cannot be written beside libmicrohttpd's TLS
-        session (http.c, refuse_late_body): the connection closes, with no
-        plaintext written into the TLS stream, and the access log has 408."""
+        """Over TLS a body that comes too late closes the connection
+        (h1conn.c, answer_in_body, as when libmicrohttpd held the session):
+        no plaintext is written into the TLS stream, and the access log has
+        408."""
         cert, key = make_certificate()
         d = Daemon("--tls-cert", cert, "--tls-key", key, "--header-timeout", "1", "--log-level", "info",
                    scheme="https")

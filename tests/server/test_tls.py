@@ -233,7 +233,7 @@ class DefaultPolicy(TlsCase):
         """openssl s_client over TLS 1.2 asks for a renegotiation ("R" on
         its input, which stays open): the server never answers with a
         ServerHello; the gRPC port says no_renegotiation, the HTTPS port
-        (libmicrohttpd's) cuts the connection. s_client then fails by
+        cuts the connection (server/tls/tls.c says why). s_client then fails by
         itself; a server going along would keep it running until the
         deadline. On the gRPC port the server's first HTTP/2 frames (its
         SETTINGS, one application-data record) are awaited first: arriving
