@@ -55,6 +55,7 @@
 #include "clock.h"
 #include "grow.h"
 #include "list.h"
+#include "listener.h"
 #include "log.h"
 #include "metrics.h"
 #include "server.h"
@@ -644,18 +645,6 @@ static int send_settings(nghttp2_session *h2)
     return nghttp2_session_set_local_window_size(h2, NGHTTP2_FLAG_NONE, 0, CONN_WINDOW);
 }
 
-static void remote_address(int fd, char *dst, size_t cap)
-{
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof(ss);
-    dst[0] = '\0';
-    if (getpeername(fd, (struct sockaddr *)&ss, &len) < 0)
-        return;
-    if (ss.ss_family == AF_INET)
-        inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)&ss)->sin_addr, dst, (socklen_t)cap);
-    else if (ss.ss_family == AF_INET6)
-        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)&ss)->sin6_addr, dst, (socklen_t)cap);
-}
 
 struct grpc_conn *grpc_conn_new(struct grpc_loop *l, int fd)
 {
@@ -666,7 +655,7 @@ struct grpc_conn *grpc_conn_new(struct grpc_loop *l, int fd)
     c->fd = fd;
     c->last_active_us = tiled_now_us();
     if (tiled_log_enabled(TILED_LOG_INFO)) /* for the access log only */
-        remote_address(fd, c->remote, sizeof(c->remote));
+        tiled_listener_peer(fd, c->remote, sizeof(c->remote));
     /* WINDOW_UPDATE only for bytes a call read (on_data_chunk): a
      * streaming call leaves the messages it is not ready for unconsumed. */
     nghttp2_option *opt;

@@ -52,6 +52,7 @@
 #include "h1serve.h"
 
 #include "clock.h"
+#include "listener.h"
 #include "log.h"
 #include "metrics.h"
 #include "recv_deadline.h"
@@ -74,18 +75,6 @@ static const struct tiled_conn_ops http_conn_ops = {.suspend = http_conn_suspend
 
 static void on_framer(void *arg, const struct tiled_h1 *p, enum tiled_h1_event ev, uint64_t from, uint64_t to);
 
-static void remote_address(int fd, char *dst, size_t cap)
-{
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof(ss);
-    dst[0] = '\0';
-    if (getpeername(fd, (struct sockaddr *)&ss, &len) < 0)
-        return;
-    if (ss.ss_family == AF_INET6)
-        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)&ss)->sin6_addr, dst, (socklen_t)cap);
-    else if (ss.ss_family == AF_INET)
-        inet_ntop(AF_INET, &((const struct sockaddr_in *)&ss)->sin_addr, dst, (socklen_t)cap);
-}
 
 static uint64_t header_timeout_us(const struct http_conn *c)
 {
@@ -109,7 +98,7 @@ struct http_conn *http_conn_new(struct http_loop *l, int fd)
     uint64_t ht = header_timeout_us(c);
     c->head_deadline_us = ht ? c->opened_us + ht : 0;
     c->fresh = true;
-    remote_address(fd, c->remote, sizeof(c->remote));
+    tiled_listener_peer(fd, c->remote, sizeof(c->remote));
     struct tiled_tls *tls = l->t->srv->tls;
     if (tls) {
         if (!(c->tls = tiled_tls_conn_new(tls, fd, false))) {

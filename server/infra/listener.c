@@ -1,6 +1,7 @@
 /* listener.c - a listening socket's drain (see listener.h). */
 #include "listener.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/filter.h>
@@ -124,4 +125,17 @@ unsigned tiled_listener_queued(int fd)
     struct tcp_info ti;
     socklen_t len = sizeof(ti);
     return getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 ? ti.tcpi_unacked : 0;
+}
+
+void tiled_listener_peer(int fd, char *dst, size_t cap)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    dst[0] = '\0';
+    if (getpeername(fd, (struct sockaddr *)&ss, &len) < 0)
+        return;
+    if (ss.ss_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)&ss)->sin6_addr, dst, (socklen_t)cap);
+    else if (ss.ss_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)&ss)->sin_addr, dst, (socklen_t)cap);
 }

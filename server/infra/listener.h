@@ -32,6 +32,9 @@
 int tiled_listener_open(const char *host, long long port, const char *port_flag, int backlog, struct tile_error *e);
 /* The port a listener is bound to (0 when unknown). */
 unsigned tiled_listener_port(int fd);
+/* The address of an accepted connection's peer, as the socket has it
+ * (IPv4-mapped on a dual-stack listener) into dst[cap]; "" when unknown. */
+void tiled_listener_peer(int fd, char *dst, size_t cap);
 /* HOST as it goes in a URL: an IPv6 literal in brackets. */
 void tiled_listener_url_host(const char *host, char *dst, size_t cap);
 
