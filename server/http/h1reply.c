@@ -18,6 +18,7 @@
  * is draining.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@
 #include "h1serve.h"
 
 #include "clock.h"
+#include "grow.h"
 #include "numfmt.h"
 #include "cors.h"
 #include "server.h"
@@ -41,18 +43,16 @@
 
 void http_out_put(struct http_conn *c, const void *p, size_t n)
 {
-    if (c->out_len + n > c->out_cap) {
-        size_t cap = c->out_cap ? c->out_cap : 4096;
-        while (cap < c->out_len + n)
-            cap *= 2;
-        char *o = realloc(c->out, cap);
-        if (!o) { /* out of memory: the connection is cut, never sent a reply with a hole in it */
-            c->cut_now = true;
-            return;
-        }
-        c->out = o;
-        c->out_cap = cap;
+    if (n == 0)
+        return;
+    size_t cap = c->out_cap;
+    char *o = tile_grow(c->out, &cap, c->out_len, n, 1, 4096, SIZE_MAX);
+    if (!o) { /* out of memory: the connection is cut, never sent a reply with a hole in it */
+        c->cut_now = true;
+        return;
     }
+    c->out = o;
+    c->out_cap = cap;
     memcpy(c->out + c->out_len, p, n);
     c->out_len += n;
 }
