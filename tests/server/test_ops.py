@@ -404,8 +404,7 @@ class Logs(unittest.TestCase):
             head, _, body = reply.partition(b"\r\n\r\n")
             self.assertIn(b" %d " % status, head.split(b"\r\n")[0])
             self.assertIn(text, json.loads(body.decode("utf-8"))["error"])
-        d.log.seek(0)
-        raw = d.log.read().splitlines()
+        raw = d.log_bytes().splitlines()
         lines = [json.loads(l.decode("utf-8")) for l in raw]  # strict: any bad byte fails here
         access = [l for l in lines if l["event"] == "access"]
         self.assertEqual(len(access), 3)

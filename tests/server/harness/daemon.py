@@ -24,12 +24,13 @@ class Daemon:
     """A tiled daemon on a free port; stderr (the logs) kept in a file."""
 
     def __init__(self, *args, env=None, scheme="http"):
-        # Appending (O_APPEND): the daemon's stderr shares this file's offset, which log_lines()
-        # moves to read; without it a line the daemon writes meanwhile lands where the reader
-        # stands and overwrites earlier lines.
-        path = f"/tmp/tiled-test-{os.getpid()}-{id(self)}.log"
-        open(path, "wb").close()
-        self.log = open(path, "a+b")
+        # The daemon's stderr. Opened appending (O_APPEND) and never read through: the daemon
+        # shares this open file's offset, so a reader seeking it would have the daemon's lines
+        # land where the reader stands, and the daemon's appends would move the reader past
+        # lines it has not read. log_bytes() reads through an open file of its own.
+        self.log_path = f"/tmp/tiled-test-{os.getpid()}-{id(self)}.log"
+        open(self.log_path, "wb").close()
+        self.log = open(self.log_path, "ab")
         full_env = dict(os.environ, **(env or {}))
         self.wrap_log = None
         if WRAP and os.path.basename(WRAP[0]) == "valgrind" and "VALGRIND_OPTS" not in full_env:
@@ -86,10 +87,13 @@ class Daemon:
                 print(f"\n--- {self.wrap_log} (exit status {self.proc.returncode})\n{f.read()[-20000:]}")
         return self.proc.returncode
 
+    def log_bytes(self):
+        """What the daemon has logged so far."""
+        with open(self.log_path, "rb") as f:
+            return f.read()
+
     def log_lines(self):
-        self.log.flush()
-        self.log.seek(0)
-        return self.log.read().decode(errors="replace").splitlines()
+        return self.log_bytes().decode(errors="replace").split("\n")[:-1]  # whole lines only
 
     def access_lines(self, keep=lambda a: True, count=1, deadline=60):
         """The access lines (parsed) that `keep` selects, once there are at least `count` of them:
