@@ -61,10 +61,13 @@ uint64_t tile_tensor_nbytes(const struct tile_tensor *t);
 /* Sum of string lengths of a string tensor (0 for other dtypes). */
 uint64_t tile_tensor_string_bytes(const struct tile_tensor *t);
 
-/* Allocates `n` bytes aligned to 64 (below 64 bytes, to 16: every dtype's
- * alignment), with MADV_HUGEPAGE for large sizes so first touch does not
- * crawl at 4 KiB page-fault speed. NULL on failure.
- * Free with tile_free_buffer(ptr, n). */
+/* Below this many bytes tile_alloc_buffer aligns to 16, not 64. */
+#define TILE_SMALL_BUFFER 4096
+
+/* Allocates `n` bytes aligned to 64 (below TILE_SMALL_BUFFER bytes, to 16:
+ * every dtype's alignment, at malloc's cost), with MADV_HUGEPAGE for large
+ * sizes so first touch does not crawl at 4 KiB page-fault speed. NULL on
+ * failure. Free with tile_free_buffer(ptr, n). */
 void *tile_alloc_buffer(uint64_t n);
 void tile_free_buffer(void *ptr, uint64_t n);
 

@@ -541,8 +541,12 @@ static bool conn_read(struct http_conn *c)
             if (r > 0) {
                 c->in_len += (size_t)r;
                 c->last_active_us = tiled_coarse_us();
-                if (c->in_len < sizeof(c->in))
-                    continue;
+                /* One read per readiness, not a second to learn EAGAIN
+                 * (one system call per request, not two): the loop's
+                 * epoll is level-triggered, so what the socket still
+                 * holds, or its end, is reported at the next wait;
+                 * GnuTLS's decrypted records, which epoll cannot see, are
+                 * taken up by http_conn_io's pending check. */
                 return true;
             }
         }

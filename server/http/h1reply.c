@@ -41,19 +41,29 @@
 /* A streamed body's piece, at most. */
 #define PIECE_MAX (64u * 1024u)
 
+/* Room for n more bytes at the output's end: NULL when out of memory
+ * (the connection is then cut, never sent a reply with a hole in it). */
+static char *out_room(struct http_conn *c, size_t n)
+{
+    if (c->out_cap - c->out_len < n) {
+        size_t cap = c->out_cap;
+        char *o = tile_grow(c->out, &cap, c->out_len, n, 1, 4096, SIZE_MAX);
+        if (!o) {
+            c->cut_now = true;
+            return NULL;
+        }
+        c->out = o;
+        c->out_cap = cap;
+    }
+    return c->out + c->out_len;
+}
+
 void http_out_put(struct http_conn *c, const void *p, size_t n)
 {
-    if (n == 0)
+    char *o = n ? out_room(c, n) : NULL;
+    if (!o)
         return;
-    size_t cap = c->out_cap;
-    char *o = tile_grow(c->out, &cap, c->out_len, n, 1, 4096, SIZE_MAX);
-    if (!o) { /* out of memory: the connection is cut, never sent a reply with a hole in it */
-        c->cut_now = true;
-        return;
-    }
-    c->out = o;
-    c->out_cap = cap;
-    memcpy(c->out + c->out_len, p, n);
+    memcpy(o, p, n);
     c->out_len += n;
 }
 
@@ -64,10 +74,15 @@ static void out_str(struct http_conn *c, const char *s)
 
 static void out_field(struct http_conn *c, const char *name, const char *value)
 {
-    out_str(c, name);
-    http_out_put(c, ": ", 2);
-    out_str(c, value);
-    http_out_put(c, "\r\n", 2);
+    size_t nl = strlen(name), vl = strlen(value);
+    char *o = out_room(c, nl + 2 + vl + 2);
+    if (!o)
+        return;
+    memcpy(o, name, nl);
+    memcpy(o + nl, ": ", 2);
+    memcpy(o + nl + 2, value, vl);
+    memcpy(o + nl + 2 + vl, "\r\n", 2);
+    c->out_len += nl + 2 + vl + 2;
 }
 
 bool http_out_pending(const struct http_conn *c)

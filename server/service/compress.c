@@ -134,21 +134,24 @@ int tiled_body_decompress(enum tiled_coding c, char **body, uint64_t *len, uint6
 }
 
 /* Weight of `coding` in an Accept-Encoding list, in thousandths (0 when absent). */
-static int accept_q(const char *list, const char *coding)
-{
-    size_t clen = strlen(coding);
-    struct tiled_accept_elem el;
-    for (const char *p = list; tiled_accept_next(&p, &el);) {
-        if (el.name_len == clen && strncasecmp(el.name, coding, clen) == 0)
-            return el.q;
-    }
-    return 0;
-}
-
 enum tiled_coding tiled_coding_negotiate(const char *accept_encoding)
 {
-    int gz = accept_q(accept_encoding, "gzip"), xgz = accept_q(accept_encoding, "x-gzip");
-    int df = accept_q(accept_encoding, "deflate");
+    /* One pass over the list: each coding's q (0 when not listed; the
+     * first listing of a name counts). */
+    int gz = -1, xgz = -1, df = -1;
+    struct tiled_accept_elem el;
+    for (const char *p = accept_encoding; tiled_accept_next(&p, &el);) {
+        int *q = NULL;
+        if (el.name_len == 4 && strncasecmp(el.name, "gzip", 4) == 0)
+            q = &gz;
+        else if (el.name_len == 6 && strncasecmp(el.name, "x-gzip", 6) == 0)
+            q = &xgz;
+        else if (el.name_len == 7 && strncasecmp(el.name, "deflate", 7) == 0)
+            q = &df;
+        if (q && *q < 0)
+            *q = el.q;
+    }
+    gz = gz < 0 ? 0 : gz;
     if (xgz > gz) /* RFC 9110 8.4.1.3: a recipient SHOULD take x-gzip as gzip */
         gz = xgz;
     if (gz <= 0 && df <= 0)

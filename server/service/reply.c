@@ -34,10 +34,12 @@ void tiled_reply_vary(struct tiled_reply *r, const char *field)
     for (int i = 0; i < r->nheaders; i++) {
         if (!r->headers[i][0] || !r->headers[i][1] || strcasecmp(r->headers[i][0], "Vary") != 0)
             continue;
-        char *joined;
-        if (asprintf(&joined, "%s, %s", r->headers[i][1], field) < 0)
+        size_t had = strlen(r->headers[i][1]), add = strlen(field);
+        char *joined = realloc(r->headers[i][1], had + 2 + add + 1);
+        if (!joined)
             return; /* out of memory: the fields listed stay */
-        free(r->headers[i][1]);
+        memcpy(joined + had, ", ", 2);
+        memcpy(joined + had + 2, field, add + 1);
         r->headers[i][1] = joined;
         return;
     }

@@ -136,7 +136,7 @@ static void tensor_init_sizes(void **state)
         assert_int_equal(t.nelem, n);
         assert_true(t.owns_data);
         assert_int_equal(tile_tensor_nbytes(&t), n * tile_dtype_size(c->dtype));
-        assert_int_equal((uintptr_t)t.data % (tile_tensor_nbytes(&t) < 64 ? 16 : 64), 0);
+        assert_int_equal((uintptr_t)t.data % (tile_tensor_nbytes(&t) < TILE_SMALL_BUFFER ? 16 : 64), 0);
         if (c->rank)
             assert_memory_equal(t.shape, c->shape, sizeof(int64_t) * (size_t)c->rank);
         const uint8_t *b = t.data;
@@ -151,12 +151,12 @@ static void tensor_init_sizes(void **state)
 
 static void buffers(void **state)
 {
-    static const uint64_t sizes[] = {0, 1, 63, 64, 65, 4095, 4097, (1u << 21) - 1, 1u << 21, (8u << 20) + 3};
+    static const uint64_t sizes[] = {0, 1, 63, 64, 65, 4095, 4096, 4097, (1u << 21) - 1, 1u << 21, (8u << 20) + 3};
     (void)state;
     for (size_t i = 0; i < ARRAY_LEN(sizes); i++) {
         uint8_t *p = tile_alloc_buffer(sizes[i]);
         assert_non_null(p);
-        assert_int_equal((uintptr_t)p % (sizes[i] < 64 ? 16 : 64), 0);
+        assert_int_equal((uintptr_t)p % (sizes[i] < TILE_SMALL_BUFFER ? 16 : 64), 0);
         memset(p, 0x7E, sizes[i]);
         for (uint64_t k = 0; k < sizes[i]; k += 4093)
             assert_int_equal(p[k], 0x7E);
