@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "numfmt.h"
 #include "utf8.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -38,33 +39,27 @@
 
 /* ---- small helpers ------------------------------------------------------ */
 
-/* Writes a shape as a Python tuple: "()", "(3,)", "(2, 3)". */
-static void npy_format_tuple(const int64_t *shape, int rank, char *buf, size_t cap)
+/* Appends a shape as a Python tuple: "()", "(3,)", "(2, 3)". */
+static void npy_format_tuple(struct tile_text *t, const int64_t *shape, int rank)
 {
-    size_t used = 0;
-    int n = snprintf(buf, cap, "(");
-    for (int i = 0; n >= 0 && i < rank && used + (size_t)n < cap; i++) {
-        used += (size_t)n;
-        n = snprintf(buf + used, cap - used, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    tile_text_put(t, "(", 1);
+    for (int i = 0; i < rank; i++) {
+        if (i)
+            tile_text_put(t, ", ", 2);
+        tile_text_i64(t, shape[i]);
     }
-    if (n >= 0 && used + (size_t)n < cap) {
-        used += (size_t)n;
-        snprintf(buf + used, cap - used, "%s", rank == 1 ? ",)" : ")");
-    }
+    tile_text_str(t, rank == 1 ? ",)" : ")");
 }
 
-/* The descr text of a dtype as the file states it: "<f4", "|b1", ">U5". */
-static void npy_format_descr(const struct tile_npy_header *h, char *buf, size_t cap)
+/* Appends the descr text of a dtype as the file states it: "<f4", "|b1", ">U5". */
+static void npy_format_descr(struct tile_text *t, const struct tile_npy_header *h)
 {
-    const struct tile_dtype_traits *t = tile_dtype_traits(h->dtype);
-    if (t->cls == TILE_CLASS_STRING) {
-        bool u = h->strkind == TILE_NPY_STR_UNICODE;
-        snprintf(buf, cap, "%c%c%llu", u ? (h->big_endian ? '>' : '<') : '|', u ? 'U' : 'S',
-                 (unsigned long long)h->strwidth);
-        return;
-    }
-    char order = t->size == 1 ? '|' : h->big_endian ? '>' : '<';
-    snprintf(buf, cap, "%c%c%zu", order, t->npy_kind, t->size);
+    const struct tile_dtype_traits *tr = tile_dtype_traits(h->dtype);
+    bool str = tr->cls == TILE_CLASS_STRING, u = str && h->strkind == TILE_NPY_STR_UNICODE;
+    char kind[2] = {str ? (u ? (h->big_endian ? '>' : '<') : '|') : tr->size == 1 ? '|' : h->big_endian ? '>' : '<',
+                    str ? (u ? 'U' : 'S') : tr->npy_kind};
+    tile_text_put(t, kind, 2);
+    tile_text_u64(t, str ? h->strwidth : tr->size);
 }
 
 /* Bytes per scalar unit to reverse when reading a big-endian file (0: none). */
@@ -569,8 +564,8 @@ static int npy_check_data_len(const struct tile_npy_header *h, size_t len, struc
     uint64_t have = len - h->header_len;
     if (have == h->data_bytes)
         return 0;
-    npy_format_tuple(h->shape, h->rank, tuple, sizeof(tuple));
-    npy_format_descr(h, descr, sizeof(descr));
+    npy_format_tuple(&(struct tile_text){tuple, sizeof(tuple), 0, false}, h->shape, h->rank);
+    npy_format_descr(&(struct tile_text){descr, sizeof(descr), 0, false}, h);
     if (have < h->data_bytes)
         return tile_error_set(e, TILE_EINVAL,
                               "truncated .npy data: shape %s of '%s' needs %llu bytes after the header, the file has %llu",
@@ -626,12 +621,16 @@ long tile_npy_write_header(char *buf, size_t cap, enum tile_dtype dtype, int ran
     if (rank < 0 || rank > TILE_MAX_RANK)
         return tile_error_set(e, TILE_EINVAL, "rank %d is outside 0..%d", rank, TILE_MAX_RANK);
     struct tile_npy_header h = {.dtype = dtype, .strkind = strkind, .strwidth = strwidth ? strwidth : 1};
-    char descr[32], tuple[NPY_TUPLE_CAP], dict[NPY_TUPLE_CAP + 96];
-    npy_format_descr(&h, descr, sizeof(descr));
-    npy_format_tuple(shape, rank, tuple, sizeof(tuple));
-    int n = snprintf(dict, sizeof(dict), "{'descr': '%s', 'fortran_order': False, 'shape': %s, }", descr, tuple);
-    if (n < 0 || (size_t)n >= sizeof(dict))
+    char dict[NPY_TUPLE_CAP + 96];
+    struct tile_text txt = {dict, sizeof(dict), 0, false};
+    tile_text_str(&txt, "{'descr': '");
+    npy_format_descr(&txt, &h);
+    tile_text_str(&txt, "', 'fortran_order': False, 'shape': ");
+    npy_format_tuple(&txt, shape, rank);
+    tile_text_str(&txt, ", }");
+    if (txt.over)
         return tile_error_set(e, TILE_EINVAL, "the .npy header dict does not fit %zu bytes", sizeof(dict));
+    size_t n = txt.len;
     /* Version 1.0 has a 16-bit header length; the preamble grows by 2 for 2.0. */
     uint64_t pre = NPY_MAGIC_LEN + 4, total = npy_round_up(pre + (uint64_t)n + 1);
     if (total - pre > UINT16_MAX) {

@@ -176,14 +176,25 @@ static size_t put_str(char *out, const char *s)
 
 size_t tile_format_u64(char *out, uint64_t v)
 {
-    char tmp[20];
-    size_t n = 0;
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    for (size_t i = 0; i < n; i++)
-        out[i] = tmp[n - 1 - i];
+    static const char pairs[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                                   "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                                   "8081828384858687888990919293949596979899";
+    size_t n = 1;
+    for (uint64_t x = v; x >= 10; x /= 10)
+        n++;
+    char *p = out + n;
+    while (v >= 100) { /* two digits a division */
+        unsigned d = (unsigned)(v % 100) * 2;
+        v /= 100;
+        *--p = pairs[d + 1];
+        *--p = pairs[d];
+    }
+    if (v >= 10) {
+        *--p = pairs[v * 2 + 1];
+        *--p = pairs[v * 2];
+    } else {
+        *--p = (char)('0' + v);
+    }
     return n;
 }
 
@@ -193,6 +204,36 @@ static size_t put_int(char *out, bool neg, uint64_t mag)
     if (neg)
         out[o++] = '-';
     return o + tile_format_u64(out + o, mag);
+}
+
+void tile_text_put(struct tile_text *t, const char *s, size_t n)
+{
+    if (t->over || t->cap - t->len <= n) {
+        t->over = true;
+        return;
+    }
+    memcpy(t->buf + t->len, s, n);
+    t->len += n;
+    t->buf[t->len] = '\0';
+}
+
+void tile_text_str(struct tile_text *t, const char *s)
+{
+    tile_text_put(t, s, strlen(s));
+}
+
+void tile_text_u64(struct tile_text *t, uint64_t v)
+{
+    char digits[24];
+    tile_text_put(t, digits, tile_format_u64(digits, v));
+}
+
+void tile_text_i64(struct tile_text *t, int64_t v)
+{
+    char digits[24];
+    bool neg = v < 0;
+    uint64_t mag = neg ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    tile_text_put(t, digits, put_int(digits, neg, mag));
 }
 
 /* ---- exact decimal rounding ---------------------------------------------- */
@@ -761,31 +802,27 @@ int tile_json_parse_element(enum tile_dtype dtype, const struct tile_json_token 
 size_t tile_format_shape(const int64_t *shape, int rank, bool brackets, char *buf, size_t cap)
 {
     /* Formatted by hand: every response header and JSON head has a shape,
-     * and snprintf per dimension showed up in request profiles. */
-    size_t n = 0;
+     * and snprintf per dimension showed up in request profiles. A shape
+     * that does not fit keeps the dimensions that do (and its bracket). */
     if (cap == 0)
         return 0;
-    if (brackets && n + 1 < cap)
-        buf[n++] = '[';
-    for (int i = 0; i < rank; i++) {
-        char digits[24];
-        int d = 0;
-        uint64_t v = shape[i] < 0 ? (uint64_t)0 - (uint64_t)shape[i] : (uint64_t)shape[i];
-        do {
-            digits[d++] = (char)('0' + v % 10);
-            v /= 10;
-        } while (v);
-        if (shape[i] < 0)
-            digits[d++] = '-';
-        if (n + (size_t)d + 2 >= cap)
-            break;
+    struct tile_text t = {buf, cap > 1 ? cap - 1 : 1, 0, false}; /* room kept for the ']' */
+    buf[0] = '\0';
+    if (brackets)
+        tile_text_put(&t, "[", 1);
+    for (int i = 0; i < rank && !t.over; i++) {
+        size_t before = t.len;
         if (i)
-            buf[n++] = ',';
-        while (d)
-            buf[n++] = digits[--d];
+            tile_text_put(&t, ",", 1);
+        tile_text_i64(&t, shape[i]);
+        if (t.over) {
+            t.len = before;
+            buf[before] = '\0';
+        }
     }
-    if (brackets && n + 1 < cap)
-        buf[n++] = ']';
-    buf[n] = '\0';
-    return n;
+    t.cap = cap;
+    t.over = false;
+    if (brackets)
+        tile_text_put(&t, "]", 1);
+    return t.len;
 }

@@ -24,6 +24,7 @@
 #ifndef TILE_NUMFMT_H
 #define TILE_NUMFMT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -98,6 +99,21 @@ int tile_json_parse_element(enum tile_dtype dtype, const struct tile_json_token 
  * false, with nothing stored, when the general path must decide (any other
  * token or dtype, and every error). */
 bool tile_json_parse_plain_int(const struct tile_dtype_traits *tr, const struct tile_json_token *tok, void *elem);
+
+/* Text built into a caller's fixed buffer, NUL-terminated as it grows:
+ * what does not fit sets `over` (the caller's error to report) and leaves
+ * the text as it was, never cut mid-piece. For the few heads formatted
+ * for every request (a .npy header, a v2 response's start), where
+ * snprintf cost a tenth of the request. */
+struct tile_text {
+    char *buf;
+    size_t cap, len;
+    bool over;
+};
+void tile_text_put(struct tile_text *t, const char *s, size_t n);
+void tile_text_str(struct tile_text *t, const char *s);
+void tile_text_i64(struct tile_text *t, int64_t v);
+void tile_text_u64(struct tile_text *t, uint64_t v);
 
 /* Writes "[2,3,4]" (or "2,3,4" without brackets) into buf. */
 size_t tile_format_shape(const int64_t *shape, int rank, bool brackets, char *buf, size_t cap);

@@ -130,10 +130,14 @@ int tile_parse_int_list(const char *s, int64_t *out, int max, int *count, const 
                                   name, i);
         if (i >= max)
             return tile_error_set(e, TILE_EINVAL, "%s has more than %d items", name, max);
-        char item[96];
-        snprintf(item, sizeof(item), "%s item %d", name, i);
-        if (tile_parse_int64(a, (size_t)(b - a), &out[i], item, e) < 0)
-            return -1;
+        struct tile_error quiet;
+        if (tile_parse_int64(a, (size_t)(b - a), &out[i], name, &quiet) < 0) {
+            /* The item is named only once it is wrong: formatting its name
+             * cost more than parsing it. The second parse says why. */
+            char item[96];
+            snprintf(item, sizeof(item), "%s item %d", name, i);
+            return tile_parse_int64(a, (size_t)(b - a), &out[i], item, e);
+        }
         *count = i + 1;
         if (!s[n])
             return 0;

@@ -528,14 +528,20 @@ static int response_head(const struct tile_v2_request *r, const struct tile_plan
     char id[V2_ID_MEMBER_MAX], shape[TILE_MAX_RANK * 24];
     if (id_member(r, id, e) < 0)
         return -1;
-    tile_format_shape(plan->out_shape, plan->out_rank, true, shape, sizeof(shape));
-    int n = snprintf(head, cap,
-                     "{%s\"model_name\":\"tile\",\"model_version\":\"%d\",\"outputs\":[{\"name\":\"output\","
-                     "\"datatype\":\"%s\",\"shape\":%s%s",
-                     id, r->version, tile_dtype_traits(plan->dtype)->kserve, shape, rest);
-    if (n < 0 || (size_t)n >= cap)
+    size_t shape_len = tile_format_shape(plan->out_shape, plan->out_rank, true, shape, sizeof(shape));
+    struct tile_text t = {head, cap, 0, false};
+    tile_text_put(&t, "{", 1);
+    tile_text_str(&t, id);
+    tile_text_str(&t, "\"model_name\":\"tile\",\"model_version\":\"");
+    tile_text_i64(&t, r->version);
+    tile_text_str(&t, "\",\"outputs\":[{\"name\":\"output\",\"datatype\":\"");
+    tile_text_str(&t, tile_dtype_traits(plan->dtype)->kserve);
+    tile_text_str(&t, "\",\"shape\":");
+    tile_text_put(&t, shape, shape_len);
+    tile_text_str(&t, rest);
+    if (t.over)
         return tile_error_set(e, TILE_EINVAL, "the response header does not fit");
-    *len = (size_t)n;
+    *len = t.len;
     return 0;
 }
 

@@ -9,6 +9,9 @@ are dumped and zeroed, 2,000 more are sent and dumped again:
 
   python3 bench/callgrind_request.py build/tiled [--profile]
 
+--kind raw|npy|v2 sends that kind's small request instead of the JSON /v1
+one (the kinds of bench-peers' service table).
+
 --profile also prints the second dump's functions by their own (self) cost
 per request, and the share of each library (callgrind_annotate).
 
@@ -29,11 +32,25 @@ import sys
 import tempfile
 
 BODY = b'{"input":{"dtype":"float32","shape":[2,2],"data":[1,2,3,4]},"repeats":[1,2]}'
+# The small request of each kind (--kind; json by default): target, content type, body.
+NPY_HEAD = b"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }"
+NPY_HEAD += b" " * (-(10 + len(NPY_HEAD) + 1) % 64) + b"\n"  # the magic, version and length, then 64-byte aligned
+NPY = b"\x93NUMPY\x01\x00" + struct.pack("<H", len(NPY_HEAD)) + NPY_HEAD + struct.pack("<4f", 1, 2, 3, 4)
+KINDS = {
+    "json": ("/v1/tile", "application/json", BODY),
+    "raw": ("/v1/tile?dtype=float32&shape=2,2&repeats=1,2", "application/octet-stream", struct.pack("<4f", 1, 2, 3, 4)),
+    "npy": ("/v1/tile?repeats=1,2", "application/x-npy", NPY),
+    "v2": ("/v2/models/tile/infer", "application/json",
+           b'{"inputs":[{"name":"input","shape":[2,2],"datatype":"FP32","data":[1,2,3,4]},'
+           b'{"name":"repeats","shape":[2],"datatype":"INT64","data":[1,2]}]}'),
+}
+KIND = sys.argv[sys.argv.index("--kind") + 1] if "--kind" in sys.argv else "json"
 
 
 def send(conn, n):
+    target, ctype, body = KINDS[KIND]
     for _ in range(n):
-        conn.request("POST", "/v1/tile", BODY, {"Content-Type": "application/json"})
+        conn.request("POST", target, body, {"Content-Type": ctype})
         r = conn.getresponse()
         r.read()
         assert r.status == 200, r.status
@@ -114,7 +131,7 @@ def main():
         else:
             send(conn, 2000)
         f2, total = dump(p.pid, tmp, {f1})
-        print("%s: %d instructions per %s" % (binary, total // 2000, "gRPC call" if grpc else "request"))
+        print("%s: %d instructions per %s" % (binary, total // 2000, "gRPC call" if grpc else KIND + " request"))
         if os.environ.get("CG_KEEP"):
             print("dump:", f2)
         if "--profile" in sys.argv:

@@ -60,6 +60,7 @@
 #include "service.h"
 #include "stream.h"
 #include "session.h"
+#include "text.h"
 
 /* After a refusal, what the client still sends is read and dropped up to
  * this much; past it the connection just closes. */
@@ -457,7 +458,7 @@ static void end_request(struct http_conn *c, int status)
         c->out_cap = c->out_off = c->out_len = 0;
     }
     if (tiled_log_enabled(TILED_LOG_INFO)) /* the address is for the access log only */
-        snprintf(req->remote, sizeof(req->remote), "%s", c->remote);
+        tiled_copy_str(req->remote, sizeof(req->remote), c->remote);
     tiled_service_end(req, status);
     if (c->head_cap > HTTP_HEAD_KEEP) { /* after the end: the request borrowed its strings */
         free(c->head);
