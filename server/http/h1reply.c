@@ -7,10 +7,10 @@
  * it (or is kept alive for HTTP/1.0), then the reply's own fields. A body
  * held in memory is not copied: it is written from the reply itself
  * (writev with the head), which the request owns until it ends, after its
- * last byte is handed to the socket. A streamed body is pulled piece by
- * piece while the output holds less than HTTP_OUT_HIGH, each piece framed
- * as a chunk when chunked, the last one followed by the Server-Timing
- * trailer when the client asked for trailers.
+ * last byte is handed to the socket. A streamed body is not copied
+ * either: each piece is written from where the stream holds it
+ * (http_reply_pump), framed as a chunk when chunked, the last one followed
+ * by the Server-Timing trailer when the client asked for trailers.
  *
  * Connection: close goes out, and the connection closes after the reply,
  * when the request asked for it (or is HTTP/1.0 without keep-alive), the
@@ -19,7 +19,6 @@
  */
 #include <errno.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -38,8 +37,11 @@
 #include "stream.h"
 #include "session.h"
 
-/* A streamed body's piece, at most. */
-#define PIECE_MAX (64u * 1024u)
+/* A streamed body's piece, at most: written from where the stream holds
+ * it, so a larger piece costs no copy, only fewer system calls. */
+#define PIECE_MAX (256u * 1024u)
+/* A streamed body's bytes written in one loop turn, at most. */
+#define PUMP_TURN_MAX (4u * PIECE_MAX)
 
 /* Room for n more bytes at the output's end: NULL when out of memory
  * (the connection is then cut, never sent a reply with a hole in it). */
@@ -236,6 +238,7 @@ static void out_framing(struct http_conn *c, struct tiled_req *req)
         c->stream = r->stream;
         r->stream = NULL; /* the connection's now: freed when the request ends */
         c->stream_pos = 0;
+        c->piece_len = 0;
         uint64_t size = tiled_stream_size(c->stream);
         const char *coding = tiled_stream_coding(c->stream);
         if (coding)
@@ -303,7 +306,7 @@ static void stream_end(struct http_conn *c)
 {
     if (c->stream_chunked) {
         char timing[128];
-        http_out_put(c, "0\r\n", 3);
+        http_out_put(c, c->stream_pos ? "\r\n0\r\n" : "0\r\n", c->stream_pos ? 5 : 3);
         if (tiled_stream_trailer(c->stream, timing, sizeof(timing)))
             out_field(c, "Server-Timing", timing);
         http_out_put(c, "\r\n", 2);
@@ -313,11 +316,36 @@ static void stream_end(struct http_conn *c)
     c->reply_queued = true;
 }
 
+/* A streamed body goes out a piece at a time, each written from where the
+ * stream holds it (tiled_stream_peek): only the chunk framing passes
+ * through the output buffer, and a piece is given back to the stream
+ * (tiled_stream_consume, which frees a chunk once its last byte is back)
+ * when the socket has taken all of it. A streaming connection so holds no
+ * copy of the body; what the stream holds is counted where the request's
+ * memory is (--max-memory). Writes until the socket is full, the producer
+ * has nothing ready (it resumes the connection), the body ended, or
+ * PUMP_TURN_MAX bytes went out: then the piece set up waits for the next
+ * loop turn (EPOLLOUT), so a client reading as fast as the daemon writes
+ * does not keep the loop from its other connections. */
 bool http_reply_pump(struct http_conn *c)
 {
-    if (c->reply_queued)
-        return true;
-    while (c->out_len - c->out_off < HTTP_OUT_HIGH) {
+    uint64_t from = c->stream_pos;
+    while (!c->reply_queued) {
+        if (http_out_pending(c)) {
+            if (c->stream_pos - from >= PUMP_TURN_MAX)
+                return true;
+            if (http_out_write(c) < 0)
+                return false;
+            if (http_out_pending(c))
+                return true; /* the socket is full: EPOLLOUT brings us back */
+        }
+        if (c->piece_len) { /* all of it written */
+            tiled_stream_consume(c->stream, c->stream_pos, c->piece_len);
+            c->stream_pos += c->piece_len;
+            c->piece_len = 0;
+            c->body = NULL;
+            c->body_off = c->body_len = 0;
+        }
         const char *data;
         long n = tiled_stream_peek(c->stream, c->stream_pos, &data, PIECE_MAX);
         if (n == TILED_STREAM_ERROR)
@@ -328,16 +356,23 @@ bool http_reply_pump(struct http_conn *c)
         }
         if (n == 0)
             return true; /* the connection was suspended: the producer resumes it */
-        if (c->stream_chunked) {
-            char size[24];
-            int k = snprintf(size, sizeof(size), "%lx\r\n", (unsigned long)n);
-            http_out_put(c, size, (size_t)k);
+        if (c->stream_chunked) { /* the previous piece's CRLF, then this one's size line */
+            char size[24] = "\r\n";
+            size_t k = c->stream_pos ? 2 : 0;
+            static const char hex[] = "0123456789abcdef";
+            int digits = 1;
+            while (digits < 16 && (uint64_t)n >> (4 * digits))
+                digits++;
+            for (int d = digits - 1; d >= 0; d--)
+                size[k++] = hex[((uint64_t)n >> (4 * d)) & 15];
+            size[k++] = '\r';
+            size[k++] = '\n';
+            http_out_put(c, size, k);
         }
-        http_out_put(c, data, (size_t)n);
-        if (c->stream_chunked)
-            http_out_put(c, "\r\n", 2);
-        tiled_stream_consume(c->stream, c->stream_pos, (size_t)n);
-        c->stream_pos += (uint64_t)n;
+        c->body = data;
+        c->body_off = 0;
+        c->body_len = (size_t)n;
+        c->piece_len = (size_t)n;
     }
     return true;
 }

@@ -32,11 +32,8 @@ struct tiled_tls_conn;
  * TILED_H1_HEAD_MAX) fits whole, and a read that finds it unfinished at
  * that length gets the bytes that make it too long (431). */
 #define HTTP_IN_CAP (TILED_H1_HEAD_MAX + 256)
-/* Reply bytes pending in the output buffer above which a stream's next
- * piece is not pulled. */
-#define HTTP_OUT_HIGH (64u * 1024u)
-/* An output buffer or a head buffer grown beyond these (a streamed reply,
- * a large head) is let go when its request ends, so an idle kept-alive
+/* An output buffer or a head buffer grown beyond these (many fields, a
+ * large head) is let go when its request ends, so an idle kept-alive
  * connection holds under 16 KiB (docs/operations.md, Memory). */
 #define HTTP_OUT_KEEP (4u * 1024u)
 #define HTTP_HEAD_KEEP (1u * 1024u)
@@ -92,7 +89,8 @@ struct http_conn {
     const char *body;       /* the reply's body, owned by req */
     size_t body_off, body_len;
     struct tiled_stream *stream; /* a streamed reply being pulled (owned) */
-    uint64_t stream_pos;
+    uint64_t stream_pos;    /* the stream's bytes given back (written) so far */
+    size_t piece_len;       /* the piece being written (c->body points into the stream), 0: none */
     bool stream_chunked;
     bool reply_queued;      /* the whole reply is in out/body */
     bool close_after;       /* the connection closes once the reply is written */
