@@ -108,8 +108,9 @@ struct tiled_req {
     uint64_t mem_kin;         /* what its transport holds for it on another account (memory.h) */
     bool input_taken;         /* the decoded input's bytes are in mem_held */
     uint64_t bytes_out;
-    /* Timestamps (µs, monotonic). */
-    uint64_t t_start, t_queued, t_work, t_decoded, t_tiled, t_encoded;
+    /* Timestamps (µs, monotonic): the head read, handed to the pool, taken
+     * by a worker (the phases' own durations are in tm). */
+    uint64_t t_start, t_queued, t_work;
     /* The request's duration, for the access log and the metrics alike:
      * from t_start (its head read) to tiled_service_end() (its last byte
      * handed to the socket, or the client gone). */
