@@ -219,8 +219,11 @@ static void begin_request(struct http_conn *c, uint64_t from, uint64_t to)
     c->req_origin = conn_header(c, "Origin");
     const char *expect = conn_header(c, "Expect");
     c->expect_continue = !c->http10 && expect && strcasecmp(expect, "100-continue") == 0;
-    const struct tiled_head head = {
-        .transport = TILED_TRANSPORT_HTTP, .method = method, .path = c->path, .header = conn_header};
+    const struct tiled_head head = {.transport = TILED_TRANSPORT_HTTP,
+                                    .method = method,
+                                    .path = c->path,
+                                    .remote = c->remote,
+                                    .header = conn_header};
     struct tiled_req *req = tiled_req_new(srv, &head, c, &http_conn_ops);
     if (!req) { /* out of memory: the connection goes */
         c->input_done = true;
@@ -385,8 +388,11 @@ static void refuse_stream(struct http_conn *c)
         c->keep_alive = false;
         c->req_origin = NULL;
         c->is_head = strcmp(method, "HEAD") == 0;
-        const struct tiled_head head = {
-            .transport = TILED_TRANSPORT_HTTP, .method = method, .path = target, .header = conn_header};
+        const struct tiled_head head = {.transport = TILED_TRANSPORT_HTTP,
+                                        .method = method,
+                                        .path = target,
+                                        .remote = c->remote,
+                                        .header = conn_header};
         c->req = tiled_req_new(srv, &head, c, &http_conn_ops);
         if (!c->req) {
             c->input_done = c->close_after = true;
@@ -456,8 +462,6 @@ static void end_request(struct http_conn *c, int status)
         c->out = NULL;
         c->out_cap = c->out_off = c->out_len = 0;
     }
-    if (tiled_log_enabled(TILED_LOG_INFO)) /* the address is for the access log only */
-        snprintf(req->remote, sizeof(req->remote), "%s", c->remote);
     tiled_service_end(req, status);
     if (c->head_cap > HTTP_HEAD_KEEP) { /* after the end: the request borrowed its strings */
         free(c->head);

@@ -99,7 +99,7 @@ struct tiled_req {
     const char *if_match;
     const char *if_none_match;
     enum tiled_coding request_coding;
-    char remote[64];
+    const char *remote;       /* the client's address, borrowed from the transport; "" when unknown */
     bool want_trailers;
     char *body;
     uint64_t body_len, body_cap;

@@ -86,6 +86,7 @@ struct tiled_req *tiled_req_new(struct tiled_server *srv, const struct tiled_hea
     tile_request_init(&req->treq);
     tiled_copy_str(req->method, sizeof(req->method), h->method);
     req->path = h->path;
+    req->remote = h->remote ? h->remote : "";
     tiled_copy_str(req->request_id, sizeof(req->request_id), header_or_empty(h, conn, "X-Request-Id"));
     if (!valid_request_id(req->request_id))
         new_request_id(req->request_id, srv->start_s, atomic_fetch_add(&srv->next_id, 1));

@@ -37,6 +37,7 @@ struct tiled_head {
     enum tiled_transport transport;
     const char *method;
     const char *path;
+    const char *remote; /* the client's address, for the access log (NULL: unknown) */
     /* A header's value, NULL when absent (name case-insensitive). */
     const char *(*header)(void *conn, const char *name);
 };
