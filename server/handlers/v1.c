@@ -167,7 +167,7 @@ void tiled_check_tile_head(struct tiled_req *req)
         return;
     }
     if (req->query_overflow) {
-        tiled_reply_error(&req->reply, TILED_BAD_REQUEST, "too many or too long query parameters");
+        tiled_reply_error(&req->reply, TILED_BAD_REQUEST, "too many query parameters (at most %d)", TILED_QUERY_MAX);
         return;
     }
     /* The query, read once: into the request the body will join (decode). */

@@ -172,9 +172,15 @@ static bool parse_head(struct http_conn *c, uint64_t from, uint64_t to)
 
 /* ---- requests ------------------------------------------------------------------ */
 
-static void add_query(void *req, const char *key, const char *value)
+/* One query parameter into the connection's list, which its request borrows. */
+static void add_query(void *arg, const char *key, const char *value)
 {
-    tiled_req_add_query(req, key, value);
+    struct http_conn *c = arg;
+    if (c->nquery == TILED_QUERY_MAX) {
+        c->query_overflow = true;
+        return;
+    }
+    c->query[c->nquery++] = (struct tiled_kv){.key = key, .value = value ? value : ""};
 }
 
 /* Content-Length above 0, or a chunked body. */
@@ -219,10 +225,16 @@ static void begin_request(struct http_conn *c, uint64_t from, uint64_t to)
     c->req_origin = conn_header(c, "Origin");
     const char *expect = conn_header(c, "Expect");
     c->expect_continue = !c->http10 && expect && strcasecmp(expect, "100-continue") == 0;
+    c->nquery = 0;
+    c->query_overflow = false;
+    http_query_each(c->hd.query, add_query, c);
     const struct tiled_head head = {.transport = TILED_TRANSPORT_HTTP,
                                     .method = method,
                                     .path = c->path,
                                     .remote = c->remote,
+                                    .query = c->query,
+                                    .nquery = c->nquery,
+                                    .query_overflow = c->query_overflow,
                                     .header = conn_header};
     struct tiled_req *req = tiled_req_new(srv, &head, c, &http_conn_ops);
     if (!req) { /* out of memory: the connection goes */
@@ -234,7 +246,6 @@ static void begin_request(struct http_conn *c, uint64_t from, uint64_t to)
     c->phase = HTTP_BODY;
     http_conn_unfresh(c);
     c->head_deadline_us = 0;
-    http_query_each(c->hd.query, add_query, req);
     /* An answer decided by the head alone goes out before any upload; a
      * page on another origin that may not call tiled gets its 403 before
      * the route, the key check and the body, so it makes tiled do no work. */

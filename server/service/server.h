@@ -35,6 +35,15 @@
 struct tiled_shm;
 struct tiled_tls;
 
+/* A query parameter, as the transport split and percent-decoded it. */
+struct tiled_kv {
+    const char *key;
+    const char *value; /* "" when the parameter has no "=" */
+};
+
+/* The most query parameters a request holds (more: its query_overflow). */
+#define TILED_QUERY_MAX 16
+
 /* How the service parks a connection while a worker (or a stream's
  * producer) prepares what it will send, and wakes it again. */
 struct tiled_conn_ops {
@@ -149,16 +158,14 @@ struct tiled_req {
      * itself (region views) when it fails or is freed. */
     int (*produce)(struct tiled_req *req, struct tile_error *e);
     void (*release)(struct tiled_req *req);
-    /* Query parameters, collected once: the first nquery of query[]. */
+    /* Query parameters, borrowed from the transport like the headers: the
+     * first nquery of query[] (NULL when none came). */
+    const struct tiled_kv *query;
     int nquery;
     bool query_overflow;
     /* Large members last: tiled_req_new zeroes only what precedes them.
-     * These are set before any read: query[] up to nquery, treq by
-     * tile_request_init, plan by tile_plan_init. */
-    struct tiled_kv {
-        char key[32];
-        char *value;
-    } query[16];
+     * These are set before any read: treq by tile_request_init, plan by
+     * tile_plan_init. */
     /* Decoded request, until the encoder takes it over. /v1 reads its
      * query into it once, in the head check; the body joins it when
      * decoded (v1.c). */

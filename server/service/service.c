@@ -76,7 +76,7 @@ struct tiled_req *tiled_req_new(struct tiled_server *srv, const struct tiled_hea
     struct tiled_req *req = tile_spare_take(&spare_req, sizeof(*req));
     if (!req)
         return NULL;
-    memset(req, 0, offsetof(struct tiled_req, query)); /* the rest: server.h */
+    memset(req, 0, offsetof(struct tiled_req, treq)); /* the rest: server.h */
     req->srv = srv;
     req->conn = conn;
     req->ops = ops;
@@ -87,6 +87,9 @@ struct tiled_req *tiled_req_new(struct tiled_server *srv, const struct tiled_hea
     tiled_copy_str(req->method, sizeof(req->method), h->method);
     req->path = h->path;
     req->remote = h->remote ? h->remote : "";
+    req->query = h->query;
+    req->nquery = h->nquery;
+    req->query_overflow = h->query_overflow;
     tiled_copy_str(req->request_id, sizeof(req->request_id), header_or_empty(h, conn, "X-Request-Id"));
     if (!valid_request_id(req->request_id))
         new_request_id(req->request_id, srv->start_s, atomic_fetch_add(&srv->next_id, 1));
@@ -110,17 +113,6 @@ struct tiled_req *tiled_req_new(struct tiled_server *srv, const struct tiled_hea
     return req;
 }
 
-void tiled_req_add_query(struct tiled_req *req, const char *key, const char *value)
-{
-    if (req->nquery >= (int)(sizeof(req->query) / sizeof(req->query[0])) || strlen(key) >= sizeof(req->query[0].key)) {
-        req->query_overflow = true;
-        return;
-    }
-    struct tiled_kv *kv = &req->query[req->nquery++];
-    tiled_copy_str(kv->key, sizeof(kv->key), key);
-    kv->value = strdup(value ? value : "");
-}
-
 static void req_free(struct tiled_req *req)
 {
     if (req->release)
@@ -129,8 +121,6 @@ static void req_free(struct tiled_req *req)
     tile_v2_request_free(&req->v2);
     tile_encoder_free(req->enc);
     tile_request_free(&req->treq);
-    for (int i = 0; i < req->nquery; i++)
-        free(req->query[i].value);
     free(req->body);
     tiled_memory_release(&req->srv->memory, &req->mem_held);
     pthread_mutex_destroy(&req->lock);
