@@ -136,7 +136,7 @@ static int v1_prepare(struct tiled_req *req, struct tile_error *e)
     req->enc = tile_encoder_new(req->out_fmt, &req->plan, &req->treq, NULL, 0, e); /* sized in produce */
     if (!req->enc)
         return -1;
-    tiled_copy_str(req->reply.content_type, sizeof(req->reply.content_type), tile_format_media_type(req->out_fmt));
+    req->reply.content_type = tile_format_media_type(req->out_fmt);
     if (req->out_fmt == TILE_FMT_RAW)
         set_tensor_headers(req);
     return 0;

@@ -31,7 +31,7 @@ void tiled_grpc_reply(struct tiled_req *req, struct tile_grpc_buf *b)
         return;
     }
     req->reply.status = TILED_OK;
-    tiled_copy_str(req->reply.content_type, sizeof(req->reply.content_type), "application/grpc");
+    req->reply.content_type = "application/grpc";
     tiled_reply_set_body(&req->reply, (char *)b->p, b->len, NULL);
 }
 

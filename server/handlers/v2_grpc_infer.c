@@ -97,7 +97,7 @@ static void grpc_framed(struct tiled_req *req, const struct tile_encode_frame *f
 {
     (void)f;
     (void)fmt;
-    tiled_copy_str(req->reply.content_type, sizeof(req->reply.content_type), "application/grpc");
+    req->reply.content_type = "application/grpc";
 }
 
 static const struct tiled_v2_wire grpc_wire = {grpc_decode, grpc_frame, grpc_framed};

@@ -64,8 +64,7 @@ static int http_frame(struct tiled_req *req, uint64_t data_bytes, char *head, si
 static void http_framed(struct tiled_req *req, const struct tile_encode_frame *f, enum tile_format fmt)
 {
     bool binary = !req->v2.out_shm.used && fmt == TILE_FMT_RAW;
-    tiled_copy_str(req->reply.content_type, sizeof(req->reply.content_type),
-                   binary ? "application/octet-stream" : "application/json");
+    req->reply.content_type = binary ? "application/octet-stream" : "application/json";
     if (binary) {
         char n[24];
         snprintf(n, sizeof(n), "%zu", f->head_len);
