@@ -7,6 +7,7 @@
  * The head check makes the request's struct v1_work once those pass: the
  * work record (work.h) and what /v1 keeps beside it.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@ struct v1_work {
     struct tile_query_tensor qt; /* the query's dtype and shape (the head check) */
     enum tile_format in_fmt, out_fmt;
 };
+_Static_assert(offsetof(struct v1_work, work) == 0, "req->work is the block's start");
 
 /* Freed blocks of sizeof(struct v1_work), for the next (spare.h). */
 static struct tile_spare spare_v1;

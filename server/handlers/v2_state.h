@@ -31,6 +31,7 @@ struct tiled_v2_infer {
     char *shm_reply;
     size_t shm_reply_len;
 };
+_Static_assert(offsetof(struct tiled_v2_infer, work) == 0, "req->work is the block's start");
 
 /* The state of a request tiled_v2_infer_start (v2_infer.h) started. */
 static inline struct tiled_v2_infer *tiled_v2_infer_of(struct tiled_req *req)
