@@ -1,14 +1,15 @@
 /* spare.h - keeps one freed block of a large per-request object for the
  * next request to take instead of calling malloc.
  *
- * WHY. The daemon makes one request struct and one response encoder per
- * request, each several kilobytes: above the sizes glibc keeps in its
- * per-thread caches, so every such malloc went to the main heap and first
- * merged the fast bins the request's small frees had filled
- * (malloc_consolidate), about 1,000 instructions each; the matching free
- * was another few hundred. A request frees its objects before (or about
- * when) the next one on the thread asks, so one kept block answers nearly
- * every malloc.
+ * WHY. A request that tiles makes a work record (its handler's state and
+ * plan) and a response encoder, each several kilobytes: above the sizes
+ * glibc keeps in its per-thread caches, so every such malloc went to the
+ * main heap and first merged the fast bins the request's small frees had
+ * filled (malloc_consolidate), about 1,000 instructions each; the matching
+ * free was another few hundred. A request frees its objects before (or
+ * about when) the next one on the thread asks, so one kept block answers
+ * nearly every malloc. The request struct (under 1 KiB) is kept the same
+ * way, so such a request allocates none of the three.
  *
  * HOW. One pointer swapped atomically: taking leaves the slot empty, giving
  * back keeps the block and frees the one it displaces, so at most one block

@@ -550,10 +550,10 @@ static struct tiled_req *new_req(struct grpc_call *call)
     struct tiled_head head = {.transport = TILED_TRANSPORT_GRPC,
                               .method = method ? method : "",
                               .path = path ? path : "",
+                              .remote = call->remote,
                               .header = service_header};
     struct tiled_req *req = tiled_req_new(call->loop->t->srv, &head, call, &grpc_conn_ops);
     if (req) {
-        tiled_copy_str(req->remote, sizeof(req->remote), call->conn->remote);
         req->mem_kin = call->mem_held; /* the call's state and backlog (conn.c) are the request's own */
     }
     return req;

@@ -97,10 +97,12 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *us
     struct grpc_conn *c = user;
     if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST)
         return 0;
-    /* A call's own state (the call and its request, 18 KiB: 256 open calls
-     * made a connection 4.6 MiB) is request memory too: without room for
-     * it the stream is refused before anything of it is read
-     * (REFUSED_STREAM, which a client may retry at once, RFC 9113 8.7). */
+    /* A call's own state (the call and its request, 10 KiB; an infer's
+     * work record is taken when it starts, work.h) is request memory too:
+     * 256 open calls made a connection 4.6 MiB before it was counted.
+     * Without room for it the stream is refused before anything of it is
+     * read (REFUSED_STREAM, which a client may retry at once, RFC 9113
+     * 8.7). */
     struct tiled_memory *m = &c->loop->t->srv->memory;
     struct tile_error e = {0};
     uint64_t held = 0;

@@ -73,6 +73,7 @@ struct grpc_call {
     uint64_t held;           /* its message's declared size, counted in conn->held */
     uint64_t unsent;         /* its in-memory reply's bytes the socket has not taken, counted in conn->unsent */
     const char *timeout;     /* the grpc-timeout value, for the message */
+    char remote[64];         /* the client's address (the connection's), lent to its requests */
     bool parked;             /* a worker holds the request until it resumes the call */
     bool deferred;           /* the reply's stream has no bytes ready yet */
     bool closed;             /* the HTTP/2 stream is gone */

@@ -80,6 +80,7 @@ struct grpc_call *grpc_call_alloc(struct grpc_conn *c, int32_t id)
     call->loop = l;
     call->conn = c;
     call->id = id;
+    memcpy(call->remote, c->remote, sizeof(call->remote)); /* its connection may go first */
     /* The clock of the call's whole request (call.c, receive_progress) */
     uint64_t timeout_s = (uint64_t)l->t->srv->cfg.header_timeout;
     if (timeout_s) {

@@ -39,9 +39,8 @@ void tiled_handle_metrics(struct tiled_req *req)
     r->status = TILED_OK;
     r->body = text;
     r->body_len = len;
-    snprintf(r->content_type, sizeof(r->content_type), "%s",
-             om ? "application/openmetrics-text; version=1.0.0; charset=utf-8"
-                : "text/plain; version=0.0.4; charset=utf-8");
+    r->content_type = om ? "application/openmetrics-text; version=1.0.0; charset=utf-8"
+                         : "text/plain; version=0.0.4; charset=utf-8";
     tiled_cache_no_store(r); /* counters: stale as soon as they are sent */
     /* Prometheus sends Accept-Encoding: gzip on every scrape; the text
      * shrinks about tenfold. Out of memory it goes uncompressed. */
@@ -124,7 +123,7 @@ void tiled_handle_openapi(struct tiled_req *req)
     if (tiled_cache_preconditions(req, openapi_hash(), coding, form->len))
         return;
     r->status = TILED_OK;
-    snprintf(r->content_type, sizeof(r->content_type), "application/json");
+    r->content_type = "application/json";
     tiled_reply_set_body(r, (char *)form->body, form->len, keep_form);
     if (coding != TILED_CODING_IDENTITY)
         tiled_reply_header(r, "Content-Encoding", tiled_coding_name(coding));

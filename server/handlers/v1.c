@@ -4,7 +4,10 @@
  * pick the input and output formats from Content-Type and Accept and check
  * the query. Then work.c decides where the rest runs; v1_prepare() is the
  * /v1-specific part of it (decode, plan, choose the body's encoder).
+ * The head check makes the request's struct v1_work once those pass: the
+ * work record (work.h) and what /v1 keeps beside it.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +20,23 @@
 #include "server.h"
 #include "text.h"
 #include "work.h"
+
+/* A /v1 request's state, one block with its work record (work.h). */
+struct v1_work {
+    struct tiled_work work;      /* first: req->work points here */
+    struct tile_query_tensor qt; /* the query's dtype and shape (the head check) */
+    enum tile_format in_fmt, out_fmt;
+};
+_Static_assert(offsetof(struct v1_work, work) == 0, "req->work is the block's start");
+
+/* Freed blocks of sizeof(struct v1_work), for the next (spare.h). */
+static struct tile_spare spare_v1;
+
+/* The state of a request the head check passed (tiled_work_new made it). */
+static struct v1_work *v1_of(struct tiled_req *req)
+{
+    return (struct v1_work *)req->work;
+}
 
 /* RFC 9110 12.5.1: a format's weight is that of the most specific range
  * that matches it (its own media type, then "application" with any
@@ -69,76 +89,78 @@ int tiled_negotiate_format(const char *accept, enum tile_format dflt, enum tile_
     return 0;
 }
 
-/* Reads the query into `into` (and the tensor's dtype and shape into `qt`,
- * except for .npy bodies, which describe their own tensor). */
-static int read_query(struct tiled_req *req, struct tile_request *into, struct tile_query_tensor *qt,
-                      struct tile_error *e)
+/* Reads the query into the work record's request (and the tensor's dtype
+ * and shape into its qt, except for .npy bodies, which describe their own
+ * tensor). */
+static int read_query(struct tiled_req *req, struct v1_work *s, struct tile_error *e)
 {
     struct tile_limits lim = req->srv->lim;
-    bool tensor_in_query = req->in_fmt != TILE_FMT_NPY;
+    bool tensor_in_query = s->in_fmt != TILE_FMT_NPY;
     for (int i = 0; i < req->nquery; i++) {
-        if (tile_request_query_param(into, qt, tensor_in_query, req->query[i].key, req->query[i].value, &lim, e) < 0)
+        if (tile_request_query_param(&s->work.treq, &s->qt, tensor_in_query, req->query[i].key, req->query[i].value,
+                                     &lim, e) < 0)
             return -1;
     }
     return 0;
 }
 
-/* A JSON body is decoded on its own; the query's fields (read into
- * req->treq by the head check) then join it, and a field given in both
- * places must agree (tile_request_merge_query). */
-static int decode_json(struct tiled_req *req, const struct tile_limits *lim, struct tile_error *e)
+/* A JSON body is decoded on its own; the query's fields (read into the
+ * work record's request by the head check) then join it, and a field
+ * given in both places must agree (tile_request_merge_query). */
+static int decode_json(struct tiled_req *req, struct v1_work *s, const struct tile_limits *lim, struct tile_error *e)
 {
     struct tile_request body;
     tile_request_init(&body);
     int rc = tile_v1_json_decode(req->body ? req->body : "", req->body_len, lim, &body, e);
     if (rc == 0)
-        rc = tile_request_merge_query(&body, &req->treq, &req->v1_qt, e);
-    tile_request_free(&req->treq); /* the query's fields: no input to free */
-    tile_request_move(&req->treq, &body);
+        rc = tile_request_merge_query(&body, &s->work.treq, &s->qt, e);
+    tile_request_free(&s->work.treq); /* the query's fields: no input to free */
+    tile_request_move(&s->work.treq, &body);
     tile_request_free(&body);
     return rc;
 }
 
 /* The query was read in the head check (tiled_check_tile_head); the body
  * is decoded here, on the work path. */
-static int decode(struct tiled_req *req, struct tile_error *e)
+static int decode(struct tiled_req *req, struct v1_work *s, struct tile_error *e)
 {
     struct tile_limits lim = req->srv->lim;
-    if (req->in_fmt == TILE_FMT_JSON)
-        return decode_json(req, &lim, e);
-    switch (req->in_fmt) {
+    if (s->in_fmt == TILE_FMT_JSON)
+        return decode_json(req, s, &lim, e);
+    switch (s->in_fmt) {
     case TILE_FMT_RAW:
-        return tile_raw_decode(req->body, req->body_len, &req->v1_qt, &lim, &req->treq, e);
+        return tile_raw_decode(req->body, req->body_len, &s->qt, &lim, &s->work.treq, e);
     case TILE_FMT_NPY:
-        return tile_v1_npy_decode(req->body ? req->body : "", req->body_len, &lim, &req->treq, e);
+        return tile_v1_npy_decode(req->body ? req->body : "", req->body_len, &lim, &s->work.treq, e);
     default:
         return tile_error_set(e, TILE_EINVAL, "unsupported format");
     }
 }
 
-static void set_tensor_headers(struct tiled_req *req)
+static void set_tensor_headers(struct tiled_req *req, const struct tile_plan *plan)
 {
     char shape[TILE_MAX_RANK * 24];
-    tile_format_shape(req->plan.out_shape, req->plan.out_rank, true, shape, sizeof(shape));
-    tiled_reply_header(&req->reply, "X-Tensor-Dtype", tile_dtype_name(req->plan.dtype));
+    tile_format_shape(plan->out_shape, plan->out_rank, true, shape, sizeof(shape));
+    tiled_reply_header(&req->reply, "X-Tensor-Dtype", tile_dtype_name(plan->dtype));
     tiled_reply_header(&req->reply, "X-Tensor-Shape", shape);
 }
 
-/* Decodes and plans a /v1 request; afterwards req->enc knows the size. */
+/* Decodes and plans a /v1 request; afterwards its encoder knows the size. */
 static int v1_prepare(struct tiled_req *req, struct tile_error *e)
 {
+    struct v1_work *s = v1_of(req);
     uint64_t t0 = tiled_now_us();
-    if (decode(req, e) < 0)
+    if (decode(req, s, e) < 0)
         return -1;
     req->tm.decode_us = tiled_now_us() - t0;
     if (tiled_work_plan(req, e) < 0)
         return -1;
-    req->enc = tile_encoder_new(req->out_fmt, &req->plan, &req->treq, NULL, 0, e); /* sized in produce */
-    if (!req->enc)
+    s->work.enc = tile_encoder_new(s->out_fmt, &s->work.plan, &s->work.treq, NULL, 0, e); /* sized in produce */
+    if (!s->work.enc)
         return -1;
-    tiled_copy_str(req->reply.content_type, sizeof(req->reply.content_type), tile_format_media_type(req->out_fmt));
-    if (req->out_fmt == TILE_FMT_RAW)
-        set_tensor_headers(req);
+    req->reply.content_type = tile_format_media_type(s->out_fmt);
+    if (s->out_fmt == TILE_FMT_RAW)
+        set_tensor_headers(req, &s->work.plan);
     return 0;
 }
 
@@ -147,19 +169,20 @@ void tiled_check_tile_head(struct tiled_req *req)
     /* The answer's type is chosen by Accept: caches must key on it, for the
      * 406 that refuses it too (work.c adds Accept-Encoding to a result). */
     tiled_reply_vary(&req->reply, "Accept");
+    enum tile_format in_fmt, out_fmt;
     if (!req->content_type[0]) {
         tiled_reply_error(&req->reply, TILED_UNSUPPORTED_MEDIA_TYPE,
                           "missing Content-Type (use application/json, application/octet-stream or application/x-npy)");
         return;
     }
-    if (tile_format_from_media_type(req->content_type, strlen(req->content_type), &req->in_fmt) < 0) {
+    if (tile_format_from_media_type(req->content_type, strlen(req->content_type), &in_fmt) < 0) {
         tiled_reply_error(&req->reply, TILED_UNSUPPORTED_MEDIA_TYPE,
                           "unsupported Content-Type '%s' (use application/json, application/octet-stream or "
                           "application/x-npy)",
                           req->content_type);
         return;
     }
-    if (tiled_negotiate_format(req->accept, req->in_fmt, &req->out_fmt) < 0) {
+    if (tiled_negotiate_format(req->accept, in_fmt, &out_fmt) < 0) {
         tiled_reply_error(&req->reply, TILED_NOT_ACCEPTABLE,
                           "cannot produce any type in Accept '%s' (available: application/json, "
                           "application/octet-stream, application/x-npy)",
@@ -167,19 +190,27 @@ void tiled_check_tile_head(struct tiled_req *req)
         return;
     }
     if (req->query_overflow) {
-        tiled_reply_error(&req->reply, TILED_BAD_REQUEST, "too many or too long query parameters");
+        tiled_reply_error(&req->reply, TILED_BAD_REQUEST, "too many query parameters (at most %d)", TILED_QUERY_MAX);
         return;
     }
-    /* The query, read once: into the request the body will join (decode). */
+    /* The request will tile: its state, then the query, read once into
+     * the request the body will join (decode). */
+    struct v1_work *s = tiled_work_new(req, &spare_v1, sizeof(*s), NULL);
+    if (!s)
+        return;
+    s->in_fmt = in_fmt;
+    s->out_fmt = out_fmt;
     struct tile_error e = {0};
-    if (read_query(req, &req->treq, &req->v1_qt, &e) < 0)
+    if (read_query(req, s, &e) < 0)
         tiled_reply_tile_error(&req->reply, &e);
 }
 
-/* The head check (tiled_check_tile_head) has run: every transport runs a
- * route's check_head before its handler (service.h). */
+/* The head check (tiled_check_tile_head) has passed, so the request has
+ * its struct v1_work: every transport runs a route's check_head before its
+ * handler (service.h). */
 void tiled_handle_tile(struct tiled_req *req)
 {
+    req->body_format = (int)v1_of(req)->in_fmt;
     req->prepare = v1_prepare;
     tiled_work_start(req);
 }

@@ -22,6 +22,7 @@
 #include "text.h"
 #include "v2_grpc.h"
 #include "v2_catalog.h"
+#include "work.h"
 
 void tiled_grpc_reply(struct tiled_req *req, struct tile_grpc_buf *b)
 {
@@ -31,7 +32,7 @@ void tiled_grpc_reply(struct tiled_req *req, struct tile_grpc_buf *b)
         return;
     }
     req->reply.status = TILED_OK;
-    tiled_copy_str(req->reply.content_type, sizeof(req->reply.content_type), "application/grpc");
+    req->reply.content_type = "application/grpc";
     tiled_reply_set_body(&req->reply, (char *)b->p, b->len, NULL);
 }
 
@@ -275,7 +276,7 @@ static int prepare_offloaded(struct tiled_req *req, struct tile_error *e)
     run_rpc(req, rpc_index(req->path));
     if (req->reply.status || !req->prepare)
         return -2;
-    return req->enc ? 0 : req->prepare(req, e);
+    return tiled_work_prepared(req) ? 0 : req->prepare(req, e);
 }
 
 /* A request message is read on the loop thread only when it is known to

@@ -4,7 +4,7 @@
  * DESIGN. The handler, on the transport's thread, reads only the model
  * name and version (fields 1 and 2, skipping the tensors) and checks them
  * with the rules HTTP uses (v2_catalog.h); the rest is v2_infer.c's steps,
- * with this file's decode (ModelInferRequest mapped onto req->v2 by
+ * with this file's decode (ModelInferRequest mapped onto the infer's v2 by
  * api/v2_model.c's rules) and frame: ModelInferResponse's head
  * (api/grpc_infer.h) followed by the output's raw bytes, the encoder's
  * TILE_FMT_RAW data, so it is materialised or streamed above
@@ -24,10 +24,10 @@
 #include "v2_infer.h"
 #include "v2_catalog.h"
 
-/* The request id and the decoded inputs, mapped onto req->v2 and req->treq. */
+/* The request id and the decoded inputs, mapped onto the infer's v2. */
 static int map_request(struct tiled_req *req, struct tile_grpc_infer_request *g, struct tile_error *e)
 {
-    struct tile_v2_request *v = &req->v2;
+    struct tile_v2_request *v = &tiled_v2_infer_of(req)->v2;
     if (g->id.len >= sizeof(v->id))
         return tile_error_set(e, TILE_EINVAL, "id '%.32s...' is too long (at most %zu bytes)", g->id.ptr,
                               sizeof(v->id) - 1);
@@ -67,16 +67,17 @@ static int grpc_decode(struct tiled_req *req, const struct tile_v2_shm_source *s
 static int grpc_frame(struct tiled_req *req, uint64_t raw_len, char *head, size_t cap, struct tile_encode_frame *f,
                       enum tile_format *fmt, struct tile_error *e)
 {
+    const struct tiled_v2_infer *s = tiled_v2_infer_of(req);
     char version[24];
-    size_t version_len = tile_format_u64(version, (uint64_t)req->v2.version); /* 13, 6 or 1 */
+    size_t version_len = tile_format_u64(version, (uint64_t)s->v2.version); /* 13, 6 or 1 */
     const struct tile_grpc_infer_reply r = {
         .model_name = {"tile", 4},
         .model_version = {version, version_len},
-        .id = {req->v2.id, req->v2.id_len},
+        .id = {s->v2.id, s->v2.id_len},
         .output_name = {"output", 6},
-        .dtype = req->plan.dtype,
-        .rank = req->plan.out_rank,
-        .shape = req->plan.out_shape,
+        .dtype = s->work.plan.dtype,
+        .rank = s->work.plan.out_rank,
+        .shape = s->work.plan.out_shape,
         .raw_len = raw_len,
     };
     size_t n = tile_grpc_infer_reply_head_size(&r);
@@ -97,7 +98,7 @@ static void grpc_framed(struct tiled_req *req, const struct tile_encode_frame *f
 {
     (void)f;
     (void)fmt;
-    tiled_copy_str(req->reply.content_type, sizeof(req->reply.content_type), "application/grpc");
+    req->reply.content_type = "application/grpc";
 }
 
 static const struct tiled_v2_wire grpc_wire = {grpc_decode, grpc_frame, grpc_framed};

@@ -46,26 +46,27 @@ static int http_decode(struct tiled_req *req, const struct tile_v2_shm_source *s
     if (hl && (tile_parse_int64(hl, strlen(hl), &header_len, "Inference-Header-Content-Length", e) < 0 ||
                header_len < 0))
         return tile_error_set(e, TILE_EINVAL, "Inference-Header-Content-Length '%.30s' is not a byte count", hl);
-    return tile_v2_decode_shm(req->body ? req->body : "", req->body_len, header_len, req->v2.version,
-                              &req->srv->lim, shm, &req->v2, e);
+    struct tile_v2_request *v = &tiled_v2_infer_of(req)->v2;
+    return tile_v2_decode_shm(req->body ? req->body : "", req->body_len, header_len, v->version, &req->srv->lim, shm,
+                              v, e);
 }
 
 static int http_frame(struct tiled_req *req, uint64_t data_bytes, char *head, size_t cap,
                       struct tile_encode_frame *f, enum tile_format *fmt, struct tile_error *e)
 {
-    const struct tile_v2_request *v = &req->v2;
+    const struct tiled_v2_infer *s = tiled_v2_infer_of(req);
+    const struct tile_v2_request *v = &s->v2;
     if (v->out_shm.used)
-        return tile_v2_response_shm(v, &req->plan, head, cap, &f->head_len, e);
+        return tile_v2_response_shm(v, &s->work.plan, head, cap, &f->head_len, e);
     f->complex_flat = true;
     *fmt = v->binary_output ? TILE_FMT_RAW : TILE_FMT_JSON;
-    return tile_v2_response_frame(v, &req->plan, data_bytes, head, cap, &f->head_len, &f->tail, &f->tail_len, e);
+    return tile_v2_response_frame(v, &s->work.plan, data_bytes, head, cap, &f->head_len, &f->tail, &f->tail_len, e);
 }
 
 static void http_framed(struct tiled_req *req, const struct tile_encode_frame *f, enum tile_format fmt)
 {
-    bool binary = !req->v2.out_shm.used && fmt == TILE_FMT_RAW;
-    tiled_copy_str(req->reply.content_type, sizeof(req->reply.content_type),
-                   binary ? "application/octet-stream" : "application/json");
+    bool binary = !tiled_v2_infer_of(req)->v2.out_shm.used && fmt == TILE_FMT_RAW;
+    req->reply.content_type = binary ? "application/octet-stream" : "application/json";
     if (binary) {
         char n[24];
         snprintf(n, sizeof(n), "%zu", f->head_len);
@@ -190,8 +191,10 @@ void tiled_handle_models(struct tiled_req *req)
         return;
     char *doc = NULL;
     if (strcmp(action, "infer") == 0) {
-        if (tiled_method_is(req, "POST"))
+        if (tiled_method_is(req, "POST")) {
+            req->body_format = req->infer_header_len ? TILE_FMT_RAW : TILE_FMT_JSON;
             tiled_v2_infer_start(req, v, http_prepare);
+        }
         return;
     }
     if (!tiled_method_is(req, "GET"))

@@ -9,10 +9,21 @@
 #include "v2_shm.h"
 #include "work.h"
 
+/* Freed blocks of sizeof(struct tiled_v2_infer), for the next (spare.h). */
+static struct tile_spare spare_infer;
+
+static void infer_dispose(struct tiled_work *w)
+{
+    tile_v2_request_free(&((struct tiled_v2_infer *)w)->v2);
+}
+
 void tiled_v2_infer_start(struct tiled_req *req, int version, int (*prepare)(struct tiled_req *, struct tile_error *))
 {
     req->v2_version = version;
-    req->v2.version = version;
+    struct tiled_v2_infer *s = tiled_work_new(req, &spare_infer, sizeof(*s), infer_dispose);
+    if (!s)
+        return;
+    s->v2.version = version;
     req->prepare = prepare;
     tiled_work_start(req);
 }
@@ -20,47 +31,50 @@ void tiled_v2_infer_start(struct tiled_req *req, int version, int (*prepare)(str
 /* Step 3: inputs held in regions were copied unless the output goes to
  * one; the output is planned and its data bytes counted (strings: with
  * their length prefixes). */
-static int plan(struct tiled_req *req, uint64_t *data_bytes, struct tile_error *e)
+static int plan(struct tiled_req *req, struct tiled_v2_infer *s, uint64_t *data_bytes, struct tile_error *e)
 {
-    if (!req->v2.out_shm.used && tiled_v2_shm_release(req, e) < 0)
+    const struct tile_plan *p = &s->work.plan;
+    if (!s->v2.out_shm.used && tiled_v2_shm_release(req, e) < 0)
         return -1;
     if (tiled_work_plan(req, e) < 0)
         return -1;
-    *data_bytes = req->plan.out_bytes;
-    if (req->plan.dtype == TILE_STRING &&
-        (tile_plan_string_wire_bytes(&req->plan, tile_tensor_string_bytes(&req->treq.input), 0, data_bytes, e) < 0 ||
+    *data_bytes = p->out_bytes;
+    if (p->dtype == TILE_STRING &&
+        (tile_plan_string_wire_bytes(p, tile_tensor_string_bytes(&s->work.treq.input), 0, data_bytes, e) < 0 ||
          tiled_work_check_size(req, *data_bytes, e) < 0))
         return -1;
     return 0;
 }
 
-/* Step 2: the wire's decode into a cleared req->v2; the tile request then
- * moves into req->treq, where the shared path reads it. */
-static int decode(struct tiled_req *req, const struct tiled_v2_wire *wire, struct tile_error *e)
+/* Step 2: the wire's decode into a cleared v2; the tile request then
+ * moves into the work record's, where the shared path reads it. */
+static int decode(struct tiled_req *req, struct tiled_v2_infer *s, const struct tiled_v2_wire *wire,
+                  struct tile_error *e)
 {
     struct tile_v2_shm_source src;
     uint64_t t0 = tiled_now_us();
-    int version = req->v2.version;
-    tile_v2_request_free(&req->v2);
-    memset(&req->v2, 0, sizeof(req->v2));
-    tile_request_init(&req->v2.treq);
-    req->v2.version = version;
+    int version = s->v2.version;
+    tile_v2_request_free(&s->v2);
+    memset(&s->v2, 0, sizeof(s->v2));
+    tile_request_init(&s->v2.treq);
+    s->v2.version = version;
     int rc = wire->decode(req, tiled_v2_shm_source(req, &src), e);
-    tile_request_free(&req->treq);
-    req->treq = req->v2.treq;
-    tile_request_init(&req->v2.treq);
+    tile_request_free(&s->work.treq);
+    s->work.treq = s->v2.treq;
+    tile_request_init(&s->v2.treq);
     req->tm.decode_us = tiled_now_us() - t0;
     return rc;
 }
 
 int tiled_v2_infer_prepare(struct tiled_req *req, const struct tiled_v2_wire *wire, struct tile_error *e)
 {
+    struct tiled_v2_infer *s = tiled_v2_infer_of(req);
     uint64_t data_bytes;
-    if (decode(req, wire, e) < 0 || plan(req, &data_bytes, e) < 0)
+    if (decode(req, s, wire, e) < 0 || plan(req, s, &data_bytes, e) < 0)
         return -1;
     /* Step 4: the reply around the output, or the whole reply when the
      * output goes to a region. */
-    bool to_region = req->v2.out_shm.used;
+    bool to_region = s->v2.out_shm.used;
     char head[TILE_ENCODE_HEAD_MAX];
     struct tile_encode_frame f = {.head = head, .tail = ""};
     enum tile_format fmt = TILE_FMT_RAW;
@@ -70,8 +84,8 @@ int tiled_v2_infer_prepare(struct tiled_req *req, const struct tiled_v2_wire *wi
         if (tiled_v2_shm_output(req, data_bytes, f.head, f.head_len, e) < 0)
             return -1;
     } else {
-        req->enc = tile_encoder_new(fmt, &req->plan, &req->treq, &f, 0, e); /* sized in produce */
-        if (!req->enc)
+        s->work.enc = tile_encoder_new(fmt, &s->work.plan, &s->work.treq, &f, 0, e); /* sized in produce */
+        if (!s->work.enc)
             return -1;
     }
     if (wire->framed)

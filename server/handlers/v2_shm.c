@@ -11,12 +11,13 @@
  * status [], unregister 200, register 501.
  *
  * An infer request naming regions holds a view of each (shm.h) from decode
- * to the end of its work. When the output goes to a region, fixed-width
- * inputs are read in place and the encoder tiles the output straight into
- * the region with the pool; the body is only the output's metadata. When
- * it does not, inputs are copied at decode and their views let go at once,
- * so a body streamed later never reads a region a client may truncate.
- * A region truncated while held turns the request into a 400.
+ * to the end of its work, in its struct tiled_v2_infer (v2_state.h). When
+ * the output goes to a region, fixed-width inputs are read in place and
+ * the encoder tiles the output straight into the region with the pool;
+ * the body is only the output's metadata. When it does not, inputs are
+ * copied at decode and their views let go at once, so a body streamed
+ * later never reads a region a client may truncate. A region truncated
+ * while held turns the request into a 400.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -30,6 +31,7 @@
 #include "handlers.h"
 #include "inflate.h"
 #include "server.h"
+#include "v2_state.h"
 
 /* ---- infer ------------------------------------------------------------------ */
 
@@ -37,24 +39,26 @@
  * the end (tiled_v2_shm_output). */
 static void release_all(struct tiled_req *req)
 {
+    struct tiled_v2_infer *s = tiled_v2_infer_of(req);
     tiled_v2_shm_release(req, NULL);
-    free(req->shm_reply);
-    req->shm_reply = NULL;
+    free(s->shm_reply);
+    s->shm_reply = NULL;
 }
 
 static int resolve_input(void *ctx, const char *tensor, const struct tile_v2_shm_ref *ref, const void **data,
                          struct tile_error *e)
 {
     struct tiled_req *req = ctx;
+    struct tiled_v2_infer *s = tiled_v2_infer_of(req);
     char what[64];
     snprintf(what, sizeof(what), "input '%s'", tensor);
-    if ((size_t)req->nshm_in == sizeof(req->shm_in) / sizeof(req->shm_in[0]))
+    if ((size_t)s->nshm_in == sizeof(s->shm_in) / sizeof(s->shm_in[0]))
         return tile_error_set(e, TILE_EINVAL, "too many inputs in shared memory");
-    struct tiled_shm_view *v = &req->shm_in[req->nshm_in];
+    struct tiled_shm_view *v = &s->shm_in[s->nshm_in];
     if (tiled_shm_acquire(req->srv->shm, ref->region, ref->offset, ref->byte_size, what, v, e) < 0)
         return -1;
-    req->nshm_in++;
-    req->release = release_all;
+    s->nshm_in++;
+    s->work.release = release_all;
     *data = v->data;
     return 0;
 }
@@ -70,7 +74,8 @@ const struct tile_v2_shm_source *tiled_v2_shm_source(struct tiled_req *req, stru
 int tiled_v2_shm_output(struct tiled_req *req, uint64_t data_bytes, const void *reply, size_t reply_len,
                         struct tile_error *e)
 {
-    const struct tile_v2_shm_ref *ref = &req->v2.out_shm;
+    struct tiled_v2_infer *s = tiled_v2_infer_of(req);
+    const struct tile_v2_shm_ref *ref = &s->v2.out_shm;
     if (!req->srv->shm)
         return tile_error_set(e, TILE_EINVAL,
                               "output 'output' names shared memory region '%s', but shared memory is not enabled on "
@@ -81,44 +86,46 @@ int tiled_v2_shm_output(struct tiled_req *req, uint64_t data_bytes, const void *
                               "shared memory size specified with the request for output 'output' (%llu bytes) should "
                               "be at least %llu bytes to hold the results",
                               (unsigned long long)ref->byte_size, (unsigned long long)data_bytes);
-    if (tiled_shm_acquire(req->srv->shm, ref->region, ref->offset, ref->byte_size, "output 'output'", &req->shm_out,
+    if (tiled_shm_acquire(req->srv->shm, ref->region, ref->offset, ref->byte_size, "output 'output'", &s->shm_out,
                           e) < 0)
         return -1;
-    req->release = release_all;
-    req->produce = tiled_v2_shm_produce; /* into the region, not a body */
-    req->shm_reply = malloc(reply_len ? reply_len : 1);
-    if (req->shm_reply)
-        memcpy(req->shm_reply, reply, reply_len);
-    req->shm_reply_len = reply_len;
+    s->work.release = release_all;
+    s->work.produce = tiled_v2_shm_produce; /* into the region, not a body */
+    s->shm_reply = malloc(reply_len ? reply_len : 1);
+    if (s->shm_reply)
+        memcpy(s->shm_reply, reply, reply_len);
+    s->shm_reply_len = reply_len;
     struct tile_encode_frame f = {.head = "", .tail = ""};
-    req->enc = tile_encoder_new(TILE_FMT_RAW, &req->plan, &req->treq, &f, data_bytes, e);
-    if (!req->shm_reply || !req->enc)
+    s->work.enc = tile_encoder_new(TILE_FMT_RAW, &s->work.plan, &s->work.treq, &f, data_bytes, e);
+    if (!s->shm_reply || !s->work.enc)
         return tile_error_set(e, TILE_ENOMEM, "out of memory");
-    if (tile_encoder_size(req->enc) > req->shm_out.len) /* never write past the view */
+    if (tile_encoder_size(s->work.enc) > s->shm_out.len) /* never write past the view */
         return tile_error_set(e, TILE_EINVAL, "output 'output' does not fit its shared memory region");
     return 0;
 }
 
 int tiled_v2_shm_release(struct tiled_req *req, struct tile_error *e)
 {
+    struct tiled_v2_infer *s = tiled_v2_infer_of(req);
     int rc = 0;
-    for (int i = 0; i < req->nshm_in; i++)
-        rc |= tiled_shm_release(&req->shm_in[i], e);
-    req->nshm_in = 0;
-    rc |= tiled_shm_release(&req->shm_out, e);
+    for (int i = 0; i < s->nshm_in; i++)
+        rc |= tiled_shm_release(&s->shm_in[i], e);
+    s->nshm_in = 0;
+    rc |= tiled_shm_release(&s->shm_out, e);
     return rc ? -1 : 0;
 }
 
 int tiled_v2_shm_produce(struct tiled_req *req, struct tile_error *e)
 {
+    struct tiled_v2_infer *s = tiled_v2_infer_of(req);
     uint64_t t0 = tiled_now_us();
-    tile_encoder_fill(req->enc, req->shm_out.data, req->srv->pool);
+    tile_encoder_fill(s->work.enc, s->shm_out.data, req->srv->pool);
     req->tm.tile_us += tiled_now_us() - t0;
     if (tiled_v2_shm_release(req, e) < 0)
         return -1;
     req->reply.status = TILED_OK;
-    tiled_reply_set_body(&req->reply, req->shm_reply, req->shm_reply_len, NULL); /* taken over */
-    req->shm_reply = NULL;
+    tiled_reply_set_body(&req->reply, s->shm_reply, s->shm_reply_len, NULL); /* taken over */
+    s->shm_reply = NULL;
     return 0;
 }
 
@@ -268,7 +275,6 @@ static int shm_prepare(struct tiled_req *req, struct tile_error *e)
     (void)e;
     bool cuda = strncmp(req->path, CUDA_SHM, strlen(CUDA_SHM)) == 0;
     handle_shm(req, cuda ? CUDA_SHM : SYSTEM_SHM, cuda);
-    req->prepare = NULL; /* answered as inline ones are (and counted alike: service.c's body_format) */
     return -2;
 }
 

@@ -14,7 +14,8 @@
 struct tiled_req;
 
 /* The decoder's view of the registry for this request (NULL when shared
- * memory is off): inputs it resolves are held in req->shm_in. */
+ * memory is off): inputs it resolves are held in the infer's shm_in
+ * (v2_state.h). */
 const struct tile_v2_shm_source *tiled_v2_shm_source(struct tiled_req *req, struct tile_v2_shm_source *src);
 
 /* After planning a request whose output names a region: checks the

@@ -60,7 +60,6 @@
 #include "service.h"
 #include "stream.h"
 #include "session.h"
-#include "text.h"
 
 /* After a refusal, what the client still sends is read and dropped up to
  * this much; past it the connection just closes. */
@@ -173,9 +172,15 @@ static bool parse_head(struct http_conn *c, uint64_t from, uint64_t to)
 
 /* ---- requests ------------------------------------------------------------------ */
 
-static void add_query(void *req, const char *key, const char *value)
+/* One query parameter into the connection's list, which its request borrows. */
+static void add_query(void *arg, const char *key, const char *value)
 {
-    tiled_req_add_query(req, key, value);
+    struct http_conn *c = arg;
+    if (c->nquery == TILED_QUERY_MAX) {
+        c->query_overflow = true;
+        return;
+    }
+    c->query[c->nquery++] = (struct tiled_kv){.key = key, .value = value ? value : ""};
 }
 
 /* Content-Length above 0, or a chunked body. */
@@ -220,8 +225,17 @@ static void begin_request(struct http_conn *c, uint64_t from, uint64_t to)
     c->req_origin = conn_header(c, "Origin");
     const char *expect = conn_header(c, "Expect");
     c->expect_continue = !c->http10 && expect && strcasecmp(expect, "100-continue") == 0;
-    const struct tiled_head head = {
-        .transport = TILED_TRANSPORT_HTTP, .method = method, .path = c->path, .header = conn_header};
+    c->nquery = 0;
+    c->query_overflow = false;
+    http_query_each(c->hd.query, add_query, c);
+    const struct tiled_head head = {.transport = TILED_TRANSPORT_HTTP,
+                                    .method = method,
+                                    .path = c->path,
+                                    .remote = c->remote,
+                                    .query = c->query,
+                                    .nquery = c->nquery,
+                                    .query_overflow = c->query_overflow,
+                                    .header = conn_header};
     struct tiled_req *req = tiled_req_new(srv, &head, c, &http_conn_ops);
     if (!req) { /* out of memory: the connection goes */
         c->input_done = true;
@@ -232,7 +246,6 @@ static void begin_request(struct http_conn *c, uint64_t from, uint64_t to)
     c->phase = HTTP_BODY;
     http_conn_unfresh(c);
     c->head_deadline_us = 0;
-    http_query_each(c->hd.query, add_query, req);
     /* An answer decided by the head alone goes out before any upload; a
      * page on another origin that may not call tiled gets its 403 before
      * the route, the key check and the body, so it makes tiled do no work. */
@@ -386,8 +399,11 @@ static void refuse_stream(struct http_conn *c)
         c->keep_alive = false;
         c->req_origin = NULL;
         c->is_head = strcmp(method, "HEAD") == 0;
-        const struct tiled_head head = {
-            .transport = TILED_TRANSPORT_HTTP, .method = method, .path = target, .header = conn_header};
+        const struct tiled_head head = {.transport = TILED_TRANSPORT_HTTP,
+                                        .method = method,
+                                        .path = target,
+                                        .remote = c->remote,
+                                        .header = conn_header};
         c->req = tiled_req_new(srv, &head, c, &http_conn_ops);
         if (!c->req) {
             c->input_done = c->close_after = true;
@@ -457,8 +473,6 @@ static void end_request(struct http_conn *c, int status)
         c->out = NULL;
         c->out_cap = c->out_off = c->out_len = 0;
     }
-    if (tiled_log_enabled(TILED_LOG_INFO)) /* the address is for the access log only */
-        tiled_copy_str(req->remote, sizeof(req->remote), c->remote);
     tiled_service_end(req, status);
     if (c->head_cap > HTTP_HEAD_KEEP) { /* after the end: the request borrowed its strings */
         free(c->head);

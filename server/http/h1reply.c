@@ -283,7 +283,7 @@ void http_reply_queue(struct http_conn *c)
     /* A 204 has no body, so no body type; a 304 stands for the body the
      * client holds, and sends only what updates its cached copy (caching.h). */
     if (r->status != TILED_NO_CONTENT && r->status != TILED_NOT_MODIFIED)
-        out_field(c, "Content-Type", r->content_type[0] ? r->content_type : "application/json");
+        out_field(c, "Content-Type", r->content_type ? r->content_type : "application/json");
     out_field(c, "X-Request-Id", req->request_id);
     out_field(c, "Server-Timing", timing);
     out_field(c, "X-Content-Type-Options", "nosniff"); /* bodies are data, never to be sniffed */

@@ -22,6 +22,7 @@
 #include "error.h"
 #include "h1head.h"
 #include "h1wire.h"
+#include "server.h" /* struct tiled_kv */
 
 struct tiled_server;
 struct tiled_req;
@@ -80,6 +81,9 @@ struct http_conn {
     size_t head_cap;
     char *path;             /* the decoded path (in head) */
     struct http_head hd;    /* head, split */
+    struct tiled_kv query[TILED_QUERY_MAX]; /* its query's parameters (in head), lent to the request */
+    int nquery;
+    bool query_overflow;
     /* Deadlines (µs, coarse clock; 0: none). */
     uint64_t head_deadline_us;
     uint64_t body_start_us, body_bytes, body_last_us;

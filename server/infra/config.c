@@ -149,7 +149,7 @@ static const struct tiled_option tiled_options[] = {
      .min = 0,
      .max = INT64_MAX,
      .help = "bytes of request memory (bodies, decoded inputs, replies held in memory, a streamed reply's two "
-             "chunks, gRPC calls' state) that all requests together may hold; a request that would go above is "
+             "chunks, the state of gRPC calls and of requests that tile) that all requests together may hold; a request that would go above is "
              "refused with 503 and Retry-After (gRPC: UNAVAILABLE, or REFUSED_STREAM), unless it is alone; 0 = no "
              "bound. docs/operations.md, Memory, sums up the rest"},
     {.flag = "max-output",

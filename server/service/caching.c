@@ -68,7 +68,7 @@ static void not_modified(struct tiled_reply *r, uint64_t hash, enum tiled_coding
     tiled_reply_set_body(r, NULL, 0, NULL);
     r->status = TILED_NOT_MODIFIED;
     r->validated_len = len;
-    r->content_type[0] = '\0';
+    r->content_type = NULL;
     tiled_cache_tag(r, hash, c);
 }
 

@@ -37,7 +37,7 @@ void tiled_memory_metrics(struct tiled_metrics_out *o, void *ctx)
 {
     struct tiled_memory *m = ctx;
     tiled_metrics_family(o, "tiled_request_memory_bytes", "gauge",
-                         "Bytes of request memory (bodies, decoded inputs, replies, gRPC calls' state) all requests hold now");
+                         "Bytes of request memory (bodies, decoded inputs, replies, requests' and gRPC calls' state) all requests hold now");
     tiled_metrics_sample(o, "tiled_request_memory_bytes", atomic_load(&m->held));
     tiled_metrics_family(o, "tiled_request_memory_peak_bytes", "gauge",
                          "The most bytes of request memory held at once since the start");

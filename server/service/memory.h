@@ -2,10 +2,11 @@
  *
  * Each request takes from one process-wide budget what it holds in memory:
  * its body as it arrives (gRPC: the request message), a compressed body's
- * inflated copy, the decoded input when it has buffers of its own (not
- * read in place from the body), an in-memory reply's bytes, a streamed
- * reply's two chunks; a gRPC call also its own state (grpc/conn.c) and a
- * streaming call its backlog (grpc/call.c).
+ * inflated copy, a request that tiles its work record (work.h), the
+ * decoded input when it has buffers of its own (not read in place from
+ * the body), an in-memory reply's bytes, a streamed reply's two chunks; a
+ * gRPC call also its own state (grpc/conn.c) and a streaming call its
+ * backlog (grpc/call.c).
  * A body counts as it arrives, not by its declared length: a client that
  * declared a large body and sent it slowly would otherwise hold the budget
  * with bytes it never sent. What a request took is given back at its end

@@ -60,7 +60,7 @@ void tiled_reply_set_body(struct tiled_reply *r, char *body, uint64_t len, void 
 void tiled_reply_json(struct tiled_reply *r, int status, const char *json)
 {
     r->status = status;
-    tiled_copy_str(r->content_type, sizeof(r->content_type), "application/json");
+    r->content_type = "application/json";
     size_t len = strlen(json);
     char *body = malloc(len + 1);
     if (body)
@@ -74,7 +74,7 @@ void tiled_reply_doc(struct tiled_reply *r, int status, json_t *doc)
     free(r->message); /* a document replaces an earlier error */
     r->message = NULL;
     r->status = text ? status : TILED_UNAVAILABLE;
-    tiled_copy_str(r->content_type, sizeof(r->content_type), "application/json");
+    r->content_type = "application/json";
     /* An earlier body goes back the way it came (a pooled output body is
      * not malloc's); the document is. */
     tiled_reply_set_body(r, text, text ? strlen(text) : 0, NULL);

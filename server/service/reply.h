@@ -2,7 +2,8 @@
  * memory or produced while it is sent (a stream, see stream.h).
  *
  * The reply knows nothing of the transport that sends it; it owns every
- * string and buffer it points to and frees them in tiled_reply_free().
+ * string and buffer it points to, but its content type (a constant), and
+ * frees them in tiled_reply_free().
  */
 #ifndef TILED_REPLY_H
 #define TILED_REPLY_H
@@ -32,7 +33,7 @@ struct tiled_reply {
     int grpc_status;
     bool has_grpc_status;
     char *message;            /* owned: an error reply's text, for transports that send it bare */
-    char content_type[64];
+    const char *content_type; /* a constant (never freed); NULL: application/json */
     char *headers[TILED_REPLY_HEADERS][2]; /* extra headers (name, value), owned; one per name */
     int nheaders;
     char *body;               /* owned: malloc'd, or let go with release_body */

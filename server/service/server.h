@@ -34,6 +34,16 @@
 
 struct tiled_shm;
 struct tiled_tls;
+struct tiled_work;
+
+/* A query parameter, as the transport split and percent-decoded it. */
+struct tiled_kv {
+    const char *key;
+    const char *value; /* "" when the parameter has no "=" */
+};
+
+/* The most query parameters a request holds (more: its query_overflow). */
+#define TILED_QUERY_MAX 16
 
 /* How the service parks a connection while a worker (or a stream's
  * producer) prepares what it will send, and wakes it again. */
@@ -78,7 +88,12 @@ struct tiled_server {
 };
 
 /* Per-request state, made by tiled_req_new() and freed by
- * tiled_service_end() (service.h). */
+ * tiled_service_end() (service.h): what every protocol shares (ids,
+ * route, headers, body, timings, status and sizes, the reply). What a
+ * handler keeps of its own, and the decode, plan and encode of a request
+ * that tiles, are in its work record (work.h, `work`), made only for a
+ * request that tiles; so the request stays small (under 1 KiB, checked
+ * below) whatever it asks for. */
 struct tiled_req {
     struct tiled_server *srv;
     void *conn;               /* the transport's connection */
@@ -87,6 +102,7 @@ struct tiled_req {
     enum tiled_transport transport;
     char method[16];
     const char *path;         /* borrowed from the transport, like the headers */
+    const char *remote;       /* the client's address, borrowed from the transport; "" when unknown */
     char request_id[80];
     /* Request headers, borrowed from the transport (valid until the request
      * completes, on any thread); "" when absent. */
@@ -98,18 +114,23 @@ struct tiled_req {
      * first If-Match and If-None-Match field line; NULL when absent. */
     const char *if_match;
     const char *if_none_match;
-    enum tiled_coding request_coding;
-    char remote[64];
+    const char *infer_header_len; /* Inference-Header-Content-Length (HTTP); NULL when absent */
+    /* Query parameters, borrowed from the transport like the headers: the
+     * first nquery of query[] (NULL when none came). */
+    const struct tiled_kv *query;
+    int nquery;
+    bool query_overflow;
     bool want_trailers;
+    enum tiled_coding request_coding;
     char *body;
     uint64_t body_len, body_cap;
     uint64_t body_dropped;    /* body bytes read after the reply was decided (read and dropped) */
     uint64_t mem_held;        /* bytes taken from the memory budget (memory.h), given back at the end */
     uint64_t mem_kin;         /* what its transport holds for it on another account (memory.h) */
-    bool input_taken;         /* the decoded input's bytes are in mem_held */
     uint64_t bytes_out;
-    /* Timestamps (µs, monotonic). */
-    uint64_t t_start, t_queued, t_work, t_decoded, t_tiled, t_encoded;
+    /* Timestamps (µs, monotonic): the head read, handed to the pool, taken
+     * by a worker (the phases' own durations are in tm). */
+    uint64_t t_start, t_queued, t_work;
     /* The request's duration, for the access log and the metrics alike:
      * from t_start (its head read) to tiled_service_end() (its last byte
      * handed to the socket, or the client gone). */
@@ -118,52 +139,27 @@ struct tiled_req {
     struct tiled_trace trace; /* trace context (trace.h) */
     struct tile_timings tm;
     bool timings_final;       /* tm.total_us already set (it is in the body) */
+    bool input_taken;         /* the decoded input's bytes are in mem_held */
     /* Work handed to the pool. */
-    pthread_mutex_t lock;
     bool suspended;
     bool done;                /* reply is ready */
-    struct tiled_reply reply;
-    /* The query's dtype and shape, read by /v1 in the head check (v1.c). */
-    struct tile_query_tensor v1_qt;
-    struct tile_encoder *enc; /* owned; NULL until prepared, or once a stream has it */
-    /* Protocol-specific decode + plan + encoder choice (v1.c, v2_infer.c;
-     * the contract is work.h's). */
+    pthread_mutex_t lock;
+    /* What the request is, for the observers (exchange.h): the model
+     * version of a v2 infer (else 0), and its body's format (a tile_format
+     * or TILED_FORMAT_*), set by the handler that reads the body. */
+    int v2_version;
+    int body_format;
+    /* The handler's step on the work path: decode + plan + encoder choice
+     * for a request that tiles (v1.c, v2_infer.c), or what a handler left
+     * to a worker (the contract is work.h's); NULL: none. */
     int (*prepare)(struct tiled_req *req, struct tile_error *e);
-    int v2_version;           /* model version of a v2 infer request, else 0 */
-    struct tile_v2_request v2;
-    const char *infer_header_len; /* NULL when the header is absent */
-    enum tile_format in_fmt, out_fmt;
-    /* Shared-memory views the request holds (v2_shm.c): inputs read in
-     * place, and the output tiled into its region (shm_out.region NULL:
-     * the output goes in the body). shm_reply is the answer's body then. */
-    struct tiled_shm_view shm_in[4];
-    int nshm_in;
-    struct tiled_shm_view shm_out;
-    char *shm_reply;
-    size_t shm_reply_len;
-    /* A handler's hooks into the work path (NULL: none), so an extension
-     * plugs in without work.c or service.c knowing it: `produce` makes the
-     * answer instead of a body (the shared-memory output tiles into the
-     * client's region), `release` lets go of what the request holds beyond
-     * itself (region views) when it fails or is freed. */
-    int (*produce)(struct tiled_req *req, struct tile_error *e);
-    void (*release)(struct tiled_req *req);
-    /* Query parameters, collected once: the first nquery of query[]. */
-    int nquery;
-    bool query_overflow;
-    /* Large members last: tiled_req_new zeroes only what precedes them.
-     * These are set before any read: query[] up to nquery, treq by
-     * tile_request_init, plan by tile_plan_init. */
-    struct tiled_kv {
-        char key[32];
-        char *value;
-    } query[16];
-    /* Decoded request, until the encoder takes it over. /v1 reads its
-     * query into it once, in the head check; the body joins it when
-     * decoded (v1.c). */
-    struct tile_request treq;
-    struct tile_plan plan;
+    struct tiled_work *work;  /* owned (work.h); NULL unless the request tiles */
+    struct tiled_reply reply;
 };
+
+/* The request is what every request pays for, health checks and metrics
+ * scrapes included: what only some need goes in their work record. */
+_Static_assert(sizeof(struct tiled_req) < 1024, "struct tiled_req is over 1 KiB: keep a handler's state in its work record (work.h)");
 
 /* True when the request's method is `want` (HEAD serves GET); otherwise
  * sets a 405 naming the allowed method (route.h). */

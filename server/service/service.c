@@ -66,8 +66,9 @@ static const char *header_or_empty(const struct tiled_head *h, void *conn, const
     return v ? v : "";
 }
 
-/* The last freed request, for the next (spare.h): a request struct is
- * about 9 KB, past glibc's per-thread caches. */
+/* The last freed request, for the next (spare.h), as the work records
+ * (work.h) and encoders are kept: a request allocates nothing of its own
+ * on a thread that ends one before it begins the next. */
 static struct tile_spare spare_req;
 
 struct tiled_req *tiled_req_new(struct tiled_server *srv, const struct tiled_head *h, void *conn,
@@ -76,16 +77,22 @@ struct tiled_req *tiled_req_new(struct tiled_server *srv, const struct tiled_hea
     struct tiled_req *req = tile_spare_take(&spare_req, sizeof(*req));
     if (!req)
         return NULL;
-    memset(req, 0, offsetof(struct tiled_req, query)); /* the rest: server.h */
+    memset(req, 0, sizeof(*req));
     req->srv = srv;
     req->conn = conn;
     req->ops = ops;
     req->t_start = tiled_now_us();
     req->transport = h->transport;
+    /* A gRPC request's body is a protobuf message, whatever it asks; an
+     * HTTP handler names its body's format when it reads one. */
+    req->body_format = h->transport == TILED_TRANSPORT_GRPC ? TILED_FORMAT_PROTOBUF : TILED_FORMAT_NONE;
     pthread_mutex_init(&req->lock, NULL);
-    tile_request_init(&req->treq);
     tiled_copy_str(req->method, sizeof(req->method), h->method);
     req->path = h->path;
+    req->remote = h->remote ? h->remote : "";
+    req->query = h->query;
+    req->nquery = h->nquery;
+    req->query_overflow = h->query_overflow;
     tiled_copy_str(req->request_id, sizeof(req->request_id), header_or_empty(h, conn, "X-Request-Id"));
     if (!valid_request_id(req->request_id))
         new_request_id(req->request_id, srv->start_s, atomic_fetch_add(&srv->next_id, 1));
@@ -109,27 +116,10 @@ struct tiled_req *tiled_req_new(struct tiled_server *srv, const struct tiled_hea
     return req;
 }
 
-void tiled_req_add_query(struct tiled_req *req, const char *key, const char *value)
-{
-    if (req->nquery >= (int)(sizeof(req->query) / sizeof(req->query[0])) || strlen(key) >= sizeof(req->query[0].key)) {
-        req->query_overflow = true;
-        return;
-    }
-    struct tiled_kv *kv = &req->query[req->nquery++];
-    tiled_copy_str(kv->key, sizeof(kv->key), key);
-    kv->value = strdup(value ? value : "");
-}
-
 static void req_free(struct tiled_req *req)
 {
-    if (req->release)
-        req->release(req); /* a request cut short may still hold what its handler took */
+    tiled_work_free(req);
     tiled_reply_free(&req->reply);
-    tile_v2_request_free(&req->v2);
-    tile_encoder_free(req->enc);
-    tile_request_free(&req->treq);
-    for (int i = 0; i < req->nquery; i++)
-        free(req->query[i].value);
     free(req->body);
     tiled_memory_release(&req->srv->memory, &req->mem_held);
     pthread_mutex_destroy(&req->lock);
@@ -358,16 +348,6 @@ static enum tiled_route_label route_label(const struct tiled_req *req)
     return req->route ? req->route->label : TILED_RL_OTHER;
 }
 
-/* The format of a request's body, for the metrics (exchange.h). */
-static int body_format(const struct tiled_req *req)
-{
-    if (req->transport == TILED_TRANSPORT_GRPC)
-        return TILED_FORMAT_PROTOBUF;
-    if (req->v2_version)
-        return req->infer_header_len ? TILE_FMT_RAW : TILE_FMT_JSON;
-    return req->prepare ? (int)req->in_fmt : TILED_FORMAT_NONE;
-}
-
 void tiled_service_end(struct tiled_req *req, int status)
 {
     req->duration_us = tiled_now_us() - req->t_start; /* one value for the log and the histogram */
@@ -378,7 +358,7 @@ void tiled_service_end(struct tiled_req *req, int status)
         .remote = req->remote,
         .transport = req->transport,
         .label = route_label(req),
-        .format = body_format(req),
+        .format = req->body_format,
         .route_path = req->route ? req->route->path : NULL,
         .trace = &req->trace,
         .status = status,

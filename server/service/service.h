@@ -31,21 +31,25 @@
 
 #include "server.h"
 
-/* A request head, as the transport read it. Strings are borrowed and must
- * stay valid until tiled_service_end(). */
+/* A request head, as the transport read it. Strings (and the query's
+ * array) are borrowed and must stay valid until tiled_service_end(). */
 struct tiled_head {
     enum tiled_transport transport;
     const char *method;
     const char *path;
+    const char *remote; /* the client's address, for the access log (NULL: unknown) */
+    /* The query's parameters, split and decoded (HTTP): the first nquery
+     * of at most TILED_QUERY_MAX; query_overflow when it had more. */
+    const struct tiled_kv *query;
+    int nquery;
+    bool query_overflow;
     /* A header's value, NULL when absent (name case-insensitive). */
     const char *(*header)(void *conn, const char *name);
 };
 
-/* A new request on `conn` (NULL when out of memory). Query parameters are
- * added by the transport with tiled_req_add_query(). */
+/* A new request on `conn` (NULL when out of memory). */
 struct tiled_req *tiled_req_new(struct tiled_server *srv, const struct tiled_head *head, void *conn,
                                 const struct tiled_conn_ops *ops);
-void tiled_req_add_query(struct tiled_req *req, const char *key, const char *value);
 
 /* The browser rules (cors.h), from the head alone and before the route:
  * a page on another origin that may not call tiled gets a 403 (`origin`:

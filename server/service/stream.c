@@ -192,7 +192,7 @@ static void kick_producer(struct tiled_stream *s)
     tile_pool_continue(s->pool, &s->task);
 }
 
-struct tiled_stream *tiled_stream_init(struct tiled_req *req, uint64_t chunk)
+struct tiled_stream *tiled_stream_init(struct tiled_req *req, struct tile_encoder **enc, uint64_t chunk)
 {
     struct tiled_stream *s = calloc(1, sizeof(*s));
     if (!s)
@@ -216,9 +216,9 @@ struct tiled_stream *tiled_stream_init(struct tiled_req *req, uint64_t chunk)
     s->t_start = req->t_start;
     s->tm = req->tm;
     s->req = req;
-    s->tiles_directly = tile_encoder_tiles_directly(req->enc);
-    s->enc = req->enc; /* taken over, with everything it reads */
-    req->enc = NULL;
+    s->tiles_directly = tile_encoder_tiles_directly(*enc);
+    s->enc = *enc; /* taken over, with everything it reads */
+    *enc = NULL;
     s->size = tile_encoder_size(s->enc);
     s->coding = tiled_coding_negotiate(req->accept_encoding);
     if (s->coding != TILED_CODING_IDENTITY) {

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct tile_encoder;
 struct tiled_req;
 struct tiled_stream;
 
@@ -14,8 +15,9 @@ struct tiled_stream;
 #define TILED_STREAM_END (-1L)   /* the body is complete */
 #define TILED_STREAM_ERROR (-2L) /* cut short (the daemon is stopping) */
 
-/* Takes over the request's encoder (req->enc becomes NULL). */
-struct tiled_stream *tiled_stream_init(struct tiled_req *req, uint64_t chunk);
+/* A stream of the body *enc produces, for `req`: takes the encoder over
+ * (*enc becomes NULL) unless it returns NULL (out of memory). */
+struct tiled_stream *tiled_stream_init(struct tiled_req *req, struct tile_encoder **enc, uint64_t chunk);
 /* Body length, or UINT64_MAX when it is sent chunked (trailers or
  * compression); the Content-Encoding applied, or NULL. */
 uint64_t tiled_stream_size(const struct tiled_stream *s);

@@ -2,8 +2,9 @@
  *
  * DESIGN. Protocol handlers (v1.c, v2_infer.c for both v2 wires, and
  * v2_grpc.c and v2_shm.c for messages they leave to a worker) check what
- * is cheap on the transport's thread and set req->prepare (decode, plan,
- * choose the encoder: the contract is in work.h). Small
+ * is cheap on the transport's thread, make the request's work record and
+ * set req->prepare (decode, plan, choose the encoder: the contract and the
+ * record are work.h's). Small
  * requests, whose body and output both fit under --inline-max, are then
  * finished on the spot, because a thread hand-off costs more than the
  * work; everything else, compressed bodies included (their decoded size
@@ -40,19 +41,60 @@ int tiled_work_check_size(const struct tiled_req *req, uint64_t size, struct til
     return 0;
 }
 
+void *tiled_work_new(struct tiled_req *req, struct tile_spare *spare, size_t size, void (*dispose)(struct tiled_work *w))
+{
+    struct tile_error e = {0};
+    struct tiled_work *w = NULL;
+    if (tiled_memory_take(&req->srv->memory, &req->mem_held, req->mem_kin, size, &e) < 0 ||
+        !(w = tile_spare_take(spare, size))) {
+        if (!e.code)
+            tile_error_set(&e, TILE_ENOMEM, "cannot allocate the request's work state");
+        tiled_work_fail(req, &e);
+        return NULL;
+    }
+    memset(w, 0, offsetof(struct tiled_work, treq));
+    tile_request_init(&w->treq);
+    memset((char *)w + sizeof(*w), 0, size - sizeof(*w));
+    w->dispose = dispose;
+    w->spare = spare;
+    req->work = w;
+    return w;
+}
+
+void tiled_work_free(struct tiled_req *req)
+{
+    struct tiled_work *w = req->work;
+    if (!w)
+        return;
+    if (w->release)
+        w->release(req); /* a request cut short may still hold what its handler took */
+    tile_encoder_free(w->enc);
+    tile_request_free(&w->treq);
+    if (w->dispose)
+        w->dispose(w);
+    req->work = NULL;
+    tile_spare_give(w->spare, w);
+}
+
+bool tiled_work_prepared(const struct tiled_req *req)
+{
+    return req->work && req->work->enc;
+}
+
 int tiled_work_plan(struct tiled_req *req, struct tile_error *e)
 {
+    struct tiled_work *w = req->work;
     struct tile_spec spec;
     uint64_t t0 = tiled_now_us();
-    if (tile_request_spec(&req->treq, &req->srv->lim, &spec, e) < 0)
+    if (tile_request_spec(&w->treq, &req->srv->lim, &spec, e) < 0)
         return -1;
     spec.max_output_bytes = 0; /* tiled_work_check_size, which names the flag */
-    if (tile_plan_init(&req->plan, req->treq.input.dtype, req->treq.input.rank, req->treq.input.shape, &spec, e) < 0)
+    if (tile_plan_init(&w->plan, w->treq.input.dtype, w->treq.input.rank, w->treq.input.shape, &spec, e) < 0)
         return -1;
     /* A tensor's bytes are a lower bound of every encoding's but a string
      * tensor's (its elements are references): checked once its wire size is
      * known (v2_infer.c), and by every reply in produce. */
-    if (req->plan.dtype != TILE_STRING && tiled_work_check_size(req, req->plan.out_bytes, e) < 0)
+    if (w->plan.dtype != TILE_STRING && tiled_work_check_size(req, w->plan.out_bytes, e) < 0)
         return -1;
     req->tm.tile_us = tiled_now_us() - t0;
     return 0;
@@ -61,12 +103,13 @@ int tiled_work_plan(struct tiled_req *req, struct tile_error *e)
 static int build_body(struct tiled_req *req, struct tile_error *e)
 {
     struct tiled_reply *r = &req->reply;
-    uint64_t size = tile_encoder_size(req->enc);
+    struct tile_encoder *enc = req->work->enc;
+    uint64_t size = tile_encoder_size(enc);
     tiled_reply_set_body(r, tiled_bodycache_get(req->srv->bodies, size ? size : 1), size, tiled_bodycache_put);
     if (!r->body)
         return tile_error_set(e, TILE_ENOMEM, "cannot allocate a %llu byte response", (unsigned long long)size);
     uint64_t t0 = tiled_now_us();
-    if (tile_encoder_fill(req->enc, r->body, req->srv->pool)) {
+    if (tile_encoder_fill(enc, r->body, req->srv->pool)) {
         req->tm.tile_us += tiled_now_us() - t0;
     } else {
         /* The body's metrics and the Server-Timing header show the same
@@ -75,8 +118,8 @@ static int build_body(struct tiled_req *req, struct tile_error *e)
         req->tm.encode_us = t1 - t0;
         req->tm.total_us = t1 - req->t_start;
         req->timings_final = true;
-        tile_encoder_set_timings(req->enc, &req->tm);
-        size = tile_encoder_rewrite_metrics(req->enc, r->body);
+        tile_encoder_set_timings(enc, &req->tm);
+        size = tile_encoder_rewrite_metrics(enc, r->body);
     }
     r->body_len = size;
     return 0;
@@ -86,18 +129,18 @@ static int produce(struct tiled_req *req, struct tile_error *e)
 {
     struct tiled_server *srv = req->srv;
     struct tiled_reply *r = &req->reply;
-    uint64_t size = tile_encoder_size(req->enc);
+    uint64_t size = tile_encoder_size(req->work->enc);
     /* Every output, however it leaves: held in memory, streamed, or written
      * into a shared-memory region. */
     if (tiled_work_check_size(req, size, e) < 0)
         return -1;
-    if (req->produce)
-        return req->produce(req, e); /* a handler's own answer (the shared-memory output) */
+    if (req->work->produce)
+        return req->work->produce(req, e); /* a handler's own answer (the shared-memory output) */
     if (size > (uint64_t)srv->cfg.stream_threshold) {
         uint64_t chunks = 2 * (uint64_t)srv->cfg.stream_chunk;
         if (tiled_memory_take(&srv->memory, &req->mem_held, req->mem_kin, chunks, e) < 0)
             return -1;
-        r->stream = tiled_stream_init(req, (uint64_t)srv->cfg.stream_chunk);
+        r->stream = tiled_stream_init(req, &req->work->enc, (uint64_t)srv->cfg.stream_chunk);
         if (!r->stream)
             return tile_error_set(e, TILE_ENOMEM, "cannot set up the response stream");
         r->release_stream = tiled_stream_free;
@@ -116,8 +159,8 @@ static int produce(struct tiled_req *req, struct tile_error *e)
 
 void tiled_work_fail(struct tiled_req *req, const struct tile_error *e)
 {
-    if (req->release)
-        req->release(req);
+    if (req->work && req->work->release)
+        req->work->release(req);
     tiled_reply_free(&req->reply);
     memset(&req->reply, 0, sizeof(req->reply));
     tiled_reply_tile_error(&req->reply, e);
@@ -129,7 +172,7 @@ void tiled_work_fail(struct tiled_req *req, const struct tile_error *e)
  * may be read in place), are the request's too (memory.h). */
 static int take_input(struct tiled_req *req, struct tile_error *e)
 {
-    const struct tile_tensor *in = &req->treq.input;
+    const struct tile_tensor *in = &req->work->treq.input;
     if (!in->owns_data || req->input_taken)
         return 0;
     req->input_taken = true;
@@ -141,7 +184,7 @@ static int take_input(struct tiled_req *req, struct tile_error *e)
  * is already decided (an error, or a handler's whole answer). */
 static int prepare(struct tiled_req *req, struct tile_error *e)
 {
-    if (req->enc)
+    if (tiled_work_prepared(req))
         return 0;
     int rc = tiled_inflate_body(req, e);
     if (rc == 0)
@@ -172,6 +215,6 @@ void tiled_work_start(struct tiled_req *req)
             tiled_work_fail(req, &e);
         return;
     }
-    if (tile_encoder_size(req->enc) <= inline_max && produce(req, &e) < 0)
+    if (tile_encoder_size(req->work->enc) <= inline_max && produce(req, &e) < 0)
         tiled_work_fail(req, &e);
 }

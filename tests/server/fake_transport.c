@@ -59,10 +59,24 @@ void fake_conn_header(struct fake_conn *c, const char *name, const char *value)
     c->nheaders++;
 }
 
+void fake_conn_query(struct fake_conn *c, const char *key, const char *value)
+{
+    if (c->nquery == TILED_QUERY_MAX)
+        c->query_overflow = true;
+    else
+        c->query[c->nquery++] = (struct tiled_kv){.key = key, .value = value};
+}
+
 struct tiled_req *fake_exchange(struct tiled_server *srv, struct fake_conn *c, enum tiled_transport transport,
                                 const char *method, const char *path, const void *body, size_t len)
 {
-    const struct tiled_head head = {.transport = transport, .method = method, .path = path, .header = fake_header};
+    const struct tiled_head head = {.transport = transport,
+                                    .method = method,
+                                    .path = path,
+                                    .query = c->query,
+                                    .nquery = c->nquery,
+                                    .query_overflow = c->query_overflow,
+                                    .header = fake_header};
     struct tiled_req *req = tiled_req_new(srv, &head, c, &fake_ops);
     assert_non_null(req);
     char length[24];

@@ -1,5 +1,6 @@
 /* fake_transport.h - a transport without a socket for the service's unit
- * tests: a header list, and suspend/resume hooks that record what the
+ * tests: a header list, a query lent to the requests as HTTP's is, and
+ * suspend/resume hooks that record what the
  * service asked for, driving requests through service.h exactly as a real
  * transport does (route, body, dispatch, wait for the worker). */
 #ifndef TILED_TESTS_FAKE_TRANSPORT_H
@@ -14,6 +15,9 @@
 struct fake_conn {
     const char *headers[8][2];
     int nheaders;
+    struct tiled_kv query[TILED_QUERY_MAX];
+    int nquery;
+    bool query_overflow;
     pthread_mutex_t lock;
     pthread_cond_t woken;
     int suspends, resumes;
@@ -23,6 +27,8 @@ extern const struct tiled_conn_ops fake_ops;
 
 void fake_conn_init(struct fake_conn *c);
 void fake_conn_header(struct fake_conn *c, const char *name, const char *value);
+/* A query parameter (more than TILED_QUERY_MAX: the query overflows). */
+void fake_conn_query(struct fake_conn *c, const char *key, const char *value);
 const char *fake_header(void *conn, const char *name);
 
 /* Takes a request (`len` body bytes; body NULL: none) through the service

@@ -103,7 +103,7 @@ class MemoryBudget(DaemonCase):
         self.assertEqual(metric(self.d, "tiled_request_memory_budget_bytes"), BUDGET)
 
     def test_a_grpc_call_without_room_for_its_own_state_is_refused_before_it_begins(self):
-        """A call's own state (about 18 KiB) is request memory: with the budget all but full, a new
+        """A call's own state (about 10 KiB) is request memory: with the budget all but full, a new
         stream is refused (REFUSED_STREAM; grpc-python retries it once, then says UNAVAILABLE)."""
         self.assertTrue(wait_for(lambda: self.held() == 0, 60), self.held())
         total, first = BUDGET - 1000, BUDGET - 8000
@@ -111,7 +111,7 @@ class MemoryBudget(DaemonCase):
         refused0 = metric(self.d, "tiled_request_memory_refused_total")
         s = self.begin_upload(data, first)
         try:
-            self.assertTrue(wait_for(lambda: self.held() + 18000 > BUDGET, 60), self.held())
+            self.assertTrue(wait_for(lambda: self.held() + 10000 > BUDGET, 60), self.held())
             with grpc.insecure_channel(f"{self.d.host}:{self.d.grpc_port}") as ch:
                 with self.assertRaises(grpc.RpcError) as cm:
                     raw_method(ch, INFER)(infer_request(data[:10], [1]), timeout=60)

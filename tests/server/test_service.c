@@ -257,6 +257,57 @@ static void v1_raw_output_headers(void **state)
     tiled_service_end(req, req->reply.status);
 }
 
+/* A raw body's tensor is described by the query, which the transport
+ * lends the request (split and decoded, as HTTP's is); more parameters
+ * than a request holds are refused from the head. */
+static void v1_reads_the_query_it_is_lent(void **state)
+{
+    (void)state;
+    struct fake_conn c;
+    fake_conn_init(&c);
+    fake_conn_header(&c, "Content-Type", "application/octet-stream");
+    fake_conn_query(&c, "dtype", "int32");
+    fake_conn_query(&c, "shape", "2");
+    fake_conn_query(&c, "repeats", "3");
+    static const int32_t in[2] = {7, 8};
+    struct tiled_req *req = fake_exchange(&srv, &c, TILED_TRANSPORT_HTTP, "POST", "/v1/tile", in, sizeof(in));
+    assert_int_equal(req->reply.status, TILED_OK);
+    assert_int_equal(req->reply.body_len, 6 * 4);
+    int32_t got[6];
+    memcpy(got, req->reply.body, sizeof(got));
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(got[i], in[i % 2]);
+    tiled_service_end(req, req->reply.status);
+
+    for (int i = c.nquery; i <= TILED_QUERY_MAX; i++)
+        fake_conn_query(&c, "axis", "0");
+    req = fake_exchange(&srv, &c, TILED_TRANSPORT_HTTP, "POST", "/v1/tile", in, sizeof(in));
+    expect_error(req, TILED_BAD_REQUEST, "too many query parameters");
+    tiled_service_end(req, req->reply.status);
+}
+
+/* Only a request that tiles carries a work record (work.h): /v1 once its
+ * head check passed, not one that check refused, nor a health check. */
+static void only_a_request_that_tiles_has_a_work_record(void **state)
+{
+    (void)state;
+    struct fake_conn c;
+    fake_conn_init(&c);
+    struct tiled_req *req = exchange(&c, "GET", "/v2/health/live", NULL);
+    assert_int_equal(req->reply.status, TILED_OK);
+    assert_null(req->work);
+    tiled_service_end(req, req->reply.status);
+    req = exchange(&c, "POST", "/v1/tile", v1_body); /* no Content-Type: refused by the head check */
+    assert_int_equal(req->reply.status, TILED_UNSUPPORTED_MEDIA_TYPE);
+    assert_null(req->work);
+    tiled_service_end(req, req->reply.status);
+    fake_conn_header(&c, "Content-Type", "application/json");
+    req = exchange(&c, "POST", "/v1/tile", v1_body);
+    assert_int_equal(req->reply.status, TILED_OK);
+    assert_non_null(req->work);
+    tiled_service_end(req, req->reply.status); /* frees it (ASan: no leak) */
+}
+
 static void v1_errors(void **state)
 {
     (void)state;
@@ -436,6 +487,8 @@ int main(void)
         cmocka_unit_test(body_limits),
         cmocka_unit_test(v1_tiles_json),
         cmocka_unit_test(v1_raw_output_headers),
+        cmocka_unit_test(v1_reads_the_query_it_is_lent),
+        cmocka_unit_test(only_a_request_that_tiles_has_a_work_record),
         cmocka_unit_test(v1_errors),
         cmocka_unit_test(v1_on_a_worker),
         cmocka_unit_test(v2_metadata),
