@@ -10,11 +10,17 @@ KIB, MIB = 1 << 10, 1 << 20
 # Bytes of decoded input per byte of body text at most: a JSON string
 # element "" with its comma (3 bytes) becomes a 16-byte reference.
 EXPANSION = 6
-# Measured per connection (docs/operations.md, Memory): libmicrohttpd's pool
-# (16 KiB; 14.9 KiB each with a request begun) and an idle nghttp2 session
-# with its HPACK tables (20 KiB), rounded up. A gRPC call's own state is
-# counted by --max-memory.
-HTTP_CONNECTION = 16 * KIB
+# Per connection (docs/operations.md, Memory), what no budget counts: an
+# HTTP/1.1 connection's state (10.8 KiB, its input buffer most of it), the
+# copy of a head of up to 8 KiB while its request is served, the reply's
+# head (its output buffer, 4 KiB kept) and the request struct (under 1 KiB):
+# 14.8 KiB measured per kept-alive connection after a 7 KB head, 24 KiB at
+# most; over TLS a GnuTLS session besides (2.2 KiB idle) and the record it
+# holds while the socket is full (up to 16.4 KiB). An idle nghttp2 session
+# with its HPACK tables (20 KiB), rounded up. A request's work record and a
+# gRPC call's state are counted by --max-memory.
+HTTP_CONNECTION = 24 * KIB
+TLS_SESSION = 24 * KIB
 GRPC_CONNECTION = 64 * KIB
 # Code, libraries, thread stacks touched, allocator arenas (6 MiB idle).
 PROCESS = 32 * MIB
@@ -32,7 +38,8 @@ def terms(cfg):
         ("workers' uncounted copies: workers x max(decoded body, reply)", workers * max(EXPANSION * body, threshold)),
         ("--body-cache", n["body-cache"]),
         ("connections: --max-connections x per connection",
-         n["max-connections"] * (HTTP_CONNECTION + (GRPC_CONNECTION if grpc else 0))),
+         n["max-connections"] * (HTTP_CONNECTION + (TLS_SESSION if cfg.get("tls-cert") else 0)
+                                 + (GRPC_CONNECTION if grpc else 0))),
         ("shared memory: --shm-max-bytes", n["shm-max-bytes"] if cfg.get("shared-memory") == "system" else 0),
         ("the process", PROCESS),
     ]
