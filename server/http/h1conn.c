@@ -71,6 +71,8 @@
  * shut, still reads (and drops) what the client sends before it closes. */
 #define LINGER_US 2000000u
 
+const struct http_io http_socket_io = {.recv = recv, .sendmsg = sendmsg, .shutdown = shutdown};
+
 static const struct tiled_conn_ops http_conn_ops = {.suspend = http_conn_suspend, .resume = http_conn_resume};
 
 static void on_framer(void *arg, const struct tiled_h1 *p, enum tiled_h1_event ev, uint64_t from, uint64_t to);
@@ -143,7 +145,7 @@ static long conn_recv(struct http_conn *c, void *buf, size_t cap)
 {
     if (c->tls)
         return tiled_tls_conn_recv(c->tls, buf, cap);
-    ssize_t r = recv(c->fd, buf, cap, 0);
+    ssize_t r = c->loop->t->io->recv(c->fd, buf, cap, 0);
     if (r >= 0)
         return r;
     return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? -1 : -2;
@@ -615,7 +617,7 @@ static void settle(struct http_conn *c)
          * still sends is read and dropped until it closes (LINGER_US), so
          * the close does not reset the reply before the client read it. */
         tiled_tls_conn_bye(c->tls);
-        shutdown(c->fd, SHUT_WR);
+        c->loop->t->io->shutdown(c->fd, SHUT_WR);
         c->lingering = true;
         c->input_done = true;
         c->linger_until_us = tiled_coarse_us() + LINGER_US;
