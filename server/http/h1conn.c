@@ -576,8 +576,12 @@ static void serve(struct http_conn *c)
             end_request(c, status);
             if (!c->keep_alive || atomic_load(&c->loop->t->srv->draining))
                 c->close_after = true;
-            if (c->close_after)
+            if (c->close_after) {
+                /* The reply announced the close: a request pipelined
+                 * behind it is not read (the next call would serve it). */
+                c->input_done = true;
                 return;
+            }
             continue;
         }
         if (c->input_done)
