@@ -214,9 +214,10 @@ static void begin_request(struct http_conn *c, uint64_t from, uint64_t to)
     char *method = c->hd.method;
     http_unescape(c->hd.target, false);
     c->path = http_origin_path(c->hd.target);
-    const char *connection = conn_header(c, "Connection");
-    c->keep_alive =
-        c->http10 ? http_lists_token(connection, "keep-alive") : !http_lists_token(connection, "close");
+    /* RFC 9112 9.3: "close" in any Connection line ends the connection
+     * after the reply; an HTTP/1.0 one persists only with "keep-alive". */
+    c->keep_alive = !http_head_lists(&c->hd, "Connection", "close") &&
+                    (!c->http10 || http_head_lists(&c->hd, "Connection", "keep-alive"));
     c->is_head = strcmp(method, "HEAD") == 0;
     c->req_origin = conn_header(c, "Origin");
     const char *expect = conn_header(c, "Expect");
