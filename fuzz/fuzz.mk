@@ -12,9 +12,10 @@
 #                             CAMPAIGN_JOBS= jobs side by side, default one per core;
 #                             CAMPAIGN_RUNS=10000000 executions per target instead)
 #
-# The library sources (core/ and api/; only grpc_transport needs the
-# server, and it gets server/ too) are built again into $(FUZZ_BUILD) with
-# clang's fuzzer instrumentation plus ASan and UBSan. Seeds live in fuzz/corpus/<name>/ and are only read; what a run
+# The library sources (core/ and api/; only grpc_transport and
+# h1_transport need the server, and they get server/ too) are built again
+# into $(FUZZ_BUILD) with clang's fuzzer instrumentation plus ASan and
+# UBSan. Seeds live in fuzz/corpus/<name>/ and are only read; what a run
 # discovers goes to $(FUZZ_BUILD)/corpus/<name>/ and crash inputs to
 # $(FUZZ_BUILD)/artifacts/<name>/. fuzz/run.sh runs the targets and prints
 # one summary line per target; it fails when any target found a crash.
@@ -22,7 +23,7 @@
 FUZZ_CC      ?= clang
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_TIME    ?= 60
-FUZZ_TARGETS ?= v1_json raw npy v2 lists grpc grpc_transport pbdiff h1wire
+FUZZ_TARGETS ?= v1_json raw npy v2 lists grpc grpc_transport pbdiff h1wire h1_transport
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS  := -std=c11 -O1 -g -pthread $(WARN) -fno-strict-aliasing $(FUZZ_SAN)
 
@@ -94,6 +95,22 @@ $(FUZZ_BUILD)/obj/gen/openapi.o: $(BUILD)/gen/openapi.c
 $(FUZZ_BUILD)/fuzz_grpc_transport: fuzz/fuzz_grpc_transport.c $(FUZZ_TRANSPORT_OBJ)
 	$(FUZZ_CC) $(LAYER_server) $(CPPFLAGS) -Ifuzz $(FUZZ_CFLAGS) -fsanitize=fuzzer $(PKG_CFLAGS) \
 	    -o $@ $< $(FUZZ_TRANSPORT_OBJ) $(PKG_LIBS) -pthread -lm
+
+# The HTTP/1.1 transport's target (fuzz_h1_transport.c) is built as the
+# gRPC transport's is: the daemon's code with the threadless pool and the
+# harness's clock, comparisons from the transport (server/http/, whose
+# framer also reads the client's stream for the harness) and the harness.
+FUZZ_HTTP_SRC := $(wildcard server/http/*.c)
+FUZZ_H1T_OBJ := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(FUZZ_HTTP_SRC)) $(FUZZ_BUILD)/obj/gen/openapi.o \
+    $(patsubst %.c,$(FUZZ_NOCMP)/%.o,$(filter-out core/pool.c server/infra/clock.c $(FUZZ_HTTP_SRC),$(CORE_SRC) \
+        $(API_SRC) $(SERVER_SRC)) fuzz/fuzz_common.c fuzz/h1_replies.c fuzz/step_pool.c fuzz/step_clock.c)
+.SECONDARY: $(FUZZ_H1T_OBJ)
+
+$(FUZZ_NOCMP)/fuzz/h1_replies.o: CPPFLAGS += -Iserver/http
+
+$(FUZZ_BUILD)/fuzz_h1_transport: fuzz/fuzz_h1_transport.c $(FUZZ_H1T_OBJ)
+	$(FUZZ_CC) $(LAYER_server) $(CPPFLAGS) -Ifuzz $(FUZZ_CFLAGS) -fsanitize=fuzzer $(PKG_CFLAGS) \
+	    -o $@ $< $(FUZZ_H1T_OBJ) $(PKG_LIBS) -pthread -lm
 
 # The HTTP/1.1 framer (fuzz_h1wire.c) is server/http/h1wire.c alone, driven
 # as the unit test drives it (tests/server/harness/h1drive.h).

@@ -15,6 +15,8 @@ named by its SHA-1, in the target's input layout (fuzz/fuzz_<target>.c):
                   random header changes
   h1wire          tests/server/test_h1_differential.py: request streams, valid
                   and with a smuggling-class mutation
+  h1_transport    the same streams, each what a client sends on a connection
+                  (its 0xFF bytes doubled: fuzz_h1_transport.c's escape)
   grpc, pbdiff    tests/server/pbsamples.py's requests, each in other valid
                   encodings (tests/server/pbreencode.py, as
                   test_pb_differential.py writes them)
@@ -76,10 +78,12 @@ def h1_streams(out, count):
     sys.path.insert(0, os.path.join(ROOT, "tests", "server"))
     import test_h1_differential as hd
     rng = random.Random(SEED)
-    w = writer(out, "h1wire")
+    w, wt = writer(out, "h1wire"), writer(out, "h1_transport")
     for k in range(count):
         _, reqs = hd.gen_stream(rng, k % 2 == 1)
-        w(b"".join(r.raw() for r in reqs))
+        stream = b"".join(r.raw() for r in reqs)
+        w(stream)
+        wt(stream.replace(b"\xff", b"\xff\xff"))
 
 
 def pb_messages(out, count):

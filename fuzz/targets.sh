@@ -13,6 +13,8 @@ max_len() {
     # of the executions (the longest inputs cost the most).
     grpc_transport) echo 4096 ;;
     h1wire) echo 20000 ;; # past the head limit (16 KiB), to reach every refusal
+    # A few pipelined requests with bodies past --max-body (4 KiB).
+    h1_transport) echo 8192 ;;
     *) echo 8192 ;;
   esac
 }
@@ -39,5 +41,6 @@ focus() {
     pbdiff) echo "api/grpc_infer.c api/grpc_msgs.c api/grpc_reflect.c api/pbwire.c" ;;
     grpc_transport) echo "server/grpc/call.c server/grpc/conn.c server/grpc/loop.c" ;;
     h1wire) echo "server/http/h1wire.c" ;;
+    h1_transport) echo "server/http/h1conn.c server/http/h1head.c server/http/h1loop.c server/http/h1reply.c server/http/h1wire.c" ;;
   esac
 }

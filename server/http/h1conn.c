@@ -71,6 +71,8 @@
  * shut, still reads (and drops) what the client sends before it closes. */
 #define LINGER_US 2000000u
 
+const struct http_io http_socket_io = {.recv = recv, .sendmsg = sendmsg, .shutdown = shutdown};
+
 static const struct tiled_conn_ops http_conn_ops = {.suspend = http_conn_suspend, .resume = http_conn_resume};
 
 static void on_framer(void *arg, const struct tiled_h1 *p, enum tiled_h1_event ev, uint64_t from, uint64_t to);
@@ -143,7 +145,7 @@ static long conn_recv(struct http_conn *c, void *buf, size_t cap)
 {
     if (c->tls)
         return tiled_tls_conn_recv(c->tls, buf, cap);
-    ssize_t r = recv(c->fd, buf, cap, 0);
+    ssize_t r = c->loop->t->io->recv(c->fd, buf, cap, 0);
     if (r >= 0)
         return r;
     return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? -1 : -2;
@@ -218,9 +220,10 @@ static void begin_request(struct http_conn *c, uint64_t from, uint64_t to)
     char *method = c->hd.method;
     http_unescape(c->hd.target, false);
     c->path = http_origin_path(c->hd.target);
-    const char *connection = conn_header(c, "Connection");
-    c->keep_alive =
-        c->http10 ? http_lists_token(connection, "keep-alive") : !http_lists_token(connection, "close");
+    /* RFC 9112 9.3: "close" in any Connection line ends the connection
+     * after the reply; an HTTP/1.0 one persists only with "keep-alive". */
+    c->keep_alive = !http_head_lists(&c->hd, "Connection", "close") &&
+                    (!c->http10 || http_head_lists(&c->hd, "Connection", "keep-alive"));
     c->is_head = strcmp(method, "HEAD") == 0;
     c->req_origin = conn_header(c, "Origin");
     const char *expect = conn_header(c, "Expect");
@@ -593,8 +596,12 @@ static void serve(struct http_conn *c)
             end_request(c, status);
             if (!c->keep_alive || atomic_load(&c->loop->t->srv->draining))
                 c->close_after = true;
-            if (c->close_after)
+            if (c->close_after) {
+                /* The reply announced the close: a request pipelined
+                 * behind it is not read (the next call would serve it). */
+                c->input_done = true;
                 return;
+            }
             continue;
         }
         if (c->input_done)
@@ -634,7 +641,7 @@ static void settle(struct http_conn *c)
          * still sends is read and dropped until it closes (LINGER_US), so
          * the close does not reset the reply before the client read it. */
         tiled_tls_conn_bye(c->tls);
-        shutdown(c->fd, SHUT_WR);
+        c->loop->t->io->shutdown(c->fd, SHUT_WR);
         c->lingering = true;
         c->input_done = true;
         c->linger_until_us = tiled_coarse_us() + LINGER_US;

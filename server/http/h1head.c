@@ -96,6 +96,16 @@ bool http_lists_token(const char *value, const char *token)
     return false;
 }
 
+bool http_head_lists(const struct http_head *h, const char *name, const char *token)
+{
+    size_t len = strlen(name);
+    for (int i = 0; i < h->nfields; i++)
+        if (h->fields[i].name_len == len && strncasecmp(h->fields[i].name, name, len) == 0 &&
+            http_lists_token(h->fields[i].value, token))
+            return true;
+    return false;
+}
+
 void http_query_each(char *query, void (*each)(void *arg, const char *key, const char *value), void *arg)
 {
     for (char *q = query, *amp; q && *q; q = amp ? amp + 1 : NULL) {

@@ -47,6 +47,10 @@ char *http_origin_path(char *url);
 /* Whether a comma-separated field value (Connection) lists `token`,
  * case-insensitive; NULL lists nothing. */
 bool http_lists_token(const char *value, const char *token);
+/* Whether any field line named `name` lists `token`: the lines of a list
+ * field are one list (RFC 9110 5.3), "Connection: keep-alive" then
+ * "Connection: close" lists both. */
+bool http_head_lists(const struct http_head *h, const char *name, const char *token);
 /* Calls each(arg, key, value) for every argument of a query ("a=1&b&c=" :
  * "1", NULL, ""), its key and value unescaped in place; empty pieces are
  * skipped. */

@@ -96,7 +96,7 @@ void http_conn_resume(void *conn)
     }
 }
 
-static void take_ready(struct http_loop *l)
+void http_loop_take_ready(struct http_loop *l)
 {
     uint64_t v;
     ssize_t n = read(l->evfd, &v, sizeof(v));
@@ -198,36 +198,41 @@ static bool fresh_waiting(struct http_transport *t)
 
 /* ---- accepting ------------------------------------------------------------------------- */
 
-static void accept_all(struct http_loop *l)
+bool http_loop_adopt(struct http_loop *l, int fd)
 {
     struct http_transport *t = l->t;
+    /* Draining or not, a connection the kernel completed is served
+     * (with Connection: close): its request may be on its way. */
+    if (atomic_fetch_add(&t->nconns, 1) >= (unsigned)t->srv->cfg.max_connections) {
+        atomic_fetch_sub(&t->nconns, 1);
+        return false; /* --max-connections: refused at once */
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)); /* replies are small and latency-bound */
+    struct http_conn *c = http_conn_new(l, fd);
+    /* A TLS connection's handshake waits for the client's hello too. */
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
+    if (!c || epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+        atomic_fetch_sub(&t->nconns, 1);
+        if (c)
+            http_conn_discard(c);
+        return false;
+    }
+    c->events = EPOLLIN;
+    TILE_LIST_PUSH(l->conns, c);
+    fresh_add(t, c);
+    tiled_metrics_connection(TILED_TRANSPORT_HTTP, 1);
+    return true;
+}
+
+static void accept_all(struct http_loop *l)
+{
     for (int i = 0; i < 64; i++) {
-        int fd = accept4(t->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int fd = accept4(l->t->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0)
             return; /* EAGAIN, another loop took it, or the listener is shut (drain) */
-        /* Draining or not, a connection the kernel completed is served
-         * (with Connection: close): its request may be on its way. */
-        if (atomic_fetch_add(&t->nconns, 1) >= (unsigned)t->srv->cfg.max_connections) {
-            atomic_fetch_sub(&t->nconns, 1);
-            close(fd); /* --max-connections: refused at once */
-            continue;
-        }
-        int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)); /* replies are small and latency-bound */
-        struct http_conn *c = http_conn_new(l, fd);
-        /* A TLS connection's handshake waits for the client's hello too. */
-        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
-        if (!c || epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-            atomic_fetch_sub(&t->nconns, 1);
-            if (c)
-                http_conn_discard(c);
+        if (!http_loop_adopt(l, fd))
             close(fd);
-            continue;
-        }
-        c->events = EPOLLIN;
-        TILE_LIST_PUSH(l->conns, c);
-        fresh_add(t, c);
-        tiled_metrics_connection(TILED_TRANSPORT_HTTP, 1);
     }
 }
 
@@ -284,7 +289,7 @@ static void tick(struct http_loop *l, uint64_t now)
     l->next_tick_us = now + TICK_US;
 }
 
-static void turn_end(struct http_loop *l)
+void http_loop_turn_end(struct http_loop *l)
 {
     struct http_transport *t = l->t;
     uint64_t now = tiled_now_us();
@@ -324,11 +329,11 @@ static void *loop_main(void *arg)
             if (tag == &listener_tag)
                 accept_all(l);
             else if (tag == &wake_tag)
-                take_ready(l);
+                http_loop_take_ready(l);
             else
                 http_conn_io(tag, evs[i].events);
         }
-        turn_end(l);
+        http_loop_turn_end(l);
     }
     tiled_log_flush();
     return NULL;
@@ -383,6 +388,7 @@ struct http_transport *http_transport_start(struct tiled_server *srv, struct til
         return NULL;
     }
     t->srv = srv;
+    t->io = &http_socket_io;
     t->lfd = -1;
     if (srv->tls && srv->cfg.hsts_max_age > 0)
         snprintf(t->hsts, sizeof(t->hsts), "max-age=%lld", (long long)srv->cfg.hsts_max_age);

@@ -128,7 +128,7 @@ int http_out_write(struct http_conn *c)
         if (c->body_off < c->body_len)
             iov[n++] = (struct iovec){(char *)c->body + c->body_off, c->body_len - c->body_off};
         struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n};
-        ssize_t w = sendmsg(c->fd, &msg, MSG_NOSIGNAL);
+        ssize_t w = c->loop->t->io->sendmsg(c->fd, &msg, MSG_NOSIGNAL);
         if (w < 0) {
             if (errno == EINTR)
                 continue;

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 
 #include "error.h"
@@ -107,8 +108,23 @@ struct http_conn {
     bool waiting;           /* a worker or a stream producer will resume it */
 };
 
+/* How a plain connection's bytes move (h1conn.c, h1reply.c): each member
+ * behaves as the system call it is named after, on the connection's fd.
+ * The daemon's are the socket calls themselves (http_socket_io, set by
+ * http_transport_start); a driver that turns a loop by hand may keep a
+ * connection's bytes in memory instead (fuzz/fuzz_h1_transport.c). A TLS
+ * connection's bytes go through GnuTLS, which reads and writes the socket
+ * itself. */
+struct http_io {
+    ssize_t (*recv)(int fd, void *buf, size_t len, int flags);
+    ssize_t (*sendmsg)(int fd, const struct msghdr *msg, int flags);
+    int (*shutdown)(int fd, int how);
+};
+extern const struct http_io http_socket_io;
+
 struct http_transport {
     struct tiled_server *srv;
+    const struct http_io *io;
     int lfd;
     int nloops;
     struct http_loop *loops;
@@ -145,6 +161,17 @@ bool http_transport_drained(struct http_transport *t);
 void http_transport_stop(struct http_transport *t);
 void http_conn_resume(void *conn);
 void http_conn_suspend(void *conn);
+/* A loop's turn, as loop_main takes it: after the events epoll reported
+ * (the listener's, http_conn_io for each connection's), the connections
+ * workers and stream producers resumed (when its eventfd was written),
+ * then the turn's end (deadlines, drain, stop, freeing the closed). A
+ * driver that turns a loop by hand calls these in that order. */
+void http_loop_take_ready(struct http_loop *l);
+void http_loop_turn_end(struct http_loop *l);
+/* An accepted socket becomes a connection of the loop (in its epoll set,
+ * counted, fresh); false when it cannot (--max-connections, out of
+ * memory): the caller closes fd. */
+bool http_loop_adopt(struct http_loop *l, int fd);
 void http_loop_set_events(struct http_conn *c, uint32_t events);
 /* Its first request reached the service: the drain counts it there. */
 void http_conn_unfresh(struct http_conn *c);

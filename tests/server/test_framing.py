@@ -300,6 +300,30 @@ class Framing(RawExchange, DaemonCase):
         self.assertEqual(second[0], 400)
         self.assertNotIn(b"HTTP/1.1", rest)
 
+    def test_no_request_is_read_after_a_reply_that_announced_the_close(self):
+        """A request pipelined behind one whose reply says Connection: close is neither answered nor
+        run (the transport once served it, after the close, when the close came from the request's
+        own Connection field), and "close" counts in any Connection line, over HTTP/1.0 too."""
+        live = b"GET /v2/health/live HTTP/1.1\r\nHost: t\r\n\r\n"
+        rows = {
+            "close": live + b"GET /v2/health/ready HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+            "http10": b"GET /v2/health/live HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"
+                      b"GET /v2/health/ready HTTP/1.0\r\n\r\n",
+            "second_line": live + b"GET /v2/health/ready HTTP/1.1\r\nHost: t\r\nConnection: keep-alive\r\n"
+                                  b"Connection: close\r\n\r\n",
+            "http10_both": live + b"GET /v2/health/ready HTTP/1.0\r\nConnection: keep-alive, close\r\n\r\n",
+        }
+        for name, raw in rows.items():
+            s, r = self.exchange(f"after-close-{name}", raw)
+            first, second = r.next(), r.next()
+            rest = r.rest()
+            s.close()
+            self.assertEqual(first[0], 200, name)
+            self.assertEqual((second[0], second[1].get("connection", "").lower()), (200, "close"), name)
+            self.assertNotIn(b"HTTP/1.1", rest, f"{name}: an answer after the close")
+        self.assertFalse([a for a in self.access() if a["request_id"].startswith("probe-after-close")],
+                         "a request after the close ran")
+
     def test_refused_requests_are_logged_and_counted(self):
         def counted(code):
             _, text = self.d.request("GET", "/metrics")

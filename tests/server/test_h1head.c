@@ -1,7 +1,7 @@
 /* test_h1head.c - splitting a request head the framer accepted
  * (http/h1head.h): the request line, fields and their trimmed values, the
  * first of a repeated field, the query and its arguments unescaped, an
- * absolute-form target's path, and Connection's tokens. */
+ * absolute-form target's path, and Connection's tokens (over all its lines). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -105,6 +105,14 @@ static void connection_tokens(void **state)
     assert_false(http_lists_token("closed", "close"));
     assert_false(http_lists_token("", "close"));
     assert_false(http_lists_token(NULL, "close"));
+    /* A list field's lines are one list. */
+    char text[] = "GET / HTTP/1.1\r\nConnection: keep-alive\r\nHost: t\r\nconnection: Upgrade, close\r\n\r\n";
+    struct http_head h;
+    assert_true(http_head_split(text, &h));
+    assert_true(http_head_lists(&h, "Connection", "close"));
+    assert_true(http_head_lists(&h, "Connection", "keep-alive"));
+    assert_false(http_head_lists(&h, "Connection", "te"));
+    assert_false(http_head_lists(&h, "Upgrade", "close"));
 }
 
 int main(void)
