@@ -240,15 +240,14 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     srv.grpc = &transport;
     loop.t = &transport;
     loop.epfd = epoll_create1(EPOLL_CLOEXEC);
-    loop.evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    pthread_mutex_init(&loop.ready_lock, NULL);
+    int wake_ok = tiled_wakeup_init(&loop.wake);
     /* A connection's fd is a copy of a pipe's read end whose write end
      * stays open: epoll accepts it, and it never becomes ready. */
     int pipefd[2];
     if (pipe2(pipefd, O_CLOEXEC) == 0)
         idle_fd = pipefd[0];
     verbose = getenv("FUZZ_VERBOSE") != NULL;
-    if (!srv.pool || !srv.bodies || !transport.callbacks || loop.epfd < 0 || loop.evfd < 0 || idle_fd < 0)
+    if (!srv.pool || !srv.bodies || !transport.callbacks || loop.epfd < 0 || wake_ok < 0 || idle_fd < 0)
         fuzz_fail("cannot set up the server: %s", e.text[0] ? e.text : strerror(errno));
     return 0;
 }
@@ -257,9 +256,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 static bool woken(void)
 {
-    pthread_mutex_lock(&loop.ready_lock);
-    bool w = loop.wake_pending;
-    pthread_mutex_unlock(&loop.ready_lock);
+    bool w = tiled_wakeup_pending(&loop.wake);
     return w;
 }
 
@@ -336,9 +333,7 @@ static bool server_owes(void)
                 return true;
         }
     }
-    pthread_mutex_lock(&loop.ready_lock);
-    bool ready = loop.ready != NULL;
-    pthread_mutex_unlock(&loop.ready_lock);
+    bool ready = tiled_wakeup_pending(&loop.wake);
     return ready;
 }
 
@@ -481,7 +476,7 @@ static void check_and_reset(void)
     FUZZ_CHECK(step_pool_waiting(srv.pool) == 0, "%d jobs still waiting for a worker", step_pool_waiting(srv.pool));
     FUZZ_CHECK(atomic_load(&transport.nconns) == 0, "%d connections counted", atomic_load(&transport.nconns));
     FUZZ_CHECK(atomic_load(&srv.inflight) == 0, "%d requests never ended", atomic_load(&srv.inflight));
-    FUZZ_CHECK(loop.ready == NULL && loop.dirty == NULL, "the loop still holds calls or connections");
+    FUZZ_CHECK(!tiled_wakeup_pending(&loop.wake) && loop.dirty == NULL, "the loop still holds calls or connections");
     while (loop.free_calls) { /* each input starts without reused calls */
         struct grpc_call *call = loop.free_calls;
         loop.free_calls = call->next;

@@ -274,10 +274,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     srv.transport = &transport;
     loop.t = &transport;
     loop.epfd = epoll_create1(EPOLL_CLOEXEC);
-    loop.evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    pthread_mutex_init(&loop.ready_lock, NULL);
+    int wake_ok = tiled_wakeup_init(&loop.wake);
     verbose = getenv("FUZZ_VERBOSE") != NULL;
-    if (!srv.pool || !srv.bodies || loop.epfd < 0 || loop.evfd < 0)
+    if (!srv.pool || !srv.bodies || loop.epfd < 0 || wake_ok < 0)
         fuzz_fail("cannot set up the server: %s", e.text[0] ? e.text : strerror(errno));
     return 0;
 }
@@ -286,9 +285,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 static bool woken(void)
 {
-    pthread_mutex_lock(&loop.ready_lock);
-    bool w = loop.wake_pending;
-    pthread_mutex_unlock(&loop.ready_lock);
+    bool w = tiled_wakeup_pending(&loop.wake);
     return w;
 }
 
@@ -463,10 +460,10 @@ static void check_and_reset(void)
     FUZZ_CHECK(step_pool_waiting(srv.pool) == 0, "%d jobs still waiting for a worker", step_pool_waiting(srv.pool));
     FUZZ_CHECK(atomic_load(&transport.nconns) == 0, "%u connections counted", atomic_load(&transport.nconns));
     FUZZ_CHECK(atomic_load(&srv.inflight) == 0, "%d requests never ended", atomic_load(&srv.inflight));
-    FUZZ_CHECK(loop.ready == NULL && !loop.wake_pending, "the loop still holds resumed connections");
+    FUZZ_CHECK(!tiled_wakeup_pending(&loop.wake), "the loop still holds resumed connections");
     FUZZ_CHECK(transport.fresh == NULL, "a connection is still counted as fresh");
     uint64_t v;
-    ssize_t n = read(loop.evfd, &v, sizeof(v)); /* the drain's wake-ups */
+    ssize_t n = read(loop.wake.evfd, &v, sizeof(v)); /* the drain's wake-ups */
     (void)n;
     loop.quiesced = loop.unlistened = false;
     loop.next_tick_us = 0;

@@ -23,6 +23,7 @@
 #include <sys/socket.h>
 
 #include "grpc_frame.h"
+#include "wakeup.h"
 
 struct tiled_server;
 struct tiled_req;
@@ -106,9 +107,9 @@ struct grpc_call {
     uint64_t mem_held;        /* taken from the memory budget (memory.h): the call's state, its backlog */
     uint8_t *errbuf;         /* an error_message reply's message bytes */
     size_t errbuf_len;
-    /* Resumed calls (loop->ready), under loop->ready_lock. */
-    struct grpc_call *ready_next;
-    bool in_ready, dead;
+    /* On its loop's ready list when a worker or a stream's producer hands
+     * it back (wakeup.h); gone once released: freed when the list lets go. */
+    struct tiled_ready ready;
     /* Request metadata: "name\0value\0" pairs, names lower-case (HTTP/2). */
     uint16_t nfields;
     uint16_t field[GRPC_HEAD_FIELDS];
@@ -194,7 +195,8 @@ struct grpc_transport {
 struct grpc_loop {
     struct grpc_transport *t;
     pthread_t thread;
-    int epfd, evfd;
+    int epfd;
+    struct tiled_wakeup wake;     /* calls handed back by workers and producers */
     struct grpc_conn *conns;
     struct grpc_conn *dirty;
     struct grpc_call *free_calls; /* reused: metadata arena and all */
@@ -204,9 +206,6 @@ struct grpc_loop {
     bool unlistened;              /* the closed listener is out of this loop's epoll set */
     uint64_t rng;                 /* connection-age jitter (xorshift64) */
     uint64_t next_tick_us, next_deadline_us;
-    pthread_mutex_t ready_lock;
-    struct grpc_call *ready, *ready_tail;
-    bool wake_pending;            /* the eventfd was written since the last drain of `ready` */
     uint8_t rbuf[256 * 1024];
 };
 

@@ -42,7 +42,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -107,57 +106,23 @@ static void call_free(struct grpc_call *call)
 
 void grpc_call_release(struct grpc_call *call)
 {
-    struct grpc_loop *l = call->loop;
-    pthread_mutex_lock(&l->ready_lock);
-    bool queued = call->in_ready;
-    call->dead = queued; /* the ready list lets go of it */
-    pthread_mutex_unlock(&l->ready_lock);
-    if (!queued)
+    if (!tiled_wakeup_forget(&call->loop->wake, &call->ready)) /* else the ready list lets go of it */
         call_free(call);
 }
 
 void grpc_call_resume(void *p)
 {
     struct grpc_call *call = p;
-    struct grpc_loop *l = call->loop;
-    pthread_mutex_lock(&l->ready_lock);
-    if (!call->in_ready) {
-        call->in_ready = true;
-        call->ready_next = NULL;
-        if (l->ready_tail)
-            l->ready_tail->ready_next = call;
-        else
-            l->ready = call;
-        l->ready_tail = call;
-    }
-    bool wake = !l->wake_pending;
-    l->wake_pending = true;
-    pthread_mutex_unlock(&l->ready_lock);
-    if (wake) {
-        uint64_t one = 1;
-        ssize_t n = write(l->evfd, &one, sizeof(one));
-        (void)n; /* a full counter still wakes the loop */
-    }
+    tiled_wakeup_push(&call->loop->wake, &call->ready);
 }
 
 void grpc_loop_take_ready(struct grpc_loop *l)
 {
-    uint64_t v;
-    ssize_t n = read(l->evfd, &v, sizeof(v));
-    (void)n;
-    pthread_mutex_lock(&l->ready_lock);
-    struct grpc_call *list = l->ready;
-    l->ready = l->ready_tail = NULL;
-    l->wake_pending = false;
-    pthread_mutex_unlock(&l->ready_lock);
-    while (list) {
-        struct grpc_call *call = list;
-        pthread_mutex_lock(&l->ready_lock);
-        list = call->ready_next;
-        call->in_ready = false;
-        bool dead = call->dead;
-        pthread_mutex_unlock(&l->ready_lock);
-        if (dead)
+    struct tiled_ready *list = tiled_wakeup_take(&l->wake), *n;
+    bool gone;
+    while ((n = tiled_wakeup_next(&l->wake, &list, &gone))) {
+        struct grpc_call *call = TILED_READY_OWNER(n, struct grpc_call, ready);
+        if (gone)
             call_free(call);
         else
             grpc_call_resumed(call);
@@ -249,11 +214,8 @@ static void accept_all(struct grpc_loop *l)
 
 static void wake_all(struct grpc_transport *t)
 {
-    for (int i = 0; i < t->nloops; i++) {
-        uint64_t one = 1;
-        ssize_t n = write(t->loops[i].evfd, &one, sizeof(one));
-        (void)n;
-    }
+    for (int i = 0; i < t->nloops; i++)
+        tiled_wakeup_poke(&t->loops[i].wake);
 }
 
 /* New SYNs are refused (RST) from now on: the client fails over at once. */
@@ -408,14 +370,12 @@ static int loop_init(struct grpc_loop *l, struct grpc_transport *t, struct tile_
 {
     l->t = t;
     l->epfd = epoll_create1(EPOLL_CLOEXEC);
-    l->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    pthread_mutex_init(&l->ready_lock, NULL);
     l->next_tick_us = tiled_now_us() + 1000000u;
     l->rng = l->next_tick_us ^ ((uint64_t)(uintptr_t)l << 16) ^ 0x9e3779b97f4a7c15u;
     struct epoll_event lev = {.events = EPOLLIN | EPOLLEXCLUSIVE, .data.ptr = &listener_tag};
     struct epoll_event wev = {.events = EPOLLIN, .data.ptr = &wake_tag};
-    if (l->epfd < 0 || l->evfd < 0 || epoll_ctl(l->epfd, EPOLL_CTL_ADD, t->lfd, &lev) < 0 ||
-        epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->evfd, &wev) < 0)
+    if (tiled_wakeup_init(&l->wake) < 0 || l->epfd < 0 || epoll_ctl(l->epfd, EPOLL_CTL_ADD, t->lfd, &lev) < 0 ||
+        epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->wake.evfd, &wev) < 0)
         return tile_error_set(e, TILE_EIO, "cannot set up the gRPC event loop: %s", strerror(errno));
     return 0;
 }
@@ -424,10 +384,9 @@ static void loop_free(struct grpc_loop *l)
 {
     /* Calls a stream's last wake-up queued after their end (dead ones:
      * the loop had no connection left to take them for). */
-    while (l->ready) {
-        struct grpc_call *call = l->ready;
-        l->ready = call->ready_next;
-        free(call);
+    for (struct tiled_ready *list = l->wake.head, *n; (n = list);) {
+        list = n->next;
+        free(TILED_READY_OWNER(n, struct grpc_call, ready));
     }
     while (l->free_calls) {
         struct grpc_call *call = l->free_calls;
@@ -436,9 +395,7 @@ static void loop_free(struct grpc_loop *l)
     }
     if (l->epfd >= 0)
         close(l->epfd);
-    if (l->evfd >= 0)
-        close(l->evfd);
-    pthread_mutex_destroy(&l->ready_lock);
+    tiled_wakeup_free(&l->wake);
 }
 
 static void transport_free(struct grpc_transport *t, int started)
@@ -468,7 +425,7 @@ int tiled_grpc_start(struct tiled_server *srv, struct tile_error *e)
     t->nloops = (int)(srv->cfg.http_threads > 0 ? srv->cfg.http_threads : 1);
     t->loops = calloc((size_t)t->nloops, sizeof(*t->loops));
     for (int i = 0; t->loops && i < t->nloops; i++)
-        t->loops[i].epfd = t->loops[i].evfd = -1;
+        t->loops[i].epfd = t->loops[i].wake.evfd = -1;
     t->callbacks = grpc_conn_callbacks_new();
     if (!t->loops || !t->callbacks) {
         transport_free(t, 0);

@@ -38,7 +38,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -75,46 +74,16 @@ void http_conn_suspend(void *conn)
 void http_conn_resume(void *conn)
 {
     struct http_conn *c = conn;
-    struct http_loop *l = c->loop;
-    pthread_mutex_lock(&l->ready_lock);
-    if (!c->in_ready) {
-        c->in_ready = true;
-        c->ready_next = NULL;
-        if (l->ready_tail)
-            l->ready_tail->ready_next = c;
-        else
-            l->ready = c;
-        l->ready_tail = c;
-    }
-    bool wake = !l->wake_pending;
-    l->wake_pending = true;
-    pthread_mutex_unlock(&l->ready_lock);
-    if (wake) {
-        uint64_t one = 1;
-        ssize_t n = write(l->evfd, &one, sizeof(one));
-        (void)n; /* a full counter still wakes the loop */
-    }
+    tiled_wakeup_push(&c->loop->wake, &c->ready);
 }
 
 void http_loop_take_ready(struct http_loop *l)
 {
-    uint64_t v;
-    ssize_t n = read(l->evfd, &v, sizeof(v));
-    (void)n;
-    pthread_mutex_lock(&l->ready_lock);
-    struct http_conn *list = l->ready;
-    l->ready = l->ready_tail = NULL;
-    l->wake_pending = false;
-    pthread_mutex_unlock(&l->ready_lock);
-    while (list) {
-        struct http_conn *c = list;
-        pthread_mutex_lock(&l->ready_lock);
-        list = c->ready_next;
-        c->in_ready = false;
-        bool released = c->released;
-        pthread_mutex_unlock(&l->ready_lock);
-        if (!released) /* a released one is freed at the turn's end */
-            http_conn_resumed(c);
+    struct tiled_ready *list = tiled_wakeup_take(&l->wake), *n;
+    bool gone;
+    while ((n = tiled_wakeup_next(&l->wake, &list, &gone))) {
+        if (!gone) /* a released one is freed at the turn's end */
+            http_conn_resumed(TILED_READY_OWNER(n, struct http_conn, ready));
     }
 }
 
@@ -122,9 +91,7 @@ void http_loop_release(struct http_conn *c)
 {
     struct http_loop *l = c->loop;
     TILE_LIST_UNLINK(l->conns, c);
-    pthread_mutex_lock(&l->ready_lock);
-    c->released = true; /* a resume still queued for it is dropped */
-    pthread_mutex_unlock(&l->ready_lock);
+    tiled_wakeup_forget(&l->wake, &c->ready); /* a resume still queued for it is dropped */
     TILE_LIST_PUSH(l->closed, c);
 }
 
@@ -136,10 +103,7 @@ static void free_closed(struct http_loop *l, bool all)
 {
     for (struct http_conn *c = l->closed, *next; c; c = next) {
         next = c->next;
-        pthread_mutex_lock(&l->ready_lock);
-        bool queued = c->in_ready && !all;
-        pthread_mutex_unlock(&l->ready_lock);
-        if (queued)
+        if (!all && tiled_wakeup_queued(&l->wake, &c->ready))
             continue;
         TILE_LIST_UNLINK(l->closed, c);
         http_conn_free(c);
@@ -240,11 +204,8 @@ static void accept_all(struct http_loop *l)
 
 static void wake_all(struct http_transport *t)
 {
-    for (int i = 0; i < t->nloops; i++) {
-        uint64_t one = 1;
-        ssize_t n = write(t->loops[i].evfd, &one, sizeof(one));
-        (void)n;
-    }
+    for (int i = 0; i < t->nloops; i++)
+        tiled_wakeup_poke(&t->loops[i].wake);
 }
 
 /* New SYNs are refused (RST) from now on: the client fails over at once. */
@@ -345,13 +306,11 @@ static int loop_init(struct http_loop *l, struct http_transport *t, struct tile_
 {
     l->t = t;
     l->epfd = epoll_create1(EPOLL_CLOEXEC);
-    l->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    pthread_mutex_init(&l->ready_lock, NULL);
     l->next_tick_us = tiled_now_us() + TICK_US;
     struct epoll_event lev = {.events = EPOLLIN | EPOLLEXCLUSIVE, .data.ptr = &listener_tag};
     struct epoll_event wev = {.events = EPOLLIN, .data.ptr = &wake_tag};
-    if (l->epfd < 0 || l->evfd < 0 || epoll_ctl(l->epfd, EPOLL_CTL_ADD, t->lfd, &lev) < 0 ||
-        epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->evfd, &wev) < 0)
+    if (tiled_wakeup_init(&l->wake) < 0 || l->epfd < 0 || epoll_ctl(l->epfd, EPOLL_CTL_ADD, t->lfd, &lev) < 0 ||
+        epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->wake.evfd, &wev) < 0)
         return tile_error_set(e, TILE_EIO, "cannot set up the HTTP event loop: %s", strerror(errno));
     return 0;
 }
@@ -361,9 +320,7 @@ static void loop_free(struct http_loop *l)
     free_closed(l, true);
     if (l->epfd >= 0)
         close(l->epfd);
-    if (l->evfd >= 0)
-        close(l->evfd);
-    pthread_mutex_destroy(&l->ready_lock);
+    tiled_wakeup_free(&l->wake);
 }
 
 static void transport_free(struct http_transport *t, int started)
@@ -401,7 +358,7 @@ struct http_transport *http_transport_start(struct tiled_server *srv, struct til
         return NULL;
     }
     for (int i = 0; i < t->nloops; i++)
-        t->loops[i].epfd = t->loops[i].evfd = -1;
+        t->loops[i].epfd = t->loops[i].wake.evfd = -1;
     /* The listener is tiled's (listener.h: names, IPv6, errors that say why). */
     t->lfd = tiled_listener_open(srv->cfg.host, (long long)srv->cfg.port, "--port", 1024, e);
     if (t->lfd < 0) {

@@ -24,6 +24,7 @@
 #include "h1head.h"
 #include "h1wire.h"
 #include "server.h" /* struct tiled_kv */
+#include "wakeup.h"
 
 struct tiled_server;
 struct tiled_req;
@@ -101,10 +102,10 @@ struct http_conn {
     bool close_after;       /* the connection closes once the reply is written */
     bool lingering;         /* written and shut for writing: reading to EOF before close */
     uint64_t linger_until_us;
-    /* Ready list (h1loop.c), under loop->ready_lock. */
-    struct http_conn *ready_next;
-    bool in_ready;
-    bool released;          /* closed and off the loop: freed once off the ready list */
+    /* On its loop's ready list when a worker or a stream's producer hands
+     * it back (wakeup.h); gone once closed and off the loop: freed when
+     * the list lets go of it. */
+    struct tiled_ready ready;
     bool waiting;           /* a worker or a stream producer will resume it */
 };
 
@@ -140,14 +141,12 @@ struct http_transport {
 struct http_loop {
     struct http_transport *t;
     pthread_t thread;
-    int epfd, evfd;
+    int epfd;
+    struct tiled_wakeup wake; /* connections handed back by workers and producers */
     struct http_conn *conns;
     struct http_conn *closed; /* released this turn: freed at its end (nothing on the stack refers to them then) */
     uint64_t next_tick_us;
     bool quiesced, unlistened;
-    pthread_mutex_t ready_lock;
-    struct http_conn *ready, *ready_tail;
-    bool wake_pending;
 };
 
 /* h1loop.c */
