@@ -13,15 +13,30 @@
  * running, the last TILE_AUTOSPLIT_WINDOW times per byte are kept. A call
  * splits when the pool's median is at least TILE_AUTOSPLIT_MARGIN_PCT
  * percent below the single thread's and stays on one thread otherwise,
- * except that both ways are tried alternately until each has
- * TILE_AUTOSPLIT_WARMUP samples, and the other way is tried again every
- * TILE_AUTOSPLIT_EXPLORE calls so that a change (a busier machine, a
- * quieter one) is noticed. A retry that comes back clearly faster than the
+ * except that both ways are tried, one after the other, until each has
+ * TILE_AUTOSPLIT_WARMUP samples, and the other way is tried again now and
+ * then so that a change (a busier machine, a quieter one) is noticed:
+ * TILE_AUTOSPLIT_EXPLORE calls after the choice was made, then after twice
+ * as many calls as the time before, up to TILE_AUTOSPLIT_EXPLORE_MAX, for
+ * as long as the trials leave the choice as it is (a trial of the slower
+ * way costs what that way loses, and a trial every 16 calls cost 5% on
+ * uint8 [3,224,224]x[1,4,4]). A retry that comes back clearly faster than the
  * way chosen is repeated on the next call, so that a way whose warm-up
  * samples were slowed by a neighbour (or by a worker's cold start) wins
  * back within a few calls rather than after half a window of scheduled
  * retries (some 80 calls). Medians, not means: a run
  * preempted by the host for 30 ms must not flip the choice.
+ *
+ * Only a call that ran the same way as the class's call before it is a
+ * sample: the first call after a switch finds the state the other way
+ * left (after one-thread calls the helpers are asleep and pay a wake-up,
+ * after split calls half of a cached output is in the other core's cache)
+ * and measures the switch, not the way. So every trial of a way runs
+ * twice in a row and only the second call counts. Without this, a pool
+ * that keeps its helpers awake between sections (pool.c) was judged on
+ * trials that always woke them: on uint8 [3,224,224]x[1,4,4] (2.3 MB) its
+ * trials ran at 31-56 GB/s and one thread at 70, while back-to-back split
+ * calls ran at about 100.
  *
  * Thread-safe without locks: concurrent updates may lose a sample, which
  * only makes the estimate a little slower to move.
@@ -37,6 +52,7 @@
 #define TILE_AUTOSPLIT_WINDOW 8
 #define TILE_AUTOSPLIT_WARMUP 4
 #define TILE_AUTOSPLIT_EXPLORE 16
+#define TILE_AUTOSPLIT_EXPLORE_MAX 256
 #define TILE_AUTOSPLIT_MARGIN_PCT 10
 
 enum tile_split_way { TILE_SPLIT_ONE = 0, TILE_SPLIT_POOL = 1 };
@@ -48,6 +64,9 @@ enum tile_split_work { TILE_WORK_REPEAT = 0, TILE_WORK_COPY = 1, TILE_WORK_KINDS
 struct tile_autosplit_class {
     atomic_uint_fast64_t calls;
     atomic_int retry; /* 1 + the way to run next, 0: none (see above) */
+    atomic_int last;  /* 1 + the way the last call ran, 0: none yet */
+    atomic_int chosen; /* 1 + the way chosen by the last decision, 0: none yet */
+    atomic_uint_fast64_t next_trial, gap; /* the call that tries the other way; calls to the one after */
     atomic_uint_fast64_t samples[2];                           /* ever recorded */
     atomic_uint_fast64_t ps_per_kib[2][TILE_AUTOSPLIT_WINDOW]; /* the last ones, a ring */
 };
@@ -61,9 +80,15 @@ struct tile_autosplit {
 /* The way to run an output of `bytes` (at least 4 MiB) made by `work` now. */
 enum tile_split_way tile_autosplit_choose(struct tile_autosplit *a, enum tile_split_work work, uint64_t bytes);
 
-/* Reports that running `bytes` of `work` the way `way` took `ns` nanoseconds. */
+/* Reports that running `bytes` of `work` the way `way` took `ns`
+ * nanoseconds (a sample if the class's call before ran the same way). */
 void tile_autosplit_record(struct tile_autosplit *a, enum tile_split_work work, uint64_t bytes,
                            enum tile_split_way way, uint64_t ns);
+/* Reports that a call ran `way` but that its time is not to be learnt from
+ * (the kernel was trying a store kind, stores.h): it only counts as the
+ * class's last call. */
+void tile_autosplit_ran(struct tile_autosplit *a, enum tile_split_work work, uint64_t bytes,
+                        enum tile_split_way way);
 
 /* The median of the window (picoseconds per KiB, 0 = no sample yet). */
 uint64_t tile_autosplit_estimate(struct tile_autosplit *a, enum tile_split_work work, uint64_t bytes,

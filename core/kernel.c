@@ -381,7 +381,7 @@ static void execute_plan(const struct tile_plan *p, const void *in, void *out, s
 {
     if (!pool || tile_pool_size(pool) <= 1 || p->out_bytes < TILE_PARALLEL_MIN_BYTES) {
         bool streamed = tile_stores_pick(p->out_bytes, 0);
-        bool timed = p->out_bytes >= TILE_STORES_MEASURED_MIN; /* the store kind is learnt (stores.h) */
+        bool timed = p->out_bytes >= TILE_STORES_MEASURED_MIN; /* the store kind may be learnt (stores.h) */
         uint64_t t0 = timed ? now_ns() : 0;
         fill_range(p, streamed, in, 0, p->out_bytes, out);
         if (timed)
@@ -389,7 +389,8 @@ static void execute_plan(const struct tile_plan *p, const void *in, void *out, s
         return;
     }
     /* Whether a second thread adds memory bandwidth or only contention is
-     * the machine's business: measure both ways and keep the faster. */
+     * the machine's business: measure both ways and keep the faster. A
+     * call that tried a store kind says nothing about the way it ran. */
     struct tile_autosplit *stats = tile_pool_autosplit(pool);
     enum tile_split_work work = p->out_bytes <= p->in_bytes ? TILE_WORK_COPY : TILE_WORK_REPEAT;
     enum tile_split_way way = tile_autosplit_choose(stats, work, p->out_bytes);
@@ -400,8 +401,10 @@ static void execute_plan(const struct tile_plan *p, const void *in, void *out, s
     else
         fill_range(p, streamed, in, 0, p->out_bytes, out);
     uint64_t ns = now_ns() - t0;
-    tile_autosplit_record(stats, work, p->out_bytes, way, ns);
-    tile_stores_learned(p->out_bytes, way == TILE_SPLIT_POOL, streamed, ns);
+    if (tile_stores_learned(p->out_bytes, way == TILE_SPLIT_POOL, streamed, ns))
+        tile_autosplit_record(stats, work, p->out_bytes, way, ns);
+    else
+        tile_autosplit_ran(stats, work, p->out_bytes, way);
 }
 
 /* Whether to fold the innermost level of `p` (see tile_plan_fold_inner):
