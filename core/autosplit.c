@@ -3,7 +3,7 @@
 
 #include <stdbool.h>
 
-#define CLASS_MIN_LOG2 22
+#define CLASS_MIN_LOG2 20
 /* Samples are capped so that comparing medians scaled by 100 cannot overflow
  * (the cap is a day per KiB: no real run comes near it). */
 #define PS_MAX (UINT64_MAX / 100)

@@ -48,7 +48,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define TILE_AUTOSPLIT_CLASSES 24 /* 2^22 (4 MiB) .. 2^45 bytes and above */
+#define TILE_AUTOSPLIT_CLASSES 26 /* 2^20 (1 MiB) .. 2^45 bytes and above */
 #define TILE_AUTOSPLIT_WINDOW 8
 #define TILE_AUTOSPLIT_WARMUP 4
 #define TILE_AUTOSPLIT_EXPLORE 16
@@ -77,7 +77,7 @@ struct tile_autosplit {
 
 /* A zeroed struct tile_autosplit is ready to use. */
 
-/* The way to run an output of `bytes` (at least 4 MiB) made by `work` now. */
+/* The way to run an output of `bytes` (at least 1 MiB) made by `work` now. */
 enum tile_split_way tile_autosplit_choose(struct tile_autosplit *a, enum tile_split_work work, uint64_t bytes);
 
 /* Reports that running `bytes` of `work` the way `way` took `ns`

@@ -52,9 +52,10 @@
 /* Per-thread chunks of a parallel run are aligned to whole pages. */
 #define TILE_SPLIT_ALIGN 4096u
 /* A parallel run is cut into about this many tasks per thread, each at
- * least TILE_TASK_MIN_BYTES (a task pays for one partial tile per seam). */
+ * least TILE_TASK_MIN_BYTES (a task pays for one partial tile per seam;
+ * a 2.3 MB output is cut into 16 rather than 3). */
 #define TILE_TASKS_PER_THREAD 8u
-#define TILE_TASK_MIN_BYTES (1u << 20)
+#define TILE_TASK_MIN_BYTES (128u << 10)
 /* Single copies at least this big (an identity tile, say) go to memcpy,
  * which itself streams past the cache at these sizes. */
 #define TILE_LIBC_COPY_MIN_BYTES (32u << 20)
@@ -80,10 +81,16 @@ static void fill_level(const struct fill_ctx *c, int l, const uint8_t *src, uint
                        uint8_t *dst);
 
 static atomic_uint_fast64_t forced_chunk; /* 0: TILE_CHUNK_BYTES */
+static atomic_bool forced_split;
 
 void tile_kernel_force_chunk(uint64_t bytes)
 {
     atomic_store(&forced_chunk, bytes);
+}
+
+void tile_kernel_force_split(bool on)
+{
+    atomic_store(&forced_split, on);
 }
 
 /* Copies with non-temporal stores: an output far bigger than the cache is
@@ -362,7 +369,9 @@ static uint64_t now_ns(void)
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-static void execute_split(const struct tile_plan *p, const void *in, void *out, bool stream, struct tile_pool *pool)
+/* Splits the run across `pool` in tasks of at least `min_task` bytes. */
+static void execute_split(const struct tile_plan *p, const void *in, void *out, bool stream, struct tile_pool *pool,
+                          uint64_t min_task)
 {
     /* Tasks are claimed one at a time, so chunks smaller than an equal
      * share let the caller, which starts at once, take over the share of a
@@ -370,8 +379,8 @@ static void execute_split(const struct tile_plan *p, const void *in, void *out, 
      * thread the caller would finish and then wait for it. */
     uint64_t nth = (uint64_t)tile_pool_size(pool);
     uint64_t chunk = (p->out_bytes + nth * TILE_TASKS_PER_THREAD - 1) / (nth * TILE_TASKS_PER_THREAD);
-    if (chunk < TILE_TASK_MIN_BYTES)
-        chunk = TILE_TASK_MIN_BYTES;
+    if (chunk < min_task)
+        chunk = min_task;
     chunk = (chunk + TILE_SPLIT_ALIGN - 1) / TILE_SPLIT_ALIGN * TILE_SPLIT_ALIGN;
     struct tile_exec x = {p, in, out, chunk, stream};
     tile_pool_parallel(pool, (p->out_bytes + chunk - 1) / chunk, exec_task, &x);
@@ -379,6 +388,11 @@ static void execute_split(const struct tile_plan *p, const void *in, void *out, 
 
 static void execute_plan(const struct tile_plan *p, const void *in, void *out, struct tile_pool *pool)
 {
+    if (pool && tile_pool_size(pool) > 1 && atomic_load_explicit(&forced_split, memory_order_relaxed)) {
+        if (p->out_bytes) /* in tasks as small as the alignment: seams in small outputs too */
+            execute_split(p, in, out, tile_stores_pick(p->out_bytes, 1), pool, TILE_SPLIT_ALIGN);
+        return;
+    }
     if (!pool || tile_pool_size(pool) <= 1 || p->out_bytes < TILE_PARALLEL_MIN_BYTES) {
         bool streamed = tile_stores_pick(p->out_bytes, 0);
         bool timed = p->out_bytes >= TILE_STORES_MEASURED_MIN; /* the store kind may be learnt (stores.h) */
@@ -397,7 +411,7 @@ static void execute_plan(const struct tile_plan *p, const void *in, void *out, s
     bool streamed = tile_stores_pick(p->out_bytes, way == TILE_SPLIT_POOL);
     uint64_t t0 = now_ns();
     if (way == TILE_SPLIT_POOL)
-        execute_split(p, in, out, streamed, pool);
+        execute_split(p, in, out, streamed, pool, TILE_TASK_MIN_BYTES);
     else
         fill_range(p, streamed, in, 0, p->out_bytes, out);
     uint64_t ns = now_ns() - t0;
