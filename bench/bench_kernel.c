@@ -24,6 +24,9 @@
 #include "stores.h"
 
 #define MAX_REPS 64
+/* Warm-up calls before a case's alternating runs: the pool's and the
+ * store kind's first trials (core/autosplit.h, core/stores.h). */
+#define WARM_CALLS 32
 
 struct bench_case {
     const char *name;
@@ -122,10 +125,12 @@ static double gbps(enum op op, const struct run *r, int reps)
 static void gbps_pair(enum op op, const struct run *r1, const struct run *rn, int reps, double *one, double *all)
 {
     double v1[MAX_REPS], vn[MAX_REPS];
-    time_once(op, r1);
-    /* Let the pool learn whether splitting pays for this size, as a
-     * running server does over its first requests (core/autosplit.h). */
-    for (int i = 0; i < 2 * TILE_AUTOSPLIT_WARMUP + 1; i++)
+    /* Let the pool learn whether splitting pays for this size and which
+     * store kind, as a running server does over its first requests
+     * (core/autosplit.h, core/stores.h). */
+    for (int i = 0; i < WARM_CALLS; i++)
+        time_once(op, r1);
+    for (int i = 0; i < WARM_CALLS; i++)
         time_once(op, rn);
     for (int i = 0; i < reps; i++) {
         v1[i] = time_once(op, r1);
