@@ -34,6 +34,10 @@
  * 2 MiB pages needs 512 times fewer TLB entries than one in 4 KiB pages,
  * which depends on the transparent huge page mode. Each case's line then
  * says how much of its output buffer the kernel backed with huge pages.
+ *
+ *   bench_peers --stores [reps]   plain against non-temporal stores, by size
+ *   bench_peers --ramp [rounds]   plain stores' speed, call by call, after
+ *                                 streamed calls (see ramp())
  */
 #include <gnu/libc-version.h>
 #include <stdbool.h>
@@ -462,14 +466,80 @@ static int stores_sweep(int reps)
     return 0;
 }
 
+static void print_gbps(const char *key, const double *v, int n, const char *end)
+{
+    printf("\"%s\":[", key);
+    for (int i = 0; i < n; i++)
+        printf("%s%.1f", i ? "," : "", v[i]);
+    printf("]%s", end);
+}
+
+/* What a streamed call leaves behind for plain stores (core/stores.h): one
+ * thread rewriting the 16 MiB output of float32 [1,1,256,256]x[1,1,8,8],
+ * per round RAMP_STREAMED calls with non-temporal stores forced, then
+ * RAMP_PLAIN with plain stores forced, then RAMP_MEMSET memsets of the same
+ * buffer; GB/s of each call. */
+#define RAMP_STREAMED 4
+#define RAMP_PLAIN 12
+#define RAMP_MEMSET 4
+
+static int ramp(int rounds)
+{
+    int64_t shape[4] = {1, 1, 256, 256}, rep[4] = {1, 1, 8, 8};
+    struct tile_spec spec = {.semantics = TILE_SEM_ONNX, .repeats = rep, .nrepeats = 4};
+    struct tile_plan plan;
+    if (tile_plan_init(&plan, TILE_FLOAT32, 4, shape, &spec, NULL) < 0)
+        return 1;
+    void *in = tile_alloc_buffer(plan.in_bytes), *out = tile_alloc_buffer(plan.out_bytes);
+    if (!in || !out)
+        return 1;
+    fill_input(in, plan.in_bytes);
+    memset(out, 1, plan.out_bytes);
+    double gb = (double)plan.out_bytes / 1e9;
+    for (int r = 0; r < rounds; r++) {
+        double s[RAMP_STREAMED], p[RAMP_PLAIN], m[RAMP_MEMSET];
+        tile_stores_force(TILE_STORES_STREAM);
+        for (int i = 0; i < RAMP_STREAMED; i++) {
+            double t0 = now_sec();
+            tile_execute(&plan, in, out, NULL);
+            s[i] = gb / (now_sec() - t0);
+        }
+        tile_stores_force(TILE_STORES_CACHED);
+        for (int i = 0; i < RAMP_PLAIN; i++) {
+            double t0 = now_sec();
+            tile_execute(&plan, in, out, NULL);
+            p[i] = gb / (now_sec() - t0);
+        }
+        tile_stores_force(TILE_STORES_AUTO);
+        for (int i = 0; i < RAMP_MEMSET; i++) {
+            double t0 = now_sec();
+            memset(out, 1 + i, plan.out_bytes);
+            clobber(out);
+            m[i] = gb / (now_sec() - t0);
+        }
+        printf("{\"kind\":\"ramp\",\"out_bytes\":%llu,", (unsigned long long)plan.out_bytes);
+        print_gbps("streamed_gbps", s, RAMP_STREAMED, ",");
+        print_gbps("plain_gbps", p, RAMP_PLAIN, ",");
+        print_gbps("memset_gbps", m, RAMP_MEMSET, "}\n");
+        fflush(stdout);
+    }
+    tile_free_buffer(in, plan.in_bytes);
+    tile_free_buffer(out, plan.out_bytes);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "--stores") == 0) {
         int reps = argc > 2 ? (int)strtol(argv[2], NULL, 10) : 7;
         return stores_sweep(reps < 1 || reps > MAX_REPS ? 7 : reps);
     }
+    if (argc >= 2 && strcmp(argv[1], "--ramp") == 0) {
+        int rounds = argc > 2 ? (int)strtol(argv[2], NULL, 10) : 5;
+        return ramp(rounds < 1 || rounds > MAX_REPS ? 5 : rounds);
+    }
     if (argc < 2) {
-        fprintf(stderr, "usage: bench_peers CASEFILE [reps [profile_seconds]] | --stores [reps]\n");
+        fprintf(stderr, "usage: bench_peers CASEFILE [reps [profile_seconds]] | --stores [reps] | --ramp [rounds]\n");
         return 2;
     }
     int reps = argc > 2 ? (int)strtol(argv[2], NULL, 10) : 7;
