@@ -49,7 +49,8 @@
  * pieces to 99 places). Deeper sub-blocks cost more to generate than to
  * copy and are still copied. */
 #define TILE_SEQUENTIAL_SUB 4096u
-/* Per-thread chunks of a parallel run are aligned to whole pages. */
+/* Per-thread chunks of a parallel run are aligned to whole pages (or to
+ * sub-blocks, see execute_split). */
 #define TILE_SPLIT_ALIGN 4096u
 /* A parallel run is cut into about this many tasks per thread, each at
  * least TILE_TASK_MIN_BYTES (a task pays for one partial tile per seam;
@@ -408,7 +409,21 @@ static void execute_split(const struct tile_plan *p, const void *in, void *out, 
     uint64_t chunk = (p->out_bytes + nth * TILE_TASKS_PER_THREAD - 1) / (nth * TILE_TASKS_PER_THREAD);
     if (chunk < min_task)
         chunk = min_task;
-    chunk = (chunk + TILE_SPLIT_ALIGN - 1) / TILE_SPLIT_ALIGN * TILE_SPLIT_ALIGN;
+    /* With plain stores, tasks are whole sub-blocks of the outermost level
+     * whose sub-blocks fit in one: a task that starts or ends inside a
+     * sub-block generates that part from the input and copies the rest of
+     * the tile from L2, instead of copying pieces from L1 (the rank-6 case
+     * of bench/peers/cases.txt split in 242 KB tasks took 745,000
+     * instructions a call where one thread takes 469,000; in 215 KB tasks
+     * of two whole level-1 sub-blocks, 575,000). Short sub-blocks leave
+     * the tasks page-aligned. */
+    int l = 0;
+    while (l < p->nlev - 1 && p->lev_sub[l] > chunk)
+        l++;
+    uint64_t unit = !stream && p->lev_sub[l] >= TILE_SPLIT_ALIGN ? p->lev_sub[l] : TILE_SPLIT_ALIGN;
+    chunk = (chunk + unit / 2) / unit * unit;
+    if (chunk == 0)
+        chunk = unit;
     struct tile_exec x = {p, in, out, chunk, stream};
     tile_pool_parallel(pool, (p->out_bytes + chunk - 1) / chunk, exec_task, &x);
 }
