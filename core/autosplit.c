@@ -4,9 +4,10 @@
 #include <stdbool.h>
 
 #define CLASS_MIN_LOG2 20
-/* Samples are capped so that comparing medians scaled by 100 cannot overflow
- * (the cap is a day per KiB: no real run comes near it). */
-#define PS_MAX (UINT64_MAX / 100)
+/* Samples are capped so that comparing medians scaled by up to
+ * TILE_AUTOSPLIT_CLEAR_PCT cannot overflow (the cap is hours per KiB: no
+ * real run comes near it). */
+#define PS_MAX (UINT64_MAX / 200)
 
 static struct tile_autosplit_class *class_of(struct tile_autosplit *a, enum tile_split_work work, uint64_t bytes)
 {
@@ -35,7 +36,7 @@ static uint64_t window_median(struct tile_autosplit_class *c, enum tile_split_wa
             v[j] = v[j - 1];
         v[j] = x;
     }
-    return m ? v[m / 2] : 0;
+    return m ? v[(m - 1) / 2] : 0; /* the lower median: two slow runs of four do not make it */
 }
 
 /* Splitting must win clearly: it occupies cores that other requests could
@@ -61,7 +62,8 @@ enum tile_split_way tile_autosplit_choose(struct tile_autosplit *a, enum tile_sp
     int retry = atomic_exchange_explicit(&c->retry, 0, memory_order_relaxed);
     if (retry)
         return (enum tile_split_way)(retry - 1);
-    enum tile_split_way best = best_way(window_median(c, TILE_SPLIT_ONE), window_median(c, TILE_SPLIT_POOL));
+    uint64_t one = window_median(c, TILE_SPLIT_ONE), pool = window_median(c, TILE_SPLIT_POOL);
+    enum tile_split_way best = best_way(one, pool);
     if (atomic_exchange_explicit(&c->chosen, 1 + (int)best, memory_order_relaxed) != 1 + (int)best) {
         atomic_store_explicit(&c->gap, 2 * TILE_AUTOSPLIT_EXPLORE, memory_order_relaxed);
         atomic_store_explicit(&c->next_trial, call + TILE_AUTOSPLIT_EXPLORE, memory_order_relaxed);
@@ -70,6 +72,12 @@ enum tile_split_way tile_autosplit_choose(struct tile_autosplit *a, enum tile_sp
     if (call < atomic_load_explicit(&c->next_trial, memory_order_relaxed))
         return best;
     uint64_t gap = atomic_load_explicit(&c->gap, memory_order_relaxed);
+    if (best == TILE_SPLIT_POOL && pool * TILE_AUTOSPLIT_CLEAR_PCT <= one * 100 && gap < TILE_AUTOSPLIT_EXPLORE_MAX) {
+        /* far ahead: the longest gap at once */
+        atomic_store_explicit(&c->gap, TILE_AUTOSPLIT_EXPLORE_MAX, memory_order_relaxed);
+        atomic_store_explicit(&c->next_trial, call + TILE_AUTOSPLIT_EXPLORE_MAX, memory_order_relaxed);
+        return best;
+    }
     atomic_store_explicit(&c->next_trial, call + gap, memory_order_relaxed);
     atomic_store_explicit(&c->gap, gap < TILE_AUTOSPLIT_EXPLORE_MAX / 2 ? 2 * gap : TILE_AUTOSPLIT_EXPLORE_MAX,
                           memory_order_relaxed);

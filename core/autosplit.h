@@ -20,12 +20,18 @@
  * as many calls as the time before, up to TILE_AUTOSPLIT_EXPLORE_MAX, for
  * as long as the trials leave the choice as it is (a trial of the slower
  * way costs what that way loses, and a trial every 16 calls cost 5% on
- * uint8 [3,224,224]x[1,4,4]). A retry that comes back clearly faster than the
- * way chosen is repeated on the next call, so that a way whose warm-up
+ * uint8 [3,224,224]x[1,4,4]). While the pool is the choice and at least
+ * TILE_AUTOSPLIT_CLEAR_PCT percent as fast as one thread, one thread is
+ * tried only at the longest gap: the pool's own samples show it if the
+ * machine gets busier, and a trial leaves the helpers asleep for the
+ * pool's next calls (on the rank-6 case of bench/peers/cases.txt, split
+ * calls ran 31-33 us in a row and 60-500 us for five calls after a trial
+ * of one thread, against 50 us for one thread). A retry that comes back clearly faster
+ * than the way chosen is repeated on the next call, so that a way whose warm-up
  * samples were slowed by a neighbour (or by a worker's cold start) wins
  * back within a few calls rather than after half a window of scheduled
- * retries (some 80 calls). Medians, not means: a run
- * preempted by the host for 30 ms must not flip the choice.
+ * retries (some 80 calls). Medians, not means (the lower one of an even
+ * count): a run preempted by the host for 30 ms must not flip the choice.
  *
  * Only a call that ran the same way as the class's call before it is a
  * sample: the first call after a switch finds the state the other way
@@ -54,6 +60,7 @@
 #define TILE_AUTOSPLIT_EXPLORE 16
 #define TILE_AUTOSPLIT_EXPLORE_MAX 256
 #define TILE_AUTOSPLIT_MARGIN_PCT 10
+#define TILE_AUTOSPLIT_CLEAR_PCT 125
 
 enum tile_split_way { TILE_SPLIT_ONE = 0, TILE_SPLIT_POOL = 1 };
 

@@ -428,12 +428,13 @@ static void execute_split(const struct tile_plan *p, const void *in, void *out, 
     tile_pool_parallel(pool, (p->out_bytes + chunk - 1) / chunk, exec_task, &x);
 }
 
-static void execute_plan(const struct tile_plan *p, const void *in, void *out, struct tile_pool *pool)
+/* Writes the output of `p`; returns whether the run was split. */
+static bool execute_plan(const struct tile_plan *p, const void *in, void *out, struct tile_pool *pool)
 {
     if (pool && tile_pool_size(pool) > 1 && atomic_load_explicit(&forced_split, memory_order_relaxed)) {
         if (p->out_bytes) /* in tasks as small as the alignment: seams in small outputs too */
             execute_split(p, in, out, tile_stores_pick(p->out_bytes, 1), pool, TILE_SPLIT_ALIGN);
-        return;
+        return true;
     }
     if (!pool || tile_pool_size(pool) <= 1 || p->out_bytes < TILE_PARALLEL_MIN_BYTES) {
         bool streamed = tile_stores_pick(p->out_bytes, 0);
@@ -442,7 +443,7 @@ static void execute_plan(const struct tile_plan *p, const void *in, void *out, s
         fill_range(p, streamed, in, 0, p->out_bytes, out);
         if (timed)
             tile_stores_learned(p->out_bytes, 0, streamed, now_ns() - t0);
-        return;
+        return false;
     }
     /* Whether a second thread adds memory bandwidth or only contention is
      * the machine's business: measure both ways and keep the faster. A
@@ -461,6 +462,7 @@ static void execute_plan(const struct tile_plan *p, const void *in, void *out, s
         tile_autosplit_record(stats, work, p->out_bytes, way, ns);
     else
         tile_autosplit_ran(stats, work, p->out_bytes, way);
+    return way == TILE_SPLIT_POOL;
 }
 
 /* Whether to fold the innermost level of `p` (see tile_plan_fold_inner):
@@ -492,6 +494,23 @@ static void expand_rows(const struct tile_plan *p, const uint8_t *in, uint8_t *d
     }
 }
 
+/* The scratch input of the last split run, freed at the next one rather
+ * than at once. Freed at once, the block is the one malloc hands the next
+ * call, whose expansion then rewrites lines the helpers have just read and
+ * takes each back from their cores: on the rank-6 case of
+ * bench/peers/cases.txt, split calls back to back ran at 84-85 GB/s, and
+ * at 92-96 with the expansion written into the block of the call before
+ * (keeping the blocks of three calls instead changed nothing). At most one
+ * block of up to TILE_FOLD_SCRATCH_MAX bytes waits, shared by every
+ * thread; a run's helpers are done with its scratch when it returns. */
+static _Atomic(void *) retired;
+
+static void retire_scratch(void *scratch)
+{
+    if (scratch)
+        free(atomic_exchange_explicit(&retired, scratch, memory_order_acq_rel));
+}
+
 void tile_execute(const struct tile_plan *p, const void *in, void *out, struct tile_pool *pool)
 {
     struct tile_plan folded[2];
@@ -506,9 +525,13 @@ void tile_execute(const struct tile_plan *p, const void *in, void *out, struct t
         p = &folded[i];
         in = scratch[i];
     }
-    execute_plan(p, in, out, pool);
-    free(scratch[0]);
-    free(scratch[1]);
+    bool split = execute_plan(p, in, out, pool);
+    for (int i = 0; i < 2; i++) {
+        if (split)
+            retire_scratch(scratch[i]);
+        else
+            free(scratch[i]);
+    }
 }
 
 int tile_run(const struct tile_tensor *in, const struct tile_spec *spec, struct tile_tensor *out,

@@ -4,7 +4,9 @@
  * median wins; the other way is tried again in runs of two calls, first
  * TILE_AUTOSPLIT_EXPLORE calls after the choice and then at doubling gaps
  * up to TILE_AUTOSPLIT_EXPLORE_MAX (and at once again when a trial comes
- * back clearly faster); a near tie stays on one thread; outliers cannot
+ * back clearly faster), only at the longest gap while the pool is far
+ * ahead; a near
+ * tie stays on one thread; outliers cannot
  * flip the choice; a change of speed is followed; size classes and kinds
  * of work are independent; absurd timings cannot wrap the comparison.
  * Timings are fed in by hand, so every outcome is deterministic. */
@@ -114,17 +116,19 @@ static int trial_starts(const char *ways, char way, int *starts, int cap)
 
 /* The slower way is tried in runs of two calls: the first TILE_AUTOSPLIT_
  * EXPLORE calls after the choice, then after gaps that double up to
- * TILE_AUTOSPLIT_EXPLORE_MAX, whichever way is the faster. */
+ * TILE_AUTOSPLIT_EXPLORE_MAX, whichever way is the faster (the pool 1.2x
+ * as fast as one thread, or one thread twice as fast as the pool). */
 static void faster_way_wins_and_trials_back_off(void **state)
 {
     (void)state;
     static char ways[MAX_CALLS + 1];
     int starts[64];
     for (int faster = 0; faster < 2; faster++) {
+        uint64_t one = faster ? 1200 : 1000, pool = faster ? 1000 : 2000;
         memset(&stats, 0, sizeof(stats));
-        drive(16 * MIB, WARM_CALLS, faster ? 2000 : 1000, faster ? 1000 : 2000);
+        drive(16 * MIB, WARM_CALLS, one, pool);
         int calls = 8 * TILE_AUTOSPLIT_EXPLORE_MAX;
-        drive_work(W, 16 * MIB, calls, faster ? 2000 : 1000, faster ? 1000 : 2000, ways);
+        drive_work(W, 16 * MIB, calls, one, pool, ways);
         int n = trial_starts(ways, faster ? 'o' : 'p', starts, 64);
         assert_true(n >= 6);
         assert_int_equal(starts[0], TILE_AUTOSPLIT_EXPLORE);
@@ -135,6 +139,33 @@ static void faster_way_wins_and_trials_back_off(void **state)
         }
         assert_int_equal(gap, TILE_AUTOSPLIT_EXPLORE_MAX);
     }
+}
+
+/* While the pool is at least TILE_AUTOSPLIT_CLEAR_PCT percent as fast as
+ * one thread, one thread is tried only every TILE_AUTOSPLIT_EXPLORE_MAX
+ * calls; under that bound, from TILE_AUTOSPLIT_EXPLORE on. */
+static void pool_far_ahead_is_retried_rarely(void **state)
+{
+    (void)state;
+    static char ways[MAX_CALLS + 1];
+    int starts[64], calls = 4 * TILE_AUTOSPLIT_EXPLORE_MAX;
+    /* At the bound and just under it, in times that are whole picoseconds per KiB. */
+    uint64_t pool = 16384 * 1000, at = pool * TILE_AUTOSPLIT_CLEAR_PCT / 100, under = at - 16384;
+    const uint64_t ones[] = {2 * pool, at};
+    for (size_t i = 0; i < sizeof(ones) / sizeof(ones[0]); i++) {
+        memset(&stats, 0, sizeof(stats));
+        drive(16 * MIB, WARM_CALLS, ones[i], pool);
+        drive_work(W, 16 * MIB, calls, ones[i], pool, ways);
+        int n = trial_starts(ways, 'o', starts, 64);
+        assert_true(n >= 2 && n <= calls / TILE_AUTOSPLIT_EXPLORE_MAX);
+        assert_true(starts[0] >= TILE_AUTOSPLIT_EXPLORE_MAX);
+        for (int k = 1; k < n; k++)
+            assert_int_equal(starts[k] - starts[k - 1], TILE_AUTOSPLIT_EXPLORE_MAX);
+    }
+    memset(&stats, 0, sizeof(stats));
+    drive(16 * MIB, WARM_CALLS, under, pool);
+    drive_work(W, 16 * MIB, calls, under, pool, ways);
+    assert_int_equal(trial_starts(ways, 'o', starts, 64) > 0 ? starts[0] : -1, TILE_AUTOSPLIT_EXPLORE);
 }
 
 /* A pool only 5% faster is a tie, and a tie stays on one thread; 15% is
@@ -250,6 +281,7 @@ int main(void)
         cmocka_unit_test_setup(warmup_runs_each_way, reset),
         cmocka_unit_test_setup(a_switch_only_settles, reset),
         cmocka_unit_test_setup(faster_way_wins_and_trials_back_off, reset),
+        cmocka_unit_test_setup(pool_far_ahead_is_retried_rarely, reset),
         cmocka_unit_test_setup(near_tie_stays_on_one_thread, reset),
         cmocka_unit_test_setup(outliers_do_not_flip, reset),
         cmocka_unit_test_setup(follows_a_change, reset),
