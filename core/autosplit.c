@@ -81,17 +81,26 @@ enum tile_split_way tile_autosplit_choose(struct tile_autosplit *a, enum tile_sp
     atomic_store_explicit(&c->next_trial, call + gap, memory_order_relaxed);
     atomic_store_explicit(&c->gap, gap < TILE_AUTOSPLIT_EXPLORE_MAX / 2 ? 2 * gap : TILE_AUTOSPLIT_EXPLORE_MAX,
                           memory_order_relaxed);
-    /* A trial: this call meets the state the best way left, the next one
-     * (a retry of the same way) is its sample. */
-    atomic_store_explicit(&c->retry, 1 + (int)!best, memory_order_relaxed);
+    /* A trial: it goes on until the way has settled (settled()). */
     return (enum tile_split_way)!best;
 }
 
-/* Whether a call of `way` is a sample: the class's call before ran the
- * same way. Records `way` as the last. */
+/* Whether a call of `way` is a sample: enough calls before it in the class
+ * ran the same way. A trial of the way not chosen that has not settled yet
+ * goes on at the next call. */
 static bool settled(struct tile_autosplit_class *c, enum tile_split_way way)
 {
-    return atomic_exchange_explicit(&c->last, 1 + (int)way, memory_order_relaxed) == 1 + (int)way;
+    int streak = 1;
+    if (atomic_exchange_explicit(&c->last, 1 + (int)way, memory_order_relaxed) == 1 + (int)way)
+        streak = atomic_fetch_add_explicit(&c->streak, 1, memory_order_relaxed) + 1;
+    else
+        atomic_store_explicit(&c->streak, 1, memory_order_relaxed);
+    if (streak > (way == TILE_SPLIT_POOL ? TILE_AUTOSPLIT_SETTLE_POOL : TILE_AUTOSPLIT_SETTLE_ONE))
+        return true;
+    int chosen = atomic_load_explicit(&c->chosen, memory_order_relaxed);
+    if (chosen && chosen != 1 + (int)way)
+        atomic_store_explicit(&c->retry, 1 + (int)way, memory_order_relaxed);
+    return false;
 }
 
 void tile_autosplit_ran(struct tile_autosplit *a, enum tile_split_work work, uint64_t bytes,

@@ -33,16 +33,17 @@
  * retries (some 80 calls). Medians, not means (the lower one of an even
  * count): a run preempted by the host for 30 ms must not flip the choice.
  *
- * Only a call that ran the same way as the class's call before it is a
- * sample: the first call after a switch finds the state the other way
- * left (after one-thread calls the helpers are asleep and pay a wake-up,
- * after split calls half of a cached output is in the other core's cache)
- * and measures the switch, not the way. So every trial of a way runs
- * twice in a row and only the second call counts. Without this, a pool
- * that keeps its helpers awake between sections (pool.c) was judged on
- * trials that always woke them: on uint8 [3,224,224]x[1,4,4] (2.3 MB) its
- * trials ran at 31-56 GB/s and one thread at 70, while back-to-back split
- * calls ran at about 100.
+ * The first calls after a switch find the state the other way left
+ * (after one-thread calls the helpers are asleep and pay a wake-up, and a
+ * cached output is in one core's cache; after split calls half of it is in
+ * the other core's) and measure the switch, not the way. So a call is a
+ * sample only after TILE_AUTOSPLIT_SETTLE_ONE one-thread calls or
+ * TILE_AUTOSPLIT_SETTLE_POOL split calls in a row, and a trial of a way
+ * goes on until it has one sample. Without this, a pool that keeps its
+ * helpers awake between sections (pool.c) was judged on trials that
+ * always woke them: on uint8 [3,224,224]x[1,4,4] (2.3 MB) split calls
+ * after one-thread ones ran at 38-65 GB/s, then 67-77, then about 100, and
+ * one thread at 70.
  *
  * Thread-safe without locks: concurrent updates may lose a sample, which
  * only makes the estimate a little slower to move.
@@ -61,6 +62,8 @@
 #define TILE_AUTOSPLIT_EXPLORE_MAX 256
 #define TILE_AUTOSPLIT_MARGIN_PCT 10
 #define TILE_AUTOSPLIT_CLEAR_PCT 125
+#define TILE_AUTOSPLIT_SETTLE_ONE 1
+#define TILE_AUTOSPLIT_SETTLE_POOL 2
 
 enum tile_split_way { TILE_SPLIT_ONE = 0, TILE_SPLIT_POOL = 1 };
 
@@ -71,7 +74,8 @@ enum tile_split_work { TILE_WORK_REPEAT = 0, TILE_WORK_COPY = 1, TILE_WORK_KINDS
 struct tile_autosplit_class {
     atomic_uint_fast64_t calls;
     atomic_int retry; /* 1 + the way to run next, 0: none (see above) */
-    atomic_int last;  /* 1 + the way the last call ran, 0: none yet */
+    atomic_int last;   /* 1 + the way the last call ran, 0: none yet */
+    atomic_int streak; /* calls in a row that ran it */
     atomic_int chosen; /* 1 + the way chosen by the last decision, 0: none yet */
     atomic_uint_fast64_t next_trial, gap; /* the call that tries the other way; calls to the one after */
     atomic_uint_fast64_t samples[2];                           /* ever recorded */
@@ -88,7 +92,7 @@ struct tile_autosplit {
 enum tile_split_way tile_autosplit_choose(struct tile_autosplit *a, enum tile_split_work work, uint64_t bytes);
 
 /* Reports that running `bytes` of `work` the way `way` took `ns`
- * nanoseconds (a sample if the class's call before ran the same way). */
+ * nanoseconds (a sample if the way has settled, see above). */
 void tile_autosplit_record(struct tile_autosplit *a, enum tile_split_work work, uint64_t bytes,
                            enum tile_split_way way, uint64_t ns);
 /* Reports that a call ran `way` but that its time is not to be learnt from

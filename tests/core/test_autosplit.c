@@ -1,7 +1,7 @@
 /* test_autosplit.c - the measured choice between one thread and the pool:
  * both ways are tried, one run after the other, until each has samples;
- * only a call that ran the way of the call before is a sample; the faster
- * median wins; the other way is tried again in runs of two calls, first
+ * only a call after the way's settling calls is a sample; the faster
+ * median wins; the other way is tried again in runs that end with a sample, first
  * TILE_AUTOSPLIT_EXPLORE calls after the choice and then at doubling gaps
  * up to TILE_AUTOSPLIT_EXPLORE_MAX (and at once again when a trial comes
  * back clearly faster), only at the longest gap while the pool is far
@@ -23,8 +23,12 @@
 
 #define MIB (UINT64_C(1) << 20)
 #define W TILE_WORK_REPEAT /* the kind of work in most cases below */
-/* The warm-up: each way's run is a settling call and its samples. */
-#define WARM_CALLS (2 * (TILE_AUTOSPLIT_WARMUP + 1))
+/* The warm-up: each way's run is its settling calls and its samples. */
+#define WARM_ONE (TILE_AUTOSPLIT_SETTLE_ONE + TILE_AUTOSPLIT_WARMUP)
+#define WARM_CALLS (WARM_ONE + TILE_AUTOSPLIT_SETTLE_POOL + TILE_AUTOSPLIT_WARMUP)
+/* A trial of each way: its settling calls and one sample. */
+#define TRIAL_ONE (TILE_AUTOSPLIT_SETTLE_ONE + 1)
+#define TRIAL_POOL (TILE_AUTOSPLIT_SETTLE_POOL + 1)
 #define MAX_CALLS 4096
 
 static struct tile_autosplit stats;
@@ -60,14 +64,14 @@ static int drive(uint64_t bytes, int calls, uint64_t ns_one, uint64_t ns_pool)
     return drive_work(W, bytes, calls, ns_one, ns_pool, NULL);
 }
 
-/* The warm-up is one run of each way, one thread first, each a settling
- * call and then its samples, however slow the other way is. */
+/* The warm-up is one run of each way, one thread first, each its settling
+ * calls and then its samples, however slow the other way is. */
 static void warmup_runs_each_way(void **state)
 {
     (void)state;
     char ways[WARM_CALLS + 1], want[WARM_CALLS + 1];
     for (int i = 0; i < WARM_CALLS; i++)
-        want[i] = i < WARM_CALLS / 2 ? 'o' : 'p';
+        want[i] = i < WARM_ONE ? 'o' : 'p';
     want[WARM_CALLS] = 0;
     drive_work(W, 8 * MIB, 1, 1000, 1000000, ways);
     assert_int_equal(tile_autosplit_estimate(&stats, W, 8 * MIB, TILE_SPLIT_ONE), 0); /* it only settled */
@@ -77,9 +81,9 @@ static void warmup_runs_each_way(void **state)
     assert_int_not_equal(tile_autosplit_estimate(&stats, W, 8 * MIB, TILE_SPLIT_POOL), 0);
 }
 
-/* A call that follows one of the other way is not a sample, nor is one
- * reported as run but not timed (tile_autosplit_ran); it still counts as
- * the class's last call. */
+/* A call that follows one of the other way is not a sample (nor, for the
+ * pool, the one after it), nor is one reported as run but not timed
+ * (tile_autosplit_ran); it still counts towards the way's settling. */
 static void a_switch_only_settles(void **state)
 {
     (void)state;
@@ -94,28 +98,33 @@ static void a_switch_only_settles(void **state)
     assert_int_not_equal(tile_autosplit_estimate(&stats, W, b, TILE_SPLIT_ONE), 0);
     tile_autosplit_ran(&stats, W, b, TILE_SPLIT_POOL);
     tile_autosplit_record(&stats, W, b, TILE_SPLIT_POOL, 1000);
+    assert_int_equal(tile_autosplit_estimate(&stats, W, b, TILE_SPLIT_POOL), 0);
+    tile_autosplit_record(&stats, W, b, TILE_SPLIT_POOL, 1000);
     assert_int_not_equal(tile_autosplit_estimate(&stats, W, b, TILE_SPLIT_POOL), 0);
 }
 
 /* Where the trials of `way` in `ways` start; each must be a run of exactly
- * two calls. Returns how many there are. */
+ * the way's settling calls and one more (one cut off at the end may be
+ * shorter). Returns how many there are. */
 static int trial_starts(const char *ways, char way, int *starts, int cap)
 {
-    int n = 0;
-    for (int i = 0; ways[i]; i++) {
-        if (ways[i] != way)
-            continue;
-        assert_true(ways[i + 1] == way);
-        assert_true(ways[i + 2] != way);
-        assert_true(n < cap);
-        starts[n++] = i;
-        i++;
+    int n = 0, len = way == 'p' ? TRIAL_POOL : TRIAL_ONE;
+    for (int i = 0; ways[i];) {
+        int j = i;
+        while (ways[j] == ways[i])
+            j++;
+        if (ways[i] == way) {
+            assert_true(j - i == len || (!ways[j] && j - i < len));
+            assert_true(n < cap);
+            starts[n++] = i;
+        }
+        i = j;
     }
     return n;
 }
 
-/* The slower way is tried in runs of two calls: the first TILE_AUTOSPLIT_
- * EXPLORE calls after the choice, then after gaps that double up to
+/* The slower way is tried in runs of its settling calls and a sample: the
+ * first TILE_AUTOSPLIT_EXPLORE calls after the choice, then after gaps that double up to
  * TILE_AUTOSPLIT_EXPLORE_MAX, whichever way is the faster (the pool 1.2x
  * as fast as one thread, or one thread twice as fast as the pool). */
 static void faster_way_wins_and_trials_back_off(void **state)
@@ -175,10 +184,10 @@ static void near_tie_stays_on_one_thread(void **state)
     (void)state;
     int calls = 2 * TILE_AUTOSPLIT_EXPLORE;
     drive(16 * MIB, WARM_CALLS, 1000, 950);
-    assert_int_equal(drive(16 * MIB, calls, 1000, 950), 2); /* one trial */
+    assert_int_equal(drive(16 * MIB, calls, 1000, 950), TRIAL_POOL); /* one trial */
     memset(&stats, 0, sizeof(stats));
     drive(16 * MIB, WARM_CALLS, 1000, 850);
-    assert_int_equal(drive(16 * MIB, calls, 1000, 850), calls - 2);
+    assert_int_equal(drive(16 * MIB, calls, 1000, 850), calls - TRIAL_ONE);
 }
 
 static void outliers_do_not_flip(void **state)
@@ -195,18 +204,18 @@ static void outliers_do_not_flip(void **state)
 }
 
 /* The first call of `ways` from which `way` is the choice for good: every
- * later run of the other way is a trial (two calls; one, if cut off at the
- * end); -1 if it never is. */
+ * later run of the other way is a trial (its settling calls and a sample;
+ * fewer, if cut off at the end); -1 if it never is. */
 static int settled_on(const char *ways, char way)
 {
-    int from = -1;
+    int from = -1, len = way == 'p' ? TRIAL_ONE : TRIAL_POOL;
     for (int i = 0; ways[i];) {
         int j = i;
         while (ways[j] == ways[i])
             j++;
         if (ways[i] == way && from < 0)
             from = i;
-        else if (ways[i] != way && (j - i > 2 || (j - i < 2 && ways[j])))
+        else if (ways[i] != way && (j - i > len || (j - i < len && ways[j])))
             from = -1;
         i = j;
     }
@@ -231,8 +240,9 @@ static void follows_a_change(void **state)
     int from = settled_on(ways, 'o');
     assert_true(from >= 0 && from <= TILE_AUTOSPLIT_WINDOW);
     assert_int_equal(ways[from + TILE_AUTOSPLIT_EXPLORE - 1], 'o');
-    assert_int_equal(ways[from + TILE_AUTOSPLIT_EXPLORE], 'p');
-    assert_int_equal(ways[from + TILE_AUTOSPLIT_EXPLORE + 1], 'p');
+    for (int k = 0; k < TRIAL_POOL; k++)
+        assert_int_equal(ways[from + TILE_AUTOSPLIT_EXPLORE + k], 'p');
+    assert_int_equal(ways[from + TILE_AUTOSPLIT_EXPLORE + TRIAL_POOL], 'o');
     drive_work(W, b, 3 * TILE_AUTOSPLIT_EXPLORE_MAX, 2000, 500, ways);
     from = settled_on(ways, 'p');
     assert_true(from >= 0 && from <= TILE_AUTOSPLIT_EXPLORE_MAX + TILE_AUTOSPLIT_WINDOW);
@@ -272,7 +282,7 @@ static void absurd_timings_do_not_wrap(void **state)
     (void)state;
     uint64_t wraps = UINT64_MAX / 100 / 1000 + 1; /* ns whose ps/KiB * 100 passes 2^64 */
     drive(1024, WARM_CALLS, 1000, wraps);
-    assert_int_equal(drive(1024, 2 * TILE_AUTOSPLIT_EXPLORE, 1000, wraps), 2); /* the scheduled trial only */
+    assert_int_equal(drive(1024, 2 * TILE_AUTOSPLIT_EXPLORE, 1000, wraps), TRIAL_POOL); /* the scheduled trial only */
 }
 
 int main(void)
