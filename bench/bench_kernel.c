@@ -24,6 +24,11 @@
 #include "stores.h"
 
 #define MAX_REPS 64
+/* Warm-up calls before a case's alternating runs: the pool's and the
+ * store kind's first trials (core/autosplit.h, core/stores.h). */
+#define WARM_CALLS 32
+/* Calls of each way in a row in the alternating runs, the last timed. */
+#define RUN_CALLS 3
 
 struct bench_case {
     const char *name;
@@ -118,18 +123,26 @@ static double gbps(enum op op, const struct run *r, int reps)
 
 /* Median GB/s of `op` single-threaded (*one) and with the pool (*all), the
  * runs alternating so that a noisy neighbour slows both columns alike: on
- * a shared machine, timing one after the other compares two moments. */
+ * a shared machine, timing one after the other compares two moments. Each
+ * way runs RUN_CALLS times in a row and its last call is timed: a split
+ * call right after one-thread calls finds the pool's helper asleep and the
+ * output in one core's cache (core/pool.c, core/autosplit.h), which a
+ * caller running the same size again and again does not. */
 static void gbps_pair(enum op op, const struct run *r1, const struct run *rn, int reps, double *one, double *all)
 {
     double v1[MAX_REPS], vn[MAX_REPS];
-    time_once(op, r1);
-    /* Let the pool learn whether splitting pays for this size, as a
-     * running server does over its first requests (core/autosplit.h). */
-    for (int i = 0; i < 2 * TILE_AUTOSPLIT_WARMUP + 1; i++)
+    /* Let the pool learn whether splitting pays for this size and which
+     * store kind, as a running server does over its first requests
+     * (core/autosplit.h, core/stores.h). */
+    for (int i = 0; i < WARM_CALLS; i++)
+        time_once(op, r1);
+    for (int i = 0; i < WARM_CALLS; i++)
         time_once(op, rn);
     for (int i = 0; i < reps; i++) {
-        v1[i] = time_once(op, r1);
-        vn[i] = time_once(op, rn);
+        for (int k = 0; k < RUN_CALLS; k++)
+            v1[i] = time_once(op, r1);
+        for (int k = 0; k < RUN_CALLS; k++)
+            vn[i] = time_once(op, rn);
     }
     *one = (double)r1->plan->out_bytes / median(v1, reps) / 1e9;
     *all = (double)rn->plan->out_bytes / median(vn, reps) / 1e9;

@@ -34,6 +34,10 @@
  * 2 MiB pages needs 512 times fewer TLB entries than one in 4 KiB pages,
  * which depends on the transparent huge page mode. Each case's line then
  * says how much of its output buffer the kernel backed with huge pages.
+ *
+ *   bench_peers --stores [reps]   plain against non-temporal stores, by size
+ *   bench_peers --ramp [rounds]   plain stores' speed, call by call, after
+ *                                 streamed calls (see ramp())
  */
 #include <gnu/libc-version.h>
 #include <stdbool.h>
@@ -52,6 +56,11 @@
 
 #define MAX_REPS 64
 #define BATCH_SEC 2e-3
+/* The pool's warm-up calls per case: at least the first bound, then up to
+ * the second while they take less than WARM_SEC. */
+#define WARM_CALLS_MIN 16
+#define WARM_CALLS_MAX 64
+#define WARM_SEC 0.25
 
 static double now_sec(void)
 {
@@ -357,11 +366,20 @@ static int bench_case(char *line, struct tile_pool *pool, int reps, double profi
     double mc = sec_per_call(OP_MEMCPY, &one, reps, &mcb);
     double ms = sec_per_call(OP_MEMSET, &one, reps, &msb);
     double t1 = sec_per_call(OP_TILE, &one, reps, &t1b);
-    /* Let the pool learn whether splitting pays for this size, as a running
-     * server does over its first requests (core/autosplit.h); otherwise its
-     * first trials of both ways would be most of the samples. */
-    time_batch(OP_TILE, &all, 2 * TILE_AUTOSPLIT_WARMUP + 1);
+    /* Let the pool learn whether splitting pays for this size and which
+     * store kind, as a running server does over its first requests
+     * (core/autosplit.h, core/stores.h); otherwise its first trials of both
+     * ways would be most of the samples. */
+    double w0 = now_sec();
+    for (int i = 0; i < WARM_CALLS_MAX && (i < WARM_CALLS_MIN || now_sec() - w0 < WARM_SEC); i++)
+        time_batch(OP_TILE, &all, 1);
     double tn = sec_per_call(OP_TILE, &all, reps, &tnb);
+    /* What the pool measured, before the fresh buffers' page faults join it. */
+    enum tile_split_work work = plan.out_bytes <= plan.in_bytes ? TILE_WORK_COPY : TILE_WORK_REPEAT;
+    uint64_t est1 = tile_autosplit_estimate(tile_pool_autosplit(pool), work, plan.out_bytes, TILE_SPLIT_ONE);
+    uint64_t par = tile_autosplit_estimate(tile_pool_autosplit(pool), work, plan.out_bytes, TILE_SPLIT_POOL);
+    int split = plan.out_bytes >= TILE_PARALLEL_MIN_BYTES && est1 && par && par * 100 < est1 * (100 - TILE_AUTOSPLIT_MARGIN_PCT);
+    bool stores_all = tile_stores_best(plan.out_bytes, split), stores_1 = tile_stores_best(plan.out_bytes, 0);
     double tf = sec_per_call(OP_TILE_FRESH, &all, reps, &tfb);
     tile_execute(&plan, in, out, pool);
     unsigned long crc = output_crc(&plan, out);
@@ -377,17 +395,17 @@ static int bench_case(char *line, struct tile_pool *pool, int reps, double profi
     long map_kib, map_huge_kib;
     huge_kib(out, plan.out_bytes, &map_kib, &map_huge_kib);
     /* The store kinds the measurements favour (stores.h): "stores" for the
-     * way all workers ran, as the pool's own measurements favour it. */
-    enum tile_split_work work = plan.out_bytes <= plan.in_bytes ? TILE_WORK_COPY : TILE_WORK_REPEAT;
-    uint64_t est1 = tile_autosplit_estimate(tile_pool_autosplit(pool), work, plan.out_bytes, TILE_SPLIT_ONE);
-    uint64_t par = tile_autosplit_estimate(tile_pool_autosplit(pool), work, plan.out_bytes, TILE_SPLIT_POOL);
-    int split = plan.out_bytes >= TILE_PARALLEL_MIN_BYTES && est1 && par && par * 100 < est1 * (100 - TILE_AUTOSPLIT_MARGIN_PCT);
+     * way all workers ran, as the pool's own measurements favour it, and
+     * the pool's medians of one thread and of a split (GB/s; 0 below
+     * TILE_PARALLEL_MIN_BYTES, where it never splits). */
     printf(",\"out_elems\":%llu,\"out_bytes\":%llu,\"in_bytes\":%llu,\"workers\":%d,\"reps\":%d,\"crc32\":%lu,"
-           "\"llc_bytes\":%llu,\"stream_min\":%llu,\"stores\":\"%s\",\"stores_1\":\"%s\",\"out_map_kib\":%ld,\"out_map_huge_kib\":%ld,",
+           "\"llc_bytes\":%llu,\"stream_min\":%llu,\"stores\":\"%s\",\"stores_1\":\"%s\",\"out_map_kib\":%ld,\"out_map_huge_kib\":%ld,"
+           "\"split_one_gbps\":%.4f,\"split_pool_gbps\":%.4f,",
            (unsigned long long)plan.out_elems, (unsigned long long)plan.out_bytes, (unsigned long long)plan.in_bytes,
            tile_pool_size(pool), reps, crc, (unsigned long long)cs->llc_bytes,
-           (unsigned long long)tile_stores_stream_min(), tile_stores_best(plan.out_bytes, split) ? "stream" : "cached",
-           tile_stores_best(plan.out_bytes, 0) ? "stream" : "cached", map_kib, map_huge_kib);
+           (unsigned long long)tile_stores_stream_min(), stores_all ? "stream" : "cached", stores_1 ? "stream" : "cached",
+           map_kib, map_huge_kib,
+           est1 ? 1.024e3 / (double)est1 * 1e3 : 0.0, par ? 1.024e3 / (double)par * 1e3 : 0.0);
     printf("\"tiled_1_s\":%.9g,\"tiled_all_s\":%.9g,\"tiled_fresh_s\":%.9g,\"memcpy_s\":%.9g,\"memset_s\":%.9g,"
            "\"tiled_1_gbps\":%.4f,\"tiled_all_gbps\":%.4f,\"tiled_fresh_gbps\":%.4f,\"memcpy_gbps\":%.4f,"
            "\"memset_gbps\":%.4f,\"tiled_1_min_s\":%.9g,\"tiled_all_min_s\":%.9g,\"tiled_fresh_min_s\":%.9g,"
@@ -448,14 +466,80 @@ static int stores_sweep(int reps)
     return 0;
 }
 
+static void print_gbps(const char *key, const double *v, int n, const char *end)
+{
+    printf("\"%s\":[", key);
+    for (int i = 0; i < n; i++)
+        printf("%s%.1f", i ? "," : "", v[i]);
+    printf("]%s", end);
+}
+
+/* What a streamed call leaves behind for plain stores (core/stores.h): one
+ * thread rewriting the 16 MiB output of float32 [1,1,256,256]x[1,1,8,8],
+ * per round RAMP_STREAMED calls with non-temporal stores forced, then
+ * RAMP_PLAIN with plain stores forced, then RAMP_MEMSET memsets of the same
+ * buffer; GB/s of each call. */
+#define RAMP_STREAMED 4
+#define RAMP_PLAIN 12
+#define RAMP_MEMSET 4
+
+static int ramp(int rounds)
+{
+    int64_t shape[4] = {1, 1, 256, 256}, rep[4] = {1, 1, 8, 8};
+    struct tile_spec spec = {.semantics = TILE_SEM_ONNX, .repeats = rep, .nrepeats = 4};
+    struct tile_plan plan;
+    if (tile_plan_init(&plan, TILE_FLOAT32, 4, shape, &spec, NULL) < 0)
+        return 1;
+    void *in = tile_alloc_buffer(plan.in_bytes), *out = tile_alloc_buffer(plan.out_bytes);
+    if (!in || !out)
+        return 1;
+    fill_input(in, plan.in_bytes);
+    memset(out, 1, plan.out_bytes);
+    double gb = (double)plan.out_bytes / 1e9;
+    for (int r = 0; r < rounds; r++) {
+        double s[RAMP_STREAMED], p[RAMP_PLAIN], m[RAMP_MEMSET];
+        tile_stores_force(TILE_STORES_STREAM);
+        for (int i = 0; i < RAMP_STREAMED; i++) {
+            double t0 = now_sec();
+            tile_execute(&plan, in, out, NULL);
+            s[i] = gb / (now_sec() - t0);
+        }
+        tile_stores_force(TILE_STORES_CACHED);
+        for (int i = 0; i < RAMP_PLAIN; i++) {
+            double t0 = now_sec();
+            tile_execute(&plan, in, out, NULL);
+            p[i] = gb / (now_sec() - t0);
+        }
+        tile_stores_force(TILE_STORES_AUTO);
+        for (int i = 0; i < RAMP_MEMSET; i++) {
+            double t0 = now_sec();
+            memset(out, 1 + i, plan.out_bytes);
+            clobber(out);
+            m[i] = gb / (now_sec() - t0);
+        }
+        printf("{\"kind\":\"ramp\",\"out_bytes\":%llu,", (unsigned long long)plan.out_bytes);
+        print_gbps("streamed_gbps", s, RAMP_STREAMED, ",");
+        print_gbps("plain_gbps", p, RAMP_PLAIN, ",");
+        print_gbps("memset_gbps", m, RAMP_MEMSET, "}\n");
+        fflush(stdout);
+    }
+    tile_free_buffer(in, plan.in_bytes);
+    tile_free_buffer(out, plan.out_bytes);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "--stores") == 0) {
         int reps = argc > 2 ? (int)strtol(argv[2], NULL, 10) : 7;
         return stores_sweep(reps < 1 || reps > MAX_REPS ? 7 : reps);
     }
+    if (argc >= 2 && strcmp(argv[1], "--ramp") == 0) {
+        int rounds = argc > 2 ? (int)strtol(argv[2], NULL, 10) : 5;
+        return ramp(rounds < 1 || rounds > MAX_REPS ? 5 : rounds);
+    }
     if (argc < 2) {
-        fprintf(stderr, "usage: bench_peers CASEFILE [reps [profile_seconds]] | --stores [reps]\n");
+        fprintf(stderr, "usage: bench_peers CASEFILE [reps [profile_seconds]] | --stores [reps] | --ramp [rounds]\n");
         return 2;
     }
     int reps = argc > 2 ? (int)strtol(argv[2], NULL, 10) : 7;

@@ -1,10 +1,13 @@
 /* autosplit.c - deciding, by measurement, whether splitting pays (see autosplit.h). */
 #include "autosplit.h"
 
-#define CLASS_MIN_LOG2 22
-/* Samples are capped so that comparing medians scaled by 100 cannot overflow
- * (the cap is a day per KiB: no real run comes near it). */
-#define PS_MAX (UINT64_MAX / 100)
+#include <stdbool.h>
+
+#define CLASS_MIN_LOG2 20
+/* Samples are capped so that comparing medians scaled by up to
+ * TILE_AUTOSPLIT_CLEAR_PCT cannot overflow (the cap is hours per KiB: no
+ * real run comes near it). */
+#define PS_MAX (UINT64_MAX / 200)
 
 static struct tile_autosplit_class *class_of(struct tile_autosplit *a, enum tile_split_work work, uint64_t bytes)
 {
@@ -33,7 +36,7 @@ static uint64_t window_median(struct tile_autosplit_class *c, enum tile_split_wa
             v[j] = v[j - 1];
         v[j] = x;
     }
-    return m ? v[m / 2] : 0;
+    return m ? v[(m - 1) / 2] : 0; /* the lower median: two slow runs of four do not make it */
 }
 
 /* Splitting must win clearly: it occupies cores that other requests could
@@ -47,22 +50,71 @@ enum tile_split_way tile_autosplit_choose(struct tile_autosplit *a, enum tile_sp
 {
     struct tile_autosplit_class *c = class_of(a, work, bytes);
     uint64_t call = atomic_fetch_add_explicit(&c->calls, 1, memory_order_relaxed);
-    uint64_t n_one = atomic_load_explicit(&c->samples[TILE_SPLIT_ONE], memory_order_relaxed);
-    uint64_t n_pool = atomic_load_explicit(&c->samples[TILE_SPLIT_POOL], memory_order_relaxed);
-    if (n_one < TILE_AUTOSPLIT_WARMUP || n_pool < TILE_AUTOSPLIT_WARMUP)
-        return n_pool < n_one ? TILE_SPLIT_POOL : n_one < n_pool ? TILE_SPLIT_ONE : (enum tile_split_way)(call & 1);
+    uint64_t n[2] = {atomic_load_explicit(&c->samples[TILE_SPLIT_ONE], memory_order_relaxed),
+                     atomic_load_explicit(&c->samples[TILE_SPLIT_POOL], memory_order_relaxed)};
+    if (n[TILE_SPLIT_ONE] < TILE_AUTOSPLIT_WARMUP || n[TILE_SPLIT_POOL] < TILE_AUTOSPLIT_WARMUP) {
+        /* One way until it has its samples, then the other: runs, not
+         * alternation, since only a repeated way is a sample. */
+        int last = atomic_load_explicit(&c->last, memory_order_relaxed);
+        enum tile_split_way w = last ? (enum tile_split_way)(last - 1) : TILE_SPLIT_ONE;
+        return n[w] < TILE_AUTOSPLIT_WARMUP ? w : (enum tile_split_way)!w;
+    }
     int retry = atomic_exchange_explicit(&c->retry, 0, memory_order_relaxed);
     if (retry)
         return (enum tile_split_way)(retry - 1);
-    enum tile_split_way best = best_way(window_median(c, TILE_SPLIT_ONE), window_median(c, TILE_SPLIT_POOL));
-    bool explore = call % TILE_AUTOSPLIT_EXPLORE == TILE_AUTOSPLIT_EXPLORE - 1;
-    return explore ? (enum tile_split_way)!best : best;
+    uint64_t one = window_median(c, TILE_SPLIT_ONE), pool = window_median(c, TILE_SPLIT_POOL);
+    enum tile_split_way best = best_way(one, pool);
+    if (atomic_exchange_explicit(&c->chosen, 1 + (int)best, memory_order_relaxed) != 1 + (int)best) {
+        atomic_store_explicit(&c->gap, 2 * TILE_AUTOSPLIT_EXPLORE, memory_order_relaxed);
+        atomic_store_explicit(&c->next_trial, call + TILE_AUTOSPLIT_EXPLORE, memory_order_relaxed);
+        return best;
+    }
+    if (call < atomic_load_explicit(&c->next_trial, memory_order_relaxed))
+        return best;
+    uint64_t gap = atomic_load_explicit(&c->gap, memory_order_relaxed);
+    if (best == TILE_SPLIT_POOL && pool * TILE_AUTOSPLIT_CLEAR_PCT <= one * 100 && gap < TILE_AUTOSPLIT_EXPLORE_MAX) {
+        /* far ahead: the longest gap at once */
+        atomic_store_explicit(&c->gap, TILE_AUTOSPLIT_EXPLORE_MAX, memory_order_relaxed);
+        atomic_store_explicit(&c->next_trial, call + TILE_AUTOSPLIT_EXPLORE_MAX, memory_order_relaxed);
+        return best;
+    }
+    atomic_store_explicit(&c->next_trial, call + gap, memory_order_relaxed);
+    atomic_store_explicit(&c->gap, gap < TILE_AUTOSPLIT_EXPLORE_MAX / 2 ? 2 * gap : TILE_AUTOSPLIT_EXPLORE_MAX,
+                          memory_order_relaxed);
+    /* A trial: it goes on until the way has settled (settled()). */
+    return (enum tile_split_way)!best;
+}
+
+/* Whether a call of `way` is a sample: enough calls before it in the class
+ * ran the same way. A trial of the way not chosen that has not settled yet
+ * goes on at the next call. */
+static bool settled(struct tile_autosplit_class *c, enum tile_split_way way)
+{
+    int streak = 1;
+    if (atomic_exchange_explicit(&c->last, 1 + (int)way, memory_order_relaxed) == 1 + (int)way)
+        streak = atomic_fetch_add_explicit(&c->streak, 1, memory_order_relaxed) + 1;
+    else
+        atomic_store_explicit(&c->streak, 1, memory_order_relaxed);
+    if (streak > (way == TILE_SPLIT_POOL ? TILE_AUTOSPLIT_SETTLE_POOL : TILE_AUTOSPLIT_SETTLE_ONE))
+        return true;
+    int chosen = atomic_load_explicit(&c->chosen, memory_order_relaxed);
+    if (chosen && chosen != 1 + (int)way)
+        atomic_store_explicit(&c->retry, 1 + (int)way, memory_order_relaxed);
+    return false;
+}
+
+void tile_autosplit_ran(struct tile_autosplit *a, enum tile_split_work work, uint64_t bytes,
+                        enum tile_split_way way)
+{
+    settled(class_of(a, work, bytes), way);
 }
 
 void tile_autosplit_record(struct tile_autosplit *a, enum tile_split_work work, uint64_t bytes,
                            enum tile_split_way way, uint64_t ns)
 {
     struct tile_autosplit_class *c = class_of(a, work, bytes);
+    if (!settled(c, way))
+        return;
     uint64_t kib = bytes >> 10 ? bytes >> 10 : 1;
     uint64_t ps = ns > UINT64_MAX / 1000 ? UINT64_MAX / kib : ns * 1000 / kib;
     if (ps == 0)

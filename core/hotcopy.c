@@ -34,6 +34,51 @@ __attribute__((target("avx2"))) static void copy_avx2(uint8_t *dst, const uint8_
         _mm256_storeu_si256((__m256i *)(dst + n - 32), _mm256_loadu_si256((const __m256i *)(src + n - 32)));
 }
 
+/* See tile_copy_repeat. Rows of 32 bytes and more are stored a vector
+ * column at a time, the last one overlapping the one before; shorter ones
+ * as two overlapping halves (16, 8 or 4 bytes each). */
+__attribute__((target("avx2"))) static void repeat_avx2(uint8_t *dst, const uint8_t *src, uint64_t n, uint64_t rep)
+{
+    if (n >= 32) {
+        for (uint64_t i = 0;; i += 32) {
+            if (i + 32 > n)
+                i = n - 32;
+            __m256i v = _mm256_loadu_si256((const __m256i *)(src + i));
+            for (uint64_t k = 0; k < rep; k++)
+                _mm256_storeu_si256((__m256i *)(dst + k * n + i), v);
+            if (i + 32 == n)
+                return;
+        }
+    }
+    if (n >= 16) {
+        __m128i a = _mm_loadu_si128((const __m128i *)src), b = _mm_loadu_si128((const __m128i *)(src + n - 16));
+        for (uint64_t k = 0; k < rep; k++, dst += n) {
+            _mm_storeu_si128((__m128i *)dst, a);
+            _mm_storeu_si128((__m128i *)(dst + n - 16), b);
+        }
+    } else if (n >= 8) {
+        uint64_t a, b;
+        memcpy(&a, src, 8);
+        memcpy(&b, src + n - 8, 8);
+        for (uint64_t k = 0; k < rep; k++, dst += n) {
+            memcpy(dst, &a, 8);
+            memcpy(dst + n - 8, &b, 8);
+        }
+    } else if (n >= 4) {
+        uint32_t a, b;
+        memcpy(&a, src, 4);
+        memcpy(&b, src + n - 4, 4);
+        for (uint64_t k = 0; k < rep; k++, dst += n) {
+            memcpy(dst, &a, 4);
+            memcpy(dst + n - 4, &b, 4);
+        }
+    } else {
+        for (uint64_t k = 0; k < rep; k++, dst += n)
+            for (uint64_t i = 0; i < n; i++)
+                dst[i] = src[i];
+    }
+}
+
 static bool cpu_has_avx2(void)
 {
     return __builtin_cpu_supports("avx2");
@@ -76,6 +121,18 @@ void tile_copy_periodic(uint8_t *dst, uint64_t period, uint64_t n)
 #endif
     for (uint64_t done = period; done < n; done *= 2)
         tile_copy_hot(dst + done, dst, n - done < done ? n - done : done);
+}
+
+void tile_copy_repeat(uint8_t *dst, const uint8_t *src, uint64_t n, uint64_t rep)
+{
+#ifdef TILE_HOTCOPY_AVX2
+    if (tile_copy_hot_vector()) {
+        repeat_avx2(dst, src, n, rep);
+        return;
+    }
+#endif
+    for (uint64_t k = 0; k < rep; k++)
+        memcpy(dst + k * n, src, n);
 }
 
 void tile_copy_hot_force_memcpy(bool off)

@@ -30,6 +30,14 @@ void tile_copy_hot(uint8_t *dst, const uint8_t *src, uint64_t n);
 void tile_copy_periodic(uint8_t *dst, uint64_t period, uint64_t n);
 #define TILE_HOTCOPY_PERIODIC_MIN 128u
 
+/* Writes src[0, n) `rep` times back to back from dst (a short input row
+ * and its copies, n * rep bytes that stay in L1). With the vector loop
+ * each vector of the row is loaded once and stored rep times: a 28-byte
+ * row repeated 4 times is two loads and eight stores, where a memcpy and
+ * the doublings of tile_copy_periodic cost three calls and as many loads
+ * as stores. [dst, dst + n * rep) and [src, src + n) must not overlap. */
+void tile_copy_repeat(uint8_t *dst, const uint8_t *src, uint64_t n, uint64_t rep);
+
 /* Whether tile_copy_hot uses the vector loop (the CPU has it and it is not
  * turned off). */
 bool tile_copy_hot_vector(void);

@@ -49,12 +49,14 @@
  * pieces to 99 places). Deeper sub-blocks cost more to generate than to
  * copy and are still copied. */
 #define TILE_SEQUENTIAL_SUB 4096u
-/* Per-thread chunks of a parallel run are aligned to whole pages. */
+/* Per-thread chunks of a parallel run are aligned to whole pages (or to
+ * sub-blocks, see execute_split). */
 #define TILE_SPLIT_ALIGN 4096u
 /* A parallel run is cut into about this many tasks per thread, each at
- * least TILE_TASK_MIN_BYTES (a task pays for one partial tile per seam). */
+ * least TILE_TASK_MIN_BYTES (a task pays for one partial tile per seam;
+ * a 2.3 MB output is cut into 16 rather than 3). */
 #define TILE_TASKS_PER_THREAD 8u
-#define TILE_TASK_MIN_BYTES (1u << 20)
+#define TILE_TASK_MIN_BYTES (128u << 10)
 /* Single copies at least this big (an identity tile, say) go to memcpy,
  * which itself streams past the cache at these sizes. */
 #define TILE_LIBC_COPY_MIN_BYTES (32u << 20)
@@ -64,6 +66,9 @@
 #define TILE_FOLD_ROW_MAX 256u
 #define TILE_FOLD_SCRATCH_MAX (256u << 10)
 #define TILE_FOLD_OUT_RATIO 4u
+/* See repeat_in_place. */
+#define TILE_REPEAT_ROW 24u
+#define TILE_REPEAT_FEW 8u
 /* Rows shorter than a quarter of this are expanded into a pattern of about
  * this size before streaming: each stream_copy call has a fixed cost (the
  * alignment head, the tail) close to that of copying 1 KiB, so 1 KiB
@@ -80,10 +85,16 @@ static void fill_level(const struct fill_ctx *c, int l, const uint8_t *src, uint
                        uint8_t *dst);
 
 static atomic_uint_fast64_t forced_chunk; /* 0: TILE_CHUNK_BYTES */
+static atomic_bool forced_split;
 
 void tile_kernel_force_chunk(uint64_t bytes)
 {
     atomic_store(&forced_chunk, bytes);
+}
+
+void tile_kernel_force_split(bool on)
+{
+    atomic_store(&forced_split, on);
 }
 
 /* Copies with non-temporal stores: an output far bigger than the cache is
@@ -151,6 +162,21 @@ static void stream_periodic(uint8_t *dst, const uint8_t *row, uint64_t period, u
 
 static void replicate(uint8_t *dst, uint64_t tile, uint64_t total, uint64_t chunk);
 
+/* Whether `rep` copies of an input row of `row` bytes are written by
+ * tile_copy_repeat (each vector of the row loaded once, stored rep times)
+ * rather than by a memcpy and replicate()'s doublings: rows shorter than
+ * tile_copy_periodic's forward pass takes, repeated into no more than a
+ * piece, with few copies or rows long enough that each store moves most
+ * of a vector. Copying within L1 (GB/s, tile_copy_repeat against the
+ * other way): 48-byte rows twice 24.6 against 12.8, 28-byte rows 4 times
+ * 31.5 against 8.4 and 32 times 47.7 against 30.0, 120-byte rows 16 times
+ * 58.0 against 46.5; but 16-byte rows 100 times 29.5 against 58.7, and
+ * 224-byte rows 4 times 50.7 against 53.5 (the forward pass). */
+static bool repeat_in_place(uint64_t row, uint64_t rep, uint64_t chunk)
+{
+    return row < TILE_HOTCOPY_PERIODIC_MIN && row * rep <= chunk && (row >= TILE_REPEAT_ROW || rep <= TILE_REPEAT_FEW);
+}
+
 /* Writes bytes [a, b) of one tile of level l (input slice at src). */
 static void write_tile(const struct fill_ctx *c, int l, const uint8_t *src, uint64_t a, uint64_t b, uint8_t *dst)
 {
@@ -165,13 +191,18 @@ static void write_tile(const struct fill_ctx *c, int l, const uint8_t *src, uint
      * calls here and fill_level's divisions and calls cost about as much
      * as copying a short row (224-byte rows: 10-20% of the time). */
     bool rows = !c->stream && l == p->nlev - 2;
-    uint64_t row = p->lev_tile[l + 1];
+    uint64_t row = p->lev_tile[l + 1], rep = p->lev_rep[l + 1];
+    bool in_place = rows && repeat_in_place(row, rep, c->chunk);
     for (uint64_t j = a / sub; j * sub < b; j++) {
         uint64_t s0 = j * sub > a ? 0 : a - j * sub;
         uint64_t s1 = (j + 1) * sub < b ? sub : b - j * sub;
         if (rows && s0 == 0 && s1 == sub) {
-            memcpy(dst, src + j * stride, row);
-            replicate(dst, row, sub, c->chunk);
+            if (in_place) {
+                tile_copy_repeat(dst, src + j * stride, row, rep);
+            } else {
+                memcpy(dst, src + j * stride, row);
+                replicate(dst, row, sub, c->chunk);
+            }
         } else {
             fill_level(c, l + 1, src + j * stride, s0, s1, dst);
         }
@@ -248,8 +279,12 @@ static void fill_tiles(const struct fill_ctx *c, int l, const uint8_t *src, uint
     int n0 = f->n;
     if (tile <= c->chunk) { /* a unit of m tiles, built by doubling */
         uint64_t m = c->chunk / tile < copies ? c->chunk / tile : copies, unit = m * tile;
-        write_tile(c, l, src, 0, tile, dst);
-        replicate(dst, tile, unit, c->chunk);
+        if (l == p->nlev - 1 && repeat_in_place(tile, m, c->chunk)) { /* an input row */
+            tile_copy_repeat(dst, src, tile, m);
+        } else {
+            write_tile(c, l, src, 0, tile, dst);
+            replicate(dst, tile, unit, c->chunk);
+        }
         fanout_push(f, unit, copies / m);
         fan_out(dst, unit, f, 0);
         f->n = n0;
@@ -362,7 +397,9 @@ static uint64_t now_ns(void)
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-static void execute_split(const struct tile_plan *p, const void *in, void *out, bool stream, struct tile_pool *pool)
+/* Splits the run across `pool` in tasks of at least `min_task` bytes. */
+static void execute_split(const struct tile_plan *p, const void *in, void *out, bool stream, struct tile_pool *pool,
+                          uint64_t min_task)
 {
     /* Tasks are claimed one at a time, so chunks smaller than an equal
      * share let the caller, which starts at once, take over the share of a
@@ -370,38 +407,62 @@ static void execute_split(const struct tile_plan *p, const void *in, void *out, 
      * thread the caller would finish and then wait for it. */
     uint64_t nth = (uint64_t)tile_pool_size(pool);
     uint64_t chunk = (p->out_bytes + nth * TILE_TASKS_PER_THREAD - 1) / (nth * TILE_TASKS_PER_THREAD);
-    if (chunk < TILE_TASK_MIN_BYTES)
-        chunk = TILE_TASK_MIN_BYTES;
-    chunk = (chunk + TILE_SPLIT_ALIGN - 1) / TILE_SPLIT_ALIGN * TILE_SPLIT_ALIGN;
+    if (chunk < min_task)
+        chunk = min_task;
+    /* With plain stores, tasks are whole sub-blocks of the outermost level
+     * whose sub-blocks fit in one: a task that starts or ends inside a
+     * sub-block generates that part from the input and copies the rest of
+     * the tile from L2, instead of copying pieces from L1 (the rank-6 case
+     * of bench/peers/cases.txt split in 242 KB tasks took 745,000
+     * instructions a call where one thread takes 469,000; in 215 KB tasks
+     * of two whole level-1 sub-blocks, 575,000). Short sub-blocks leave
+     * the tasks page-aligned. */
+    int l = 0;
+    while (l < p->nlev - 1 && p->lev_sub[l] > chunk)
+        l++;
+    uint64_t unit = !stream && p->lev_sub[l] >= TILE_SPLIT_ALIGN ? p->lev_sub[l] : TILE_SPLIT_ALIGN;
+    chunk = (chunk + unit / 2) / unit * unit;
+    if (chunk == 0)
+        chunk = unit;
     struct tile_exec x = {p, in, out, chunk, stream};
     tile_pool_parallel(pool, (p->out_bytes + chunk - 1) / chunk, exec_task, &x);
 }
 
-static void execute_plan(const struct tile_plan *p, const void *in, void *out, struct tile_pool *pool)
+/* Writes the output of `p`; returns whether the run was split. */
+static bool execute_plan(const struct tile_plan *p, const void *in, void *out, struct tile_pool *pool)
 {
+    if (pool && tile_pool_size(pool) > 1 && atomic_load_explicit(&forced_split, memory_order_relaxed)) {
+        if (p->out_bytes) /* in tasks as small as the alignment: seams in small outputs too */
+            execute_split(p, in, out, tile_stores_pick(p->out_bytes, 1), pool, TILE_SPLIT_ALIGN);
+        return true;
+    }
     if (!pool || tile_pool_size(pool) <= 1 || p->out_bytes < TILE_PARALLEL_MIN_BYTES) {
         bool streamed = tile_stores_pick(p->out_bytes, 0);
-        bool timed = p->out_bytes >= TILE_STORES_MEASURED_MIN; /* the store kind is learnt (stores.h) */
+        bool timed = p->out_bytes >= TILE_STORES_MEASURED_MIN; /* the store kind may be learnt (stores.h) */
         uint64_t t0 = timed ? now_ns() : 0;
         fill_range(p, streamed, in, 0, p->out_bytes, out);
         if (timed)
             tile_stores_learned(p->out_bytes, 0, streamed, now_ns() - t0);
-        return;
+        return false;
     }
     /* Whether a second thread adds memory bandwidth or only contention is
-     * the machine's business: measure both ways and keep the faster. */
+     * the machine's business: measure both ways and keep the faster. A
+     * call that tried a store kind says nothing about the way it ran. */
     struct tile_autosplit *stats = tile_pool_autosplit(pool);
     enum tile_split_work work = p->out_bytes <= p->in_bytes ? TILE_WORK_COPY : TILE_WORK_REPEAT;
     enum tile_split_way way = tile_autosplit_choose(stats, work, p->out_bytes);
     bool streamed = tile_stores_pick(p->out_bytes, way == TILE_SPLIT_POOL);
     uint64_t t0 = now_ns();
     if (way == TILE_SPLIT_POOL)
-        execute_split(p, in, out, streamed, pool);
+        execute_split(p, in, out, streamed, pool, TILE_TASK_MIN_BYTES);
     else
         fill_range(p, streamed, in, 0, p->out_bytes, out);
     uint64_t ns = now_ns() - t0;
-    tile_autosplit_record(stats, work, p->out_bytes, way, ns);
-    tile_stores_learned(p->out_bytes, way == TILE_SPLIT_POOL, streamed, ns);
+    if (tile_stores_learned(p->out_bytes, way == TILE_SPLIT_POOL, streamed, ns))
+        tile_autosplit_record(stats, work, p->out_bytes, way, ns);
+    else
+        tile_autosplit_ran(stats, work, p->out_bytes, way);
+    return way == TILE_SPLIT_POOL;
 }
 
 /* Whether to fold the innermost level of `p` (see tile_plan_fold_inner):
@@ -422,10 +483,32 @@ static void expand_rows(const struct tile_plan *p, const uint8_t *in, uint8_t *d
 {
     int n = p->nlev - 1;
     uint64_t row = p->lev_tile[n], block = row * p->lev_rep[n], rows = p->in_bytes / row;
+    bool in_place = repeat_in_place(row, p->lev_rep[n], TILE_CHUNK_BYTES);
     for (uint64_t r = 0; r < rows; r++, in += row, dst += block) {
+        if (in_place) {
+            tile_copy_repeat(dst, in, row, p->lev_rep[n]);
+            continue;
+        }
         memcpy(dst, in, row);
         replicate(dst, row, block, TILE_CHUNK_BYTES);
     }
+}
+
+/* The scratch input of the last split run, freed at the next one rather
+ * than at once. Freed at once, the block is the one malloc hands the next
+ * call, whose expansion then rewrites lines the helpers have just read and
+ * takes each back from their cores: on the rank-6 case of
+ * bench/peers/cases.txt, split calls back to back ran at 84-85 GB/s, and
+ * at 92-96 with the expansion written into the block of the call before
+ * (keeping the blocks of three calls instead changed nothing). At most one
+ * block of up to TILE_FOLD_SCRATCH_MAX bytes waits, shared by every
+ * thread; a run's helpers are done with its scratch when it returns. */
+static _Atomic(void *) retired;
+
+static void retire_scratch(void *scratch)
+{
+    if (scratch)
+        free(atomic_exchange_explicit(&retired, scratch, memory_order_acq_rel));
 }
 
 void tile_execute(const struct tile_plan *p, const void *in, void *out, struct tile_pool *pool)
@@ -442,9 +525,13 @@ void tile_execute(const struct tile_plan *p, const void *in, void *out, struct t
         p = &folded[i];
         in = scratch[i];
     }
-    execute_plan(p, in, out, pool);
-    free(scratch[0]);
-    free(scratch[1]);
+    bool split = execute_plan(p, in, out, pool);
+    for (int i = 0; i < 2; i++) {
+        if (split)
+            retire_scratch(scratch[i]);
+        else
+            free(scratch[i]);
+    }
 }
 
 int tile_run(const struct tile_tensor *in, const struct tile_spec *spec, struct tile_tensor *out,

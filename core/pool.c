@@ -11,6 +11,16 @@
  * is dequeued after the section finished finds no task left and just drops
  * its reference, so the caller never waits for helpers that are still
  * queued behind long jobs.
+ *
+ * A worker that has just helped a parallel section polls for new work for
+ * a while before it sleeps: a section that follows soon (the next call
+ * of a loop, the next request of a client) then finds it awake instead of
+ * paying for a wake-up, which on a virtual CPU takes tens of microseconds,
+ * as long as writing a whole 2 MiB output. How long it polls is what a
+ * wake-up has been measured to cost in this process (the time from
+ * posting a section to a sleeping helper starting on it), so that polling
+ * never costs more CPU than the wake-up it may save (the rent-or-buy
+ * bound), within TILE_SPIN_MIN_NS..TILE_SPIN_MAX_NS.
  */
 #include "pool.h"
 
@@ -21,11 +31,17 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Polls of a finished parallel section before the caller sleeps: at
  * ~10-40 ns each (a pause instruction), some 100-400 microseconds. */
 #define TILE_FINISH_SPINS 10000
+/* A helper's polling after a section (see DESIGN): the measured wake-up
+ * time, within these bounds; the estimate starts at TILE_SPIN_START_NS. */
+#define TILE_SPIN_MIN_NS 10000u
+#define TILE_SPIN_MAX_NS 200000u
+#define TILE_SPIN_START_NS 30000u
 
 static inline void cpu_relax(void)
 {
@@ -56,6 +72,12 @@ struct tile_pool {
     atomic_int busy;
     pthread_t *threads;
     struct tile_autosplit split; /* lock-free; see autosplit.h */
+    /* Bumped under the lock whenever work is queued, so that a polling
+     * worker sees new work without taking the lock. */
+    atomic_uint_fast64_t posted;
+    int polling; /* workers polling (under the lock): each takes a section's help unwoken */
+    atomic_uint_fast64_t help_posted_ns; /* when the last section asked for help */
+    atomic_uint_fast64_t wake_ns;        /* what a wake-up costs: a moving average */
 };
 
 struct tile_parallel {
@@ -67,6 +89,13 @@ struct tile_parallel {
     pthread_mutex_t lock;
     pthread_cond_t finished;
 };
+
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
 
 static int ring_init(struct tile_ring *r, int cap)
 {
@@ -107,22 +136,69 @@ static bool cont_pop(struct tile_pool *pool, struct tile_job *out)
     return true;
 }
 
+/* A sleeping helper has started `ns` after its section was posted: the
+ * moving average of wake-up costs moves an eighth of the way to it. */
+static void wake_measured(struct tile_pool *pool, uint64_t ns)
+{
+    if (ns > 100 * (uint64_t)TILE_SPIN_MAX_NS) /* a descheduled thread, not a wake-up */
+        ns = 100 * (uint64_t)TILE_SPIN_MAX_NS;
+    uint64_t avg = atomic_load_explicit(&pool->wake_ns, memory_order_relaxed);
+    atomic_store_explicit(&pool->wake_ns, avg - avg / 8 + ns / 8, memory_order_relaxed);
+}
+
+/* How long a helper polls after a section: what a wake-up costs. */
+static uint64_t spin_budget_ns(struct tile_pool *pool)
+{
+    uint64_t ns = atomic_load_explicit(&pool->wake_ns, memory_order_relaxed);
+    return ns < TILE_SPIN_MIN_NS ? TILE_SPIN_MIN_NS : ns > TILE_SPIN_MAX_NS ? TILE_SPIN_MAX_NS : ns;
+}
+
+/* Called with the lock held, which it drops while it polls: returns once
+ * work has been queued since `seen`, or the budget is spent. The caller
+ * looks at the queues again (under the lock) after it returns, so work
+ * queued meanwhile is not missed: a section does not wake a sleeping
+ * worker for help that a polling one will take (the woken one would find
+ * nothing, after taking a CPU from the two that run the section). */
+static void poll_for_work(struct tile_pool *pool, uint64_t seen)
+{
+    pool->polling++;
+    pthread_mutex_unlock(&pool->lock);
+    uint64_t end = now_ns() + spin_budget_ns(pool);
+    for (unsigned i = 1; atomic_load_explicit(&pool->posted, memory_order_acquire) == seen; i++) {
+        cpu_relax();
+        if (i % 64 == 0 && now_ns() > end) /* the clock is read every few hundred nanoseconds */
+            break;
+    }
+    pthread_mutex_lock(&pool->lock);
+    pool->polling--;
+}
+
 static void *worker_main(void *arg)
 {
     struct tile_pool *pool = arg;
     struct tile_job job;
+    bool poll = false, slept = false;
     pthread_mutex_lock(&pool->lock);
     for (;;) {
-        if (ring_pop(&pool->help, &job) || cont_pop(pool, &job) || ring_pop(&pool->jobs, &job)) {
+        bool help = ring_pop(&pool->help, &job);
+        if (help || cont_pop(pool, &job) || ring_pop(&pool->jobs, &job)) {
+            if (help && slept)
+                wake_measured(pool, now_ns() - atomic_load_explicit(&pool->help_posted_ns, memory_order_relaxed));
             atomic_fetch_add(&pool->busy, 1);
             pthread_mutex_unlock(&pool->lock);
             job.fn(job.arg);
             atomic_fetch_sub(&pool->busy, 1);
+            poll = help; /* only after a section: see DESIGN */
+            slept = false;
             pthread_mutex_lock(&pool->lock);
         } else if (pool->stopping) {
             break;
+        } else if (poll) {
+            poll = false;
+            poll_for_work(pool, atomic_load_explicit(&pool->posted, memory_order_relaxed));
         } else {
             pthread_cond_wait(&pool->wake, &pool->lock);
+            slept = true;
         }
     }
     pthread_mutex_unlock(&pool->lock);
@@ -148,6 +224,7 @@ struct tile_pool *tile_pool_init(int nthreads, int queue_cap, struct tile_error 
         queue_cap = 1024;
     pthread_mutex_init(&pool->lock, NULL);
     pthread_cond_init(&pool->wake, NULL);
+    atomic_init(&pool->wake_ns, TILE_SPIN_START_NS);
     pool->threads = calloc((size_t)pool->nthreads, sizeof(pthread_t));
     if (!pool->threads || ring_init(&pool->jobs, queue_cap) < 0 || ring_init(&pool->help, 4 * pool->nthreads) < 0) {
         tile_error_set(e, TILE_ENOMEM, "cannot allocate the worker pool");
@@ -172,6 +249,7 @@ void tile_pool_free(struct tile_pool *pool)
         return;
     pthread_mutex_lock(&pool->lock);
     pool->stopping = true;
+    atomic_fetch_add_explicit(&pool->posted, 1, memory_order_release);
     pthread_cond_broadcast(&pool->wake);
     pthread_mutex_unlock(&pool->lock);
     for (int i = 0; i < pool->nthreads; i++)
@@ -188,8 +266,10 @@ int tile_pool_submit(struct tile_pool *pool, tile_job_fn fn, void *arg)
 {
     pthread_mutex_lock(&pool->lock);
     bool ok = !pool->stopping && ring_push(&pool->jobs, fn, arg);
-    if (ok)
+    if (ok) {
+        atomic_fetch_add_explicit(&pool->posted, 1, memory_order_release);
         pthread_cond_signal(&pool->wake);
+    }
     pthread_mutex_unlock(&pool->lock);
     return ok ? 0 : -1;
 }
@@ -203,6 +283,7 @@ void tile_pool_continue(struct tile_pool *pool, struct tile_pool_task *task)
     else
         pool->cont_head = task;
     pool->cont_tail = task;
+    atomic_fetch_add_explicit(&pool->posted, 1, memory_order_release);
     pthread_cond_signal(&pool->wake);
     pthread_mutex_unlock(&pool->lock);
 }
@@ -272,10 +353,15 @@ void tile_pool_parallel(struct tile_pool *pool, uint64_t ntasks, tile_task_fn fn
             break;
         }
     }
+    uint64_t wake = queued > (uint64_t)pool->polling ? queued - (uint64_t)pool->polling : 0;
+    if (queued) {
+        atomic_store_explicit(&pool->help_posted_ns, now_ns(), memory_order_relaxed);
+        atomic_fetch_add_explicit(&pool->posted, 1, memory_order_release);
+    }
     pthread_mutex_unlock(&pool->lock);
     /* Woken after the unlock: a helper scheduled onto this CPU would
      * otherwise preempt the caller while it still holds the lock. */
-    for (uint64_t i = 0; i < queued; i++)
+    for (uint64_t i = 0; i < wake; i++)
         pthread_cond_signal(&pool->wake);
 
     parallel_work(par);

@@ -1,8 +1,6 @@
 /* stores.c - the store policy from the machine's cache sizes (see stores.h). */
 #include "stores.h"
 
-#include "autosplit.h"
-
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -17,10 +15,33 @@ static struct tile_cache_sizes sizes;
 static uint64_t stream_min;
 static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
 static atomic_int forced = TILE_STORES_AUTO;
-/* Store kinds by measurement, with autosplit.h's machinery: its two "ways"
- * are the kinds (TILE_SPLIT_ONE: plain stores, TILE_SPLIT_POOL: streaming)
- * and its two "works" the lanes (0: one thread, 1: split). Zeroed: ready. */
-static struct tile_autosplit measured;
+
+/* The measured choice (stores.h), per size class from
+ * TILE_STORES_MEASURED_MIN (powers of two) and lane. Kinds index the
+ * arrays: 0 plain, 1 streaming. Zeroed: ready. */
+#define CLASS_MIN_LOG2 22
+#define CLASSES 24
+#define PS_MAX (UINT64_MAX / 200) /* medians are compared scaled by up to 150 */
+
+struct lane_state {
+    atomic_uint_fast64_t calls;
+    atomic_uint_fast64_t samples[2];                  /* ever recorded */
+    atomic_uint_fast64_t ps_per_kib[2][TILE_STORES_WINDOW]; /* the last ones, a ring */
+    atomic_uint_fast64_t next_trial; /* the call that tries the kind not chosen */
+    atomic_uint_fast64_t gap;        /* calls from one trial to the next */
+    atomic_int chosen;               /* 1 + the kind chosen at the last call, 0: none yet */
+    atomic_int hold;                 /* calls left in a run of `held` */
+    atomic_int held;
+};
+
+struct class_state {
+    /* Plain calls since the last streamed one, on either lane: both write
+     * the same output. */
+    atomic_uint_fast64_t streak;
+    struct lane_state lane[2];
+};
+
+static struct class_state measured[CLASSES];
 
 /* One line of a sysfs cache attribute into buf; false when it is missing. */
 static bool read_attr(int index, const char *name, char *buf, size_t cap)
@@ -128,32 +149,132 @@ void tile_stores_force(enum tile_stores mode)
     atomic_store(&forced, (int)mode);
 }
 
-static enum tile_split_work lane_of(int lane)
+/* The state for `out_bytes` on `lane`, or NULL when the size rule decides. */
+static struct class_state *measured_class(uint64_t out_bytes)
 {
-    return lane ? TILE_WORK_COPY : TILE_WORK_REPEAT;
+    if (atomic_load_explicit(&forced, memory_order_relaxed) != TILE_STORES_AUTO ||
+        out_bytes < TILE_STORES_MEASURED_MIN || tile_stores_stream(out_bytes))
+        return NULL;
+    int i = 63 - __builtin_clzll(out_bytes) - CLASS_MIN_LOG2;
+    return &measured[i < CLASSES ? i : CLASSES - 1];
+}
+
+static uint64_t median(struct lane_state *l, int kind)
+{
+    uint64_t n = atomic_load_explicit(&l->samples[kind], memory_order_relaxed);
+    if (n > TILE_STORES_WINDOW)
+        n = TILE_STORES_WINDOW;
+    uint64_t v[TILE_STORES_WINDOW], m = 0;
+    for (uint64_t i = 0; i < n; i++) { /* insertion sort: at most 8 values */
+        uint64_t x = atomic_load_explicit(&l->ps_per_kib[kind][i], memory_order_relaxed), j = m++;
+        if (x == 0) { /* counted but not stored yet by a concurrent call */
+            m--;
+            continue;
+        }
+        for (; j > 0 && v[j - 1] > x; j--)
+            v[j] = v[j - 1];
+        v[j] = x;
+    }
+    return m ? v[m / 2] : 0;
+}
+
+/* Streaming wins only by the margin (times per byte: lower is faster). */
+static int best_kind(uint64_t plain, uint64_t stream)
+{
+    return stream * 100 < plain * (100 - TILE_STORES_MARGIN_PCT);
+}
+
+static bool warm(struct lane_state *l)
+{
+    return atomic_load_explicit(&l->samples[0], memory_order_relaxed) >= TILE_STORES_WARMUP &&
+           atomic_load_explicit(&l->samples[1], memory_order_relaxed) >= TILE_STORES_WARMUP;
+}
+
+/* Runs `kind` for this call and `more` calls after it. */
+static int hold(struct lane_state *l, int kind, int more)
+{
+    atomic_store_explicit(&l->held, kind, memory_order_relaxed);
+    atomic_store_explicit(&l->hold, more, memory_order_relaxed);
+    return kind;
 }
 
 bool tile_stores_pick(uint64_t out_bytes, int lane)
 {
-    if (atomic_load_explicit(&forced, memory_order_relaxed) != TILE_STORES_AUTO || out_bytes < TILE_STORES_MEASURED_MIN)
+    struct class_state *c = measured_class(out_bytes);
+    if (!c)
         return tile_stores_stream(out_bytes);
-    return tile_autosplit_choose(&measured, lane_of(lane), out_bytes) == TILE_SPLIT_POOL;
+    struct lane_state *l = &c->lane[lane != 0];
+    uint64_t call = atomic_fetch_add_explicit(&l->calls, 1, memory_order_relaxed);
+    int more = atomic_load_explicit(&l->hold, memory_order_relaxed);
+    if (more > 0) {
+        atomic_store_explicit(&l->hold, more - 1, memory_order_relaxed);
+        return atomic_load_explicit(&l->held, memory_order_relaxed);
+    }
+    if (atomic_load_explicit(&l->samples[1], memory_order_relaxed) < TILE_STORES_WARMUP)
+        return true; /* streamed samples first, then plain ones (they need settling) */
+    if (atomic_load_explicit(&l->samples[0], memory_order_relaxed) < TILE_STORES_WARMUP)
+        return false;
+    uint64_t plain = median(l, 0), stream = median(l, 1);
+    int best = best_kind(plain, stream);
+    if (atomic_exchange_explicit(&l->chosen, 1 + best, memory_order_relaxed) != 1 + best) {
+        atomic_store_explicit(&l->gap, TILE_STORES_GAP_MIN, memory_order_relaxed); /* the choice changed */
+        atomic_store_explicit(&l->next_trial, call + TILE_STORES_GAP_MIN, memory_order_relaxed);
+        return best;
+    }
+    if (call < atomic_load_explicit(&l->next_trial, memory_order_relaxed))
+        return best;
+    uint64_t gap = atomic_load_explicit(&l->gap, memory_order_relaxed);
+    if (!best && plain * TILE_STORES_CLEAR_PCT <= stream * 100) { /* plain far ahead: no trial */
+        atomic_store_explicit(&l->next_trial, call + TILE_STORES_GAP_MIN, memory_order_relaxed);
+        return best;
+    }
+    atomic_store_explicit(&l->next_trial, call + gap, memory_order_relaxed);
+    atomic_store_explicit(&l->gap, gap * 2 < TILE_STORES_GAP_MAX ? gap * 2 : TILE_STORES_GAP_MAX,
+                          memory_order_relaxed);
+    return hold(l, !best, best ? TILE_STORES_SETTLE : 0); /* plain stores need settling first */
 }
 
-void tile_stores_learned(uint64_t out_bytes, int lane, bool stream, uint64_t ns)
+bool tile_stores_learned(uint64_t out_bytes, int lane, bool stream, uint64_t ns)
 {
-    if (atomic_load_explicit(&forced, memory_order_relaxed) != TILE_STORES_AUTO || out_bytes < TILE_STORES_MEASURED_MIN)
-        return;
-    tile_autosplit_record(&measured, lane_of(lane), out_bytes, stream ? TILE_SPLIT_POOL : TILE_SPLIT_ONE, ns);
+    struct class_state *c = measured_class(out_bytes);
+    if (!c)
+        return true;
+    struct lane_state *l = &c->lane[lane != 0];
+    int kind = stream;
+    if (stream)
+        atomic_store_explicit(&c->streak, 0, memory_order_relaxed);
+    else if (atomic_fetch_add_explicit(&c->streak, 1, memory_order_relaxed) < TILE_STORES_SETTLE)
+        return false; /* the output is still coming back into the cache */
+    uint64_t kib = out_bytes >> 10;
+    uint64_t ps = ns > UINT64_MAX / 1000 ? PS_MAX : ns * 1000 / kib;
+    ps = ps == 0 ? 1 : ps > PS_MAX ? PS_MAX : ps; /* 0 means "no sample" */
+    uint64_t slot = atomic_fetch_add_explicit(&l->samples[kind], 1, memory_order_relaxed);
+    atomic_store_explicit(&l->ps_per_kib[kind][slot % TILE_STORES_WINDOW], ps, memory_order_relaxed);
+    if (!warm(l))
+        return false;
+    uint64_t med[2] = {median(l, 0), median(l, 1)};
+    int best = best_kind(med[0], med[1]);
+    if (kind == best)
+        return atomic_load_explicit(&l->chosen, memory_order_relaxed) == 1 + best;
+    /* A trial whose sample would change the choice goes on (stores.h). */
+    med[kind] = ps;
+    if (best_kind(med[0], med[1]) == kind && atomic_load_explicit(&l->hold, memory_order_relaxed) == 0)
+        hold(l, kind, 1);
+    return false;
+}
+
+void tile_stores_forget(void)
+{
+    memset(measured, 0, sizeof(measured));
 }
 
 bool tile_stores_best(uint64_t out_bytes, int lane)
 {
-    if (atomic_load_explicit(&forced, memory_order_relaxed) != TILE_STORES_AUTO || out_bytes < TILE_STORES_MEASURED_MIN)
+    struct class_state *c = measured_class(out_bytes);
+    if (!c)
         return tile_stores_stream(out_bytes);
-    uint64_t plain = tile_autosplit_estimate(&measured, lane_of(lane), out_bytes, TILE_SPLIT_ONE);
-    uint64_t stream = tile_autosplit_estimate(&measured, lane_of(lane), out_bytes, TILE_SPLIT_POOL);
-    if (!plain || !stream)
+    struct lane_state *l = &c->lane[lane != 0];
+    if (!warm(l))
         return tile_stores_stream(out_bytes);
-    return stream * 100 < plain * (100 - TILE_AUTOSPLIT_MARGIN_PCT);
+    return best_kind(median(l, 0), median(l, 1));
 }

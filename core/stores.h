@@ -65,24 +65,63 @@ bool tile_stores_stream(uint64_t out_bytes);
  * machine shares its L3 with other tenants: on one host a 16 MiB output
  * was rewritten with plain stores at 10 GB/s, every line read back from
  * memory first, and streamed at 25, with sysfs saying 32 MiB of L3). So
- * outputs of at least TILE_STORES_MEASURED_MIN bytes are written with the
- * kind that has been faster for their size class in this process: both
- * kinds are tried in turn at first and the other one again now and then,
- * by autosplit.h's rule (medians of a window; streaming must win by its
- * margin, since plain stores also leave the output in the cache for
- * whatever reads it next). `lane` keeps the single-thread and the split
- * runs apart (0 and 1): their times per byte differ. Thread-safe. */
+ * outputs from TILE_STORES_MEASURED_MIN bytes up to the size the rule
+ * streams from are written with the kind that has been faster for their
+ * size class in this process (medians of the last TILE_STORES_WINDOW
+ * samples; streaming must win by TILE_STORES_MARGIN_PCT percent, since
+ * plain stores also leave the output in the cache for whatever reads it
+ * next). `lane` keeps the single-thread and the split runs apart (0 and
+ * 1): their times per byte differ.
+ *
+ * Trying a kind is not free, and the two kinds are not alike:
+ *   - a streamed call takes the output out of the cache, and plain stores
+ *     then take several calls to bring it back (a 16 MiB output after
+ *     streamed calls, one thread, GB/s per call: 17 13 19 29 35 39 45 48,
+ *     then 55-69). So a plain call counts as a sample only after
+ *     TILE_STORES_SETTLE plain calls in a row (on either lane), a trial of
+ *     plain stores is that many calls long, and the first samples are
+ *     streamed ones (the output's first calls are cold anyway);
+ *   - streaming writes memory at the same speed whatever came before, so
+ *     one call is a sample, and while plain stores are at least
+ *     TILE_STORES_CLEAR_PCT percent as fast, streaming is not tried again
+ *     at all: memory does not become that much faster.
+ * Otherwise the kind not chosen is tried after TILE_STORES_GAP_MIN calls,
+ * the gap doubling after each trial that leaves the choice as it was (up
+ * to TILE_STORES_GAP_MAX) and starting again from the minimum when the
+ * choice changes; a trial whose sample would change the choice is
+ * continued until it does or a sample says otherwise.
+ * Trying the two kinds alternately, one call each (autosplit.h's rule,
+ * used before), judged plain stores on calls that followed a streamed one:
+ * a 16 MiB output that runs at 60 GB/s with plain stores settled on
+ * streaming at 27 in some processes, and in the others lost 5 calls of 16
+ * to the trials.
+ *
+ * Thread-safe; concurrent calls may lose a sample or a step of the
+ * schedule, which only makes the choice slower to move. */
 #define TILE_STORES_MEASURED_MIN (4u << 20)
+#define TILE_STORES_WINDOW 8
+#define TILE_STORES_WARMUP 2
+#define TILE_STORES_SETTLE 8
+#define TILE_STORES_MARGIN_PCT 10
+#define TILE_STORES_CLEAR_PCT 150
+#define TILE_STORES_GAP_MIN 32
+#define TILE_STORES_GAP_MAX 1024
 
 /* Whether the next call writing `out_bytes` on `lane` streams: the forced
- * kind, else the size rule below TILE_STORES_MEASURED_MIN, else the
- * measured choice (which may be a trial of the other kind). */
+ * kind, else the size rule outside the measured sizes, else the measured
+ * choice (which may be a trial of the other kind). */
 bool tile_stores_pick(uint64_t out_bytes, int lane);
-/* Reports how long writing `out_bytes` on `lane` with that kind took. */
-void tile_stores_learned(uint64_t out_bytes, int lane, bool stream, uint64_t ns);
+/* Reports how long writing `out_bytes` on `lane` with that kind took.
+ * Returns whether the call was typical of the kind chosen now (settled,
+ * not a trial), i.e. whether its time says how fast this lane writes such
+ * outputs: always true outside the measured sizes. */
+bool tile_stores_learned(uint64_t out_bytes, int lane, bool stream, uint64_t ns);
 /* The kind the measurements favour now for `out_bytes` on `lane`, without
  * counting a call (reports; the size rule until both kinds have samples). */
 bool tile_stores_best(uint64_t out_bytes, int lane);
+
+/* Forgets every measured choice (tests start each from nothing). */
+void tile_stores_forget(void);
 
 /* Forces one kind of store for every later call in the process (tests and
  * benchmarks exercise both paths this way); TILE_STORES_AUTO restores the

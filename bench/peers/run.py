@@ -47,7 +47,7 @@ BENCH = os.path.join(ROOT, "bench")
 CASES = os.path.join(BENCH, "peers", "cases.txt")
 MIB = 1 << 20
 SIZE1_CASE = "float32 [4096,1]x[1,4096]"
-TILE_PARALLEL_MIN_BYTES = 4 << 20  # core/tile.h
+TILE_PARALLEL_MIN_BYTES = 1 << 20  # core/tile.h
 PEER_TARGETS = (("numpy_best", "numpy.tile"), ("torch", "torch.tile"), ("ort_e2e_best", "ORT Tile end to end"),
                 ("ort_kernel_best", "ORT Tile kernel-only"))
 CEILING_NEED = 0.9

@@ -1,7 +1,8 @@
 /* test_hotcopy.c - tile_copy_hot copies exactly n bytes, whatever the
  * length (every one up to a few vectors past the unrolled loop, and chunk
  * sizes) and the alignment of either end, with the vector loop and with
- * memcpy forced, and never writes outside [dst, dst + n). */
+ * memcpy forced, and never writes outside [dst, dst + n); likewise
+ * tile_copy_periodic's patterns and tile_copy_repeat's copies of a row. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -107,6 +108,34 @@ static void periodic_extends_exactly(void **state)
     tile_copy_hot_force_memcpy(false);
 }
 
+/* tile_copy_repeat writes exactly rep copies of the row, for every row
+ * length up to a few vectors and counts of copies, with the vector loop
+ * and without, and nothing outside them. */
+static void repeat_writes_exact_copies(void **state)
+{
+    (void)state;
+    static uint8_t buf[3000 + 2 * GUARD];
+    fill_source();
+    for (int force = 0; force < 2; force++) {
+        tile_copy_hot_force_memcpy(force);
+        for (uint64_t n = 0; n <= 140; n++) {
+            for (uint64_t rep = 0; rep <= 20; rep += rep < 5 ? 1 : 5) {
+                memset(buf, GUARD_BYTE, sizeof(buf));
+                uint8_t *dst = buf + GUARD + n % 3;
+                tile_copy_repeat(dst, src_buf + n % 5, n, rep);
+                for (uint64_t k = 0; k < rep; k++)
+                    if (n)
+                        assert_memory_equal(dst + k * n, src_buf + n % 5, n);
+                for (unsigned i = 0; i < GUARD; i++) {
+                    assert_int_equal(dst[-1 - (int)i], GUARD_BYTE);
+                    assert_int_equal(dst[n * rep + i], GUARD_BYTE);
+                }
+            }
+        }
+    }
+    tile_copy_hot_force_memcpy(false);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -114,6 +143,7 @@ int main(void)
         cmocka_unit_test(memcpy_fallback_copies_exactly),
         cmocka_unit_test(vector_loop_follows_the_cpu),
         cmocka_unit_test(periodic_extends_exactly),
+        cmocka_unit_test(repeat_writes_exact_copies),
     };
     return cmocka_run_group_tests_name("hotcopy", tests, NULL, NULL);
 }

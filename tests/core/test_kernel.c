@@ -3,10 +3,11 @@
  * Every case is planned under every semantics: where the oracle says the
  * specification rejects it, tile_plan_init must fail with TILE_EINVAL
  * naming that semantics; otherwise the plan's shapes must match the oracle
- * and every way of producing the output (single-threaded, pools of 2 and 3
- * threads, plain and non-temporal stores, plain ones in pieces of several
- * sizes, tile_run, tile_read of arbitrary ranges, a plan re-sized to index
- * elements) must reproduce the oracle's bytes. Cases come from a fixed seed
+ * and every way of producing the output (single-threaded, split across
+ * pools of 2 and 3 threads in page-sized tasks, plain and non-temporal
+ * stores, plain ones in pieces of several sizes, tile_run, tile_read of
+ * arbitrary ranges, a plan re-sized to index elements) must reproduce the
+ * oracle's bytes. Cases come from a fixed seed
  * (override with TILED_TEST_SEED); a failure prints the seed and the case.
  */
 #include <setjmp.h>
@@ -231,9 +232,10 @@ static void force_write_mode(const struct write_mode *m)
 
 static const struct write_mode default_mode = {TILE_STORES_AUTO, 0, false};
 
-/* tile_execute without a pool and with each pool, into a guarded buffer,
- * in every write mode: the size rule would give these small outputs plain
- * stores and default pieces only. */
+/* tile_execute without a pool and split across each pool in page-sized
+ * tasks, into a guarded buffer, in every write mode: the size rule would
+ * give these small outputs plain stores and default pieces only, and the
+ * pools would keep them on one thread. */
 static void check_execute(const struct case_ctx *x, const struct tile_plan *pl, const struct input *in,
                           const void *want)
 {
@@ -248,7 +250,9 @@ static void check_execute(const struct case_ctx *x, const struct tile_plan *pl, 
                      tile_pool_size(pool), w->stores == TILE_STORES_STREAM ? "non-temporal" : "plain",
                      (unsigned long long)w->chunk, w->memcpy_only ? " copied by memcpy" : "");
             memset(got, 0, pl->out_bytes);
+            tile_kernel_force_split(pool != NULL);
             tile_execute(pl, in->data, got, pool);
+            tile_kernel_force_split(false);
             check_bytes(x, __LINE__, what, got, want, pl->out_bytes);
             check_guards(x, got, pl->out_bytes);
         }
@@ -516,6 +520,14 @@ static const struct ref_case large_cases[] = {
      .repeats = {2, 3, 4}},
     {.sem = TILE_SEM_OPENVINO, .dtype = TILE_INT16, .rank = 3, .shape = {3, 1, 700}, .nrepeats = 5,
      .repeats = {2, 1, 5, 7, 1}},
+    /* bench/peers/cases.txt's in-cache cases: folded short rows, a first
+     * level without repeats, copies fanned out across five levels. */
+    {.sem = TILE_SEM_ONNX, .dtype = TILE_UINT8, .rank = 3, .shape = {3, 224, 224}, .nrepeats = 3,
+     .repeats = {1, 4, 4}},
+    {.sem = TILE_SEM_ONNX, .dtype = TILE_INT64, .rank = 5, .shape = {2, 3, 4, 5, 6}, .nrepeats = 5,
+     .repeats = {2, 1, 3, 1, 2}},
+    {.sem = TILE_SEM_ONNX, .dtype = TILE_FLOAT32, .rank = 6, .shape = {2, 3, 4, 5, 6, 7}, .nrepeats = 6,
+     .repeats = {3, 2, 2, 2, 2, 4}},
 };
 
 static void large_outputs(void **state)
@@ -546,17 +558,19 @@ static int setup_group(void **state)
     if (!kernel_pools[0] || !kernel_pools[1])
         return -1;
     /* Whether a large output is split is decided by timing (autosplit.h);
-     * teach the pools opposite verdicts so both ways are always tested:
-     * the 2-thread pool keeps to one thread, the 3-thread pool splits. */
+     * teach the pools opposite verdicts so that both ways are tested where
+     * tile_run and the re-sized plans leave it to the pool: the 2-thread
+     * pool keeps to one thread, the 3-thread pool splits. Each way's run
+     * is one call longer than the window: its first call only settles. */
     for (int c = 0; c < TILE_AUTOSPLIT_CLASSES; c++) {
         uint64_t bytes = (uint64_t)TILE_PARALLEL_MIN_BYTES << c;
-        for (int k = 0; k < TILE_AUTOSPLIT_WINDOW; k++) {
-            for (int i = 0; i < 2; i++) {
-                struct tile_autosplit *a = tile_pool_autosplit(kernel_pools[i]);
-                for (int w = 0; w < TILE_WORK_KINDS; w++) {
+        for (int i = 0; i < 2; i++) {
+            struct tile_autosplit *a = tile_pool_autosplit(kernel_pools[i]);
+            for (int w = 0; w < TILE_WORK_KINDS; w++) {
+                for (int k = 0; k <= TILE_AUTOSPLIT_WINDOW; k++)
                     tile_autosplit_record(a, w, bytes, TILE_SPLIT_ONE, i == 0 ? 1 : 1000000000);
+                for (int k = 0; k <= TILE_AUTOSPLIT_WINDOW; k++)
                     tile_autosplit_record(a, w, bytes, TILE_SPLIT_POOL, i == 0 ? 1000000000 : 1);
-                }
             }
         }
     }

@@ -289,6 +289,87 @@ static void parallel_while_workers_blocked(void **state)
     }
 }
 
+/* ---- every idle worker joins a section ---- */
+
+/* Tasks that each wait until all `n` of them run: a section of n such tasks
+ * on a pool of n threads (the caller and n - 1 helpers) finishes only if
+ * every helper it asked for came, whether it was polling after the
+ * section before or asleep. */
+struct meeting {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int n, arrived;
+    int late; /* tasks that gave up waiting */
+};
+
+static void meeting_task(void *arg, uint64_t task)
+{
+    struct meeting *m = arg;
+    struct timespec deadline;
+    int rc = 0;
+    (void)task;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += WAIT_SECONDS;
+    pthread_mutex_lock(&m->lock);
+    m->arrived++;
+    pthread_cond_broadcast(&m->cond);
+    while (m->arrived < m->n && rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(&m->cond, &m->lock, &deadline);
+    m->late += m->arrived < m->n;
+    pthread_mutex_unlock(&m->lock);
+}
+
+static void meet(struct tile_pool *pool, int n)
+{
+    struct meeting m = {.n = n};
+    pthread_mutex_init(&m.lock, NULL);
+    pthread_cond_init(&m.cond, NULL);
+    tile_pool_parallel(pool, (uint64_t)n, meeting_task, &m);
+    if (m.late)
+        fail_msg("a section of %d tasks on %d threads did not get all of them", n, n);
+    pthread_cond_destroy(&m.cond);
+    pthread_mutex_destroy(&m.lock);
+}
+
+/* Back to back (the helpers are polling), after a pause (they sleep), and
+ * freed at once after a section (they are polling when told to stop). */
+static void sections_get_every_helper(void **state)
+{
+    (void)state;
+    for (int threads = 2; threads <= 4; threads++) {
+        struct tile_pool *pool = tile_pool_init(threads, 0, NULL);
+        assert_non_null(pool);
+        for (int round = 0; round < 20; round++) {
+            meet(pool, threads);
+            meet(pool, threads);
+            if (round % 4 == 3)
+                usleep(5000);
+        }
+        tile_pool_free(pool);
+    }
+}
+
+/* A job submitted while the helpers poll after a section runs. */
+static void job_after_section_runs(void **state)
+{
+    enum { ROUNDS = 20 };
+    (void)state;
+    struct sync s;
+    sync_init(&s);
+    struct slot *sl = new_slots(&s, ROUNDS);
+    struct tile_pool *pool = tile_pool_init(2, 0, NULL);
+    assert_non_null(pool);
+    for (int round = 0; round < ROUNDS; round++) {
+        meet(pool, 2);
+        assert_int_equal(tile_pool_submit(pool, count_job, &sl[round]), 0);
+    }
+    sync_await(&s, &s.finished, ROUNDS);
+    expect_hits(sl, 0, ROUNDS, 1);
+    tile_pool_free(pool);
+    free(sl);
+    sync_destroy(&s);
+}
+
 /* ---- continuations ---- */
 
 static void continuation(void *arg)
@@ -390,6 +471,8 @@ int main(void)
         cmocka_unit_test(full_queue_reported_at_once),
         cmocka_unit_test(parallel_runs_each_task_once),
         cmocka_unit_test(parallel_while_workers_blocked),
+        cmocka_unit_test(sections_get_every_helper),
+        cmocka_unit_test(job_after_section_runs),
         cmocka_unit_test(continuations_run_first),
         cmocka_unit_test(free_drains_queued_jobs),
         cmocka_unit_test(defaults_and_null),
