@@ -24,6 +24,10 @@ int tiled_inflate_body(struct tiled_req *req, struct tile_error *e)
         tiled_reply_header(&req->reply, "Accept-Encoding", "gzip, deflate");
         return -2;
     }
+    /* A plain body is already counted, as it arrived (service.c): there
+     * is no copy to count. */
+    if (req->request_coding == TILED_CODING_IDENTITY)
+        return 0;
     /* A gRPC message is bounded like an uncompressed one: by the smaller
      * of --max-body and --max-grpc-message. */
     uint64_t max = req->srv->lim.max_body;
@@ -37,7 +41,8 @@ int tiled_inflate_body(struct tiled_req *req, struct tile_error *e)
         return -2;
     }
     req->body_cap = req->body_len;
-    /* The inflated copy is taken from the budget; the compressed one's bytes stay counted. */
+    /* The inflated copy is taken from the budget; the compressed one's
+     * bytes, freed, stay counted until the request ends (memory.h). */
     if (tiled_memory_take(&req->srv->memory, &req->mem_held, req->mem_kin, req->body_len, e) < 0)
         return -1;
     req->request_coding = TILED_CODING_IDENTITY;

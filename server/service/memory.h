@@ -1,12 +1,13 @@
 /* memory.h - the request memory all requests share (--max-memory).
  *
  * Each request takes from one process-wide budget what it holds in memory:
- * its body as it arrives (gRPC: the request message), a compressed body's
- * inflated copy, a request that tiles its work record (work.h), the
- * decoded input when it has buffers of its own (not read in place from
- * the body), an in-memory reply's bytes, a streamed reply's two chunks; a
- * gRPC call also its own state (grpc/conn.c) and a streaming call its
- * backlog (grpc/call.c).
+ * its body as it arrives (gRPC: the request message), once, and a
+ * compressed body's inflated copy (inflate.c), a request that tiles its
+ * work record (work.h) and its decoded input once decoded, when it has
+ * buffers of its own (not read in place from a shared-memory region: its
+ * elements, and a string tensor's bytes; work.c), an in-memory reply's
+ * bytes, a streamed reply's two chunks; a gRPC call also its own state
+ * (grpc/conn.c) and a streaming call its backlog (grpc/call.c).
  * A body counts as it arrives, not by its declared length: a client that
  * declared a large body and sent it slowly would otherwise hold the budget
  * with bytes it never sent. What a request took is given back at its end

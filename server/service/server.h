@@ -139,7 +139,6 @@ struct tiled_req {
     struct tiled_trace trace; /* trace context (trace.h) */
     struct tile_timings tm;
     bool timings_final;       /* tm.total_us already set (it is in the body) */
-    bool input_taken;         /* the decoded input's bytes are in mem_held */
     /* Work handed to the pool. */
     bool suspended;
     bool done;                /* reply is ready */

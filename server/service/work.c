@@ -81,6 +81,22 @@ bool tiled_work_prepared(const struct tiled_req *req)
     return req->work && req->work->enc;
 }
 
+/* The decoded input's bytes, when they are its own (an input read in
+ * place from a shared-memory region is the client's): its elements (a
+ * string tensor's are 16-byte references) and a string tensor's bytes.
+ * Taken where decode left them, before the encoder takes them over
+ * (tile_encoder_new): it keeps them until the request ends (a stream,
+ * which takes the encoder, until its last byte), when all the request
+ * took is given back (memory.h). After the plan's checks, so that a
+ * request refused for what it asks gets that answer, not a retry later. */
+static int take_input(struct tiled_req *req, struct tile_error *e)
+{
+    const struct tile_tensor *in = &req->work->treq.input;
+    if (!in->owns_data)
+        return 0;
+    return tiled_memory_take(&req->srv->memory, &req->mem_held, req->mem_kin, tile_tensor_nbytes(in) + in->blob_len, e);
+}
+
 int tiled_work_plan(struct tiled_req *req, struct tile_error *e)
 {
     struct tiled_work *w = req->work;
@@ -97,7 +113,7 @@ int tiled_work_plan(struct tiled_req *req, struct tile_error *e)
     if (w->plan.dtype != TILE_STRING && tiled_work_check_size(req, w->plan.out_bytes, e) < 0)
         return -1;
     req->tm.tile_us = tiled_now_us() - t0;
-    return 0;
+    return take_input(req, e);
 }
 
 static int build_body(struct tiled_req *req, struct tile_error *e)
@@ -168,18 +184,6 @@ void tiled_work_fail(struct tiled_req *req, const struct tile_error *e)
         tiled_reply_header(&req->reply, "Retry-After", "1");
 }
 
-/* The decoded input's bytes, when it has its own (a raw or .npy body's
- * may be read in place), are the request's too (memory.h). */
-static int take_input(struct tiled_req *req, struct tile_error *e)
-{
-    const struct tile_tensor *in = &req->work->treq.input;
-    if (!in->owns_data || req->input_taken)
-        return 0;
-    req->input_taken = true;
-    uint64_t bytes = in->nelem * tile_dtype_size(in->dtype) + in->blob_len;
-    return tiled_memory_take(&req->srv->memory, &req->mem_held, req->mem_kin, bytes, e);
-}
-
 /* Decodes the body: 0 when prepared, -1 with `e` set, -2 when the reply
  * is already decided (an error, or a handler's whole answer). */
 static int prepare(struct tiled_req *req, struct tile_error *e)
@@ -187,9 +191,7 @@ static int prepare(struct tiled_req *req, struct tile_error *e)
     if (tiled_work_prepared(req))
         return 0;
     int rc = tiled_inflate_body(req, e);
-    if (rc == 0)
-        rc = req->prepare(req, e);
-    return rc == 0 ? take_input(req, e) : rc;
+    return rc == 0 ? req->prepare(req, e) : rc;
 }
 
 void tiled_work_run(struct tiled_req *req)

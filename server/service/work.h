@@ -67,7 +67,10 @@ void *tiled_work_new(struct tiled_req *req, struct tile_spare *spare, size_t siz
 void tiled_work_free(struct tiled_req *req);
 
 /* Plans req->work->treq into its plan with the server's limits (an output
- * tensor too large for them is refused here, before any work). */
+ * tensor too large for them is refused here, before any work), then takes
+ * the decoded input's bytes from the request memory budget (memory.h; a
+ * 503 naming --max-memory when they do not fit): the handler calls it once
+ * decoded, before the encoder takes the input over. */
 int tiled_work_plan(struct tiled_req *req, struct tile_error *e);
 /* The one check of an output's size against the flags that bound it:
  * every output against --max-output, one that will be streamed (above

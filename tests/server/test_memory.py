@@ -5,10 +5,14 @@ request whose body would go above it (HTTP), one whose in-memory output would (H
 gRPC call whose message would, are refused with 503 and Retry-After (gRPC: UNAVAILABLE),
 naming the flag; the held request then completes whole, the budget is all given back (the
 daemon's own gauge), and the refused requests succeed when sent again. A request above the
-budget is served when it is alone. Waits are for conditions (the daemon's gauges), not time.
+budget is served when it is alone. What one request holds is, by the daemon's own account, its
+work record, its body once, a compressed body's inflated copy, its decoded input and its reply;
+one that fits the budget to the byte is served, one byte more is refused. Waits are for
+conditions (the daemon's gauges), not time.
 
     cd tests/server && TILED_BIN=../../build/tiled build/venv/bin/python -m unittest -v test_memory
 """
+import gzip
 import http.client
 import json
 import socket
@@ -18,12 +22,14 @@ import grpc
 import numpy as np
 
 from harness.daemon import DaemonCase, Daemon, wait_for
-from harness.grpcwire import INFER, infer_request, raw_method, raw_output
+from harness.grpcwire import INFER, infer_request, pb_len, raw_method, raw_output
 
 BUDGET = 1 << 20
 HELD = 800_000          # the held request's body and output: more than half the budget
 SENT_FIRST = 700_000    # what its client sends before it stops
 RAW = {"Content-Type": "application/octet-stream"}
+JSON = {"Content-Type": "application/json"}
+V2_INFER = "/v2/models/tile/infer"
 
 
 def metric(d, name):
@@ -131,6 +137,109 @@ class MemoryBudget(DaemonCase):
         resp, body = self.d.request("POST", tile_path(data.size, 2), data.tobytes(), RAW)
         self.assertEqual(resp.status, 200, body[:300])
         self.assertEqual(body, np.tile(data, 2).tobytes())
+
+
+def fp64_infer(n):
+    """A v2 JSON infer of an FP64 input of n ones, tiled once: 2 bytes of text an element, 8 decoded."""
+    return json.dumps({"inputs": [{"name": "input", "datatype": "FP64", "shape": [n], "data": [1] * n},
+                                  {"name": "repeats", "datatype": "INT64", "shape": [1], "data": [1]}]},
+                      separators=(",", ":")).encode()
+
+
+class WhatARequestHolds(unittest.TestCase):
+    """The daemon's own account of a request (tiled_request_memory_peak_bytes of a fresh daemon,
+    one request at a time, each holding more than the one before): its work record, its body
+    once as it arrived, a compressed body's inflated copy, its decoded input and its reply, each
+    counted once and all held at its end. The record's size is what a request refused at decode
+    holds beside its body."""
+
+    N = 4096  # FP64 elements: a body of 8 KiB, a decoded input of 32 KiB
+
+    def setUp(self):
+        self.d = Daemon("--max-memory", str(BUDGET), "--grpc-port", "0", "--log-level", "warn")
+
+    def tearDown(self):
+        self.assertEqual(self.d.stop(), 0)
+
+    def held(self):
+        return metric(self.d, "tiled_request_memory_bytes")
+
+    def peak(self):
+        return metric(self.d, "tiled_request_memory_peak_bytes")
+
+    def record(self):
+        """A v2 infer's work record: the first request, refused at decode, holds it and its body."""
+        self.assertEqual((self.held(), self.peak()), (0, 0))
+        resp, body = self.d.request("POST", V2_INFER, b"{}", JSON)
+        self.assertEqual(resp.status, 400, body)
+        return self.peak() - 2
+
+    def infer(self, body, headers=JSON):
+        resp, reply = self.d.request("POST", V2_INFER, body, headers)
+        self.assertEqual(resp.status, 200, reply[:300])
+        self.assertEqual(json.loads(reply)["outputs"][0]["data"], [1] * self.N)
+        return reply
+
+    def test_a_plain_and_a_gzip_body_beside_the_decoded_input_and_reply(self):
+        record, doc = self.record(), fp64_infer(self.N)
+        reply = self.infer(doc)
+        self.assertEqual(self.peak(), record + len(doc) + 8 * self.N + len(reply))
+        packed = gzip.compress(doc)
+        reply = self.infer(packed, dict(JSON, **{"Content-Encoding": "gzip"}))
+        self.assertEqual(self.peak(), record + len(packed) + len(doc) + 8 * self.N + len(reply))
+        self.assertTrue(wait_for(lambda: self.held() == 0, 60), self.held())
+
+    def test_a_grpc_call_beside_its_decoded_input_and_reply(self):
+        """A call's own state is counted beside its request's: a call refused at decode holds it,
+        the record and its message."""
+        self.assertEqual((self.held(), self.peak()), (0, 0))
+        probe = pb_len(1, b"tile")  # model "tile", no inputs
+        data = (np.arange(8192) % 97).astype(np.int8)
+        message = infer_request(data, [2])
+        with grpc.insecure_channel(f"{self.d.host}:{self.d.grpc_port}") as ch:
+            with self.assertRaises(grpc.RpcError) as cm:
+                raw_method(ch, INFER)(probe, timeout=60)
+            self.assertEqual(cm.exception.code(), grpc.StatusCode.INVALID_ARGUMENT, cm.exception.details())
+            state = self.peak() - len(probe)
+            reply = raw_method(ch, INFER)(message, timeout=60)
+        self.assertEqual(raw_output(reply), np.tile(data, 2).tobytes())
+        self.assertEqual(self.peak(), state + len(message) + data.size + len(reply))
+        self.assertTrue(wait_for(lambda: self.held() == 0, 60), self.held())
+
+    def test_a_request_that_fits_to_the_byte_is_served_and_one_byte_more_is_refused(self):
+        """Beside an unfinished body holding the rest of the budget (a v2 infer's record is made
+        when its body is whole, so it holds its bytes alone): with room for the request's body,
+        record, decoded input and reply it is served; one byte less and its reply is refused; as
+        many less again as the reply's bytes, and its decoded input is."""
+        record, doc = self.record(), fp64_infer(self.N)
+        reply = self.infer(doc)
+        need = record + len(doc) + 8 * self.N + len(reply)
+        self.assertEqual(self.peak(), need)
+        refused0 = metric(self.d, "tiled_request_memory_refused_total")
+        s = socket.create_connection((self.d.host, self.d.port), timeout=60)
+        try:
+            s.sendall(f"POST {V2_INFER} HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+                      f"Content-Length: {BUDGET}\r\n\r\n".encode())
+            others = 0
+            for more, refused in ((BUDGET - need, None), (1, len(reply)), (len(reply), 8 * self.N)):
+                s.sendall(b" " * more)
+                others += more
+                self.assertTrue(wait_for(lambda: self.held() == others, 60), (self.held(), others))
+                if refused is None:
+                    self.assertEqual(self.infer(doc), reply)
+                    self.assertEqual(self.peak(), BUDGET)
+                    continue
+                resp, body = self.d.request("POST", V2_INFER, doc, JSON)
+                self.assertEqual(resp.status, 503, body[:300])
+                self.assertEqual(resp.getheader("Retry-After"), "1")
+                self.assertIn(f"server memory budget: {refused} more bytes do not fit, other requests hold "
+                              f"{others} of the max-memory limit of {BUDGET} bytes (--max-memory)",
+                              json.loads(body)["error"])
+            self.assertEqual(metric(self.d, "tiled_request_memory_refused_total") - refused0, 2)
+        finally:
+            s.close()
+        self.assertTrue(wait_for(lambda: self.held() == 0, 60), self.held())
+        self.assertEqual(self.infer(doc), reply)
 
 
 class NoBudget(unittest.TestCase):

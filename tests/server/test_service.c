@@ -19,6 +19,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "compress.h"
 #include "fake_transport.h"
 #include "handlers.h"
 #include "log.h"
@@ -27,6 +28,7 @@
 #include "router.h"
 #include "server.h"
 #include "service.h"
+#include "v2_state.h"
 
 #define srv fake_srv
 
@@ -420,6 +422,56 @@ static void v2_errors(void **state)
     tiled_service_end(req, req->reply.status);
 }
 
+/* ---- what a request holds (memory.h) ------------------------------------------- */
+
+/* What a v2 infer answered with `status` holds in the budget beside its
+ * reply's bytes (the server's total is its own, and all of it is given
+ * back at its end). */
+static uint64_t held_beside_reply(struct fake_conn *c, const char *body, size_t len, int status)
+{
+    uint64_t before = atomic_load(&srv.memory.held);
+    struct tiled_req *req = fake_exchange(&srv, c, TILED_TRANSPORT_HTTP, "POST", "/v2/models/tile/infer", body, len);
+    if (req->reply.status != status)
+        fail_msg("status %d: %.*s", req->reply.status, (int)req->reply.body_len, req->reply.body);
+    uint64_t held = req->mem_held;
+    assert_int_equal(atomic_load(&srv.memory.held), before + held);
+    uint64_t reply = req->reply.body_len;
+    tiled_service_end(req, req->reply.status);
+    assert_int_equal(atomic_load(&srv.memory.held), before);
+    return held - (status == TILED_OK ? reply : 0);
+}
+
+/* A v2 infer holds its work record, its body as it arrived and a
+ * compressed body's inflated copy, its decoded input (a string element a
+ * 16-byte reference, and the string bytes) and its reply: each once. */
+static void a_request_holds_its_body_input_and_reply_once(void **state)
+{
+    (void)state;
+    static const char fp64[] = "{\"inputs\": [{\"name\": \"input\", \"shape\": [4], \"datatype\": \"FP64\", "
+                               "\"data\": [1, 2, 3, 4]}, {\"name\": \"repeats\", \"shape\": [1], \"datatype\": "
+                               "\"INT64\", \"data\": [3]}]}";
+    static const char strings[] = "{\"inputs\": [{\"name\": \"input\", \"shape\": [2], \"datatype\": \"BYTES\", "
+                                  "\"data\": [\"ab\", \"cde\"]}, {\"name\": \"repeats\", \"shape\": [1], "
+                                  "\"datatype\": \"INT64\", \"data\": [2]}]}";
+    const uint64_t record = sizeof(struct tiled_v2_infer);
+    struct fake_conn c;
+    fake_conn_init(&c);
+    /* Refused at decode: the record and the body, nothing decoded. */
+    assert_int_equal(held_beside_reply(&c, "{}", 2, TILED_BAD_REQUEST), record + 2);
+    assert_int_equal(held_beside_reply(&c, fp64, strlen(fp64), TILED_OK), record + strlen(fp64) + 4 * sizeof(double));
+    assert_int_equal(held_beside_reply(&c, strings, strlen(strings), TILED_OK),
+                     record + strlen(strings) + 2 * sizeof(struct tile_str) + 5);
+    /* Compressed: the body as it came and its inflated copy (on a worker). */
+    char *gz;
+    uint64_t gz_len;
+    struct tile_error e = {0};
+    assert_int_equal(tiled_compress(TILED_CODING_GZIP, fp64, strlen(fp64), &gz, &gz_len, &e), 1);
+    fake_conn_header(&c, "Content-Encoding", "gzip");
+    assert_int_equal(held_beside_reply(&c, gz, (size_t)gz_len, TILED_OK),
+                     record + gz_len + strlen(fp64) + 4 * sizeof(double));
+    free(gz);
+}
+
 /* ---- what finished requests leave behind ------------------------------------ */
 
 static void metrics_count_requests(void **state)
@@ -494,6 +546,7 @@ int main(void)
         cmocka_unit_test(v2_metadata),
         cmocka_unit_test(v2_infer),
         cmocka_unit_test(v2_errors),
+        cmocka_unit_test(a_request_holds_its_body_input_and_reply_once),
         cmocka_unit_test(metrics_count_requests),
         cmocka_unit_test(error_replaces_a_body_through_its_release),
     };

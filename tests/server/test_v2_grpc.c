@@ -27,6 +27,7 @@
 #include "pbwire.h"
 #include "service.h"
 #include "stream.h"
+#include "v2_state.h"
 
 #define srv fake_srv
 
@@ -776,6 +777,37 @@ static void infer_bytes(void **state)
     free(p);
 }
 
+/* What a call's request holds in the budget once answered (memory.h): its
+ * work record, its message once (the transport counts it as it arrives),
+ * its decoded input (a string element a 16-byte reference, and the string
+ * bytes) and its reply message. The call's own state is the transport's
+ * account beside it (none here). All of it is given back at the end. */
+static void infer_holds_its_message_input_and_reply_once(void **state)
+{
+    (void)state;
+    static const uint8_t strings[] = {2, 0, 0, 0, 'a', 'b', 3, 0, 0, 0, 'c', 'd', 'e'};
+    static const int64_t two = 2;
+    const struct tensor_in fp32[] = {FP32_22, REPEATS(rep23, 2)};
+    const struct tensor_in bytes[] = {
+        {.name = "input", .datatype = "BYTES", .rank = 1, .shape = {2}, .raw = strings, .raw_len = sizeof(strings)},
+        REPEATS(&two, 1),
+    };
+    const struct infer_req q[] = {{.in = fp32, .nin = 2}, {.in = bytes, .nin = 2}};
+    const uint64_t input[] = {sizeof(in22), 2 * sizeof(struct tile_str) + 5};
+    for (int i = 0; i < 2; i++) {
+        struct msg *m = infer_msg(&q[i]);
+        uint64_t before = atomic_load(&srv.memory.held);
+        struct tiled_req *req = call(RPC "ModelInfer", m);
+        size_t len;
+        ok_reply(req, &len);
+        assert_int_equal(req->mem_held, sizeof(struct tiled_v2_infer) + m->len + input[i] + len);
+        assert_int_equal(atomic_load(&srv.memory.held), before + req->mem_held);
+        end(req);
+        assert_int_equal(atomic_load(&srv.memory.held), before);
+        free(m);
+    }
+}
+
 static void infer_semantics(void **state)
 {
     (void)state;
@@ -1207,6 +1239,7 @@ int main(void)
         cmocka_unit_test(infer_raw),
         cmocka_unit_test(infer_typed_and_version1),
         cmocka_unit_test(infer_bytes),
+        cmocka_unit_test(infer_holds_its_message_input_and_reply_once),
         cmocka_unit_test(infer_semantics),
         cmocka_unit_test(infer_errors),
         cmocka_unit_test(infer_limits),
