@@ -20,14 +20,17 @@ static struct tile_autosplit_class *class_of(struct tile_autosplit *a, enum tile
     return &a->cls[work == TILE_WORK_COPY][i];
 }
 
-static uint64_t window_median(struct tile_autosplit_class *c, enum tile_split_way way)
+uint64_t tile_ring_median(const atomic_uint_fast64_t *ring, const atomic_uint_fast64_t *count, unsigned window,
+                          bool lower)
 {
-    uint64_t n = atomic_load_explicit(&c->samples[way], memory_order_relaxed);
-    if (n > TILE_AUTOSPLIT_WINDOW)
-        n = TILE_AUTOSPLIT_WINDOW;
-    uint64_t v[TILE_AUTOSPLIT_WINDOW], m = 0;
-    for (uint64_t i = 0; i < n; i++) { /* insertion sort: at most 8 values */
-        uint64_t x = atomic_load_explicit(&c->ps_per_kib[way][i], memory_order_relaxed), j = m++;
+    uint64_t n = atomic_load_explicit(count, memory_order_relaxed);
+    if (n > window)
+        n = window;
+    if (n > TILE_RING_MAX)
+        n = TILE_RING_MAX;
+    uint64_t v[TILE_RING_MAX], m = 0;
+    for (uint64_t i = 0; i < n; i++) { /* insertion sort: a handful of values */
+        uint64_t x = atomic_load_explicit(&ring[i], memory_order_relaxed), j = m++;
         if (x == 0) { /* counted but not stored yet by a concurrent record */
             m--;
             continue;
@@ -36,7 +39,15 @@ static uint64_t window_median(struct tile_autosplit_class *c, enum tile_split_wa
             v[j] = v[j - 1];
         v[j] = x;
     }
-    return m ? v[(m - 1) / 2] : 0; /* the lower median: two slow runs of four do not make it */
+    if (!m)
+        return 0;
+    return lower ? v[(m - 1) / 2] : v[m / 2];
+}
+
+static uint64_t window_median(struct tile_autosplit_class *c, enum tile_split_way way)
+{
+    /* The lower median: two slow runs of four do not make it. */
+    return tile_ring_median(c->ps_per_kib[way], &c->samples[way], TILE_AUTOSPLIT_WINDOW, true);
 }
 
 /* Splitting must win clearly: it occupies cores that other requests could

@@ -56,6 +56,14 @@
 #include <stdint.h>
 
 #define TILE_AUTOSPLIT_CLASSES 26 /* 2^20 (1 MiB) .. 2^45 bytes and above */
+/* The median of a ring of timings (the first min(count, window) slots;
+ * a slot still 0, counted but not yet stored by a concurrent record, is
+ * skipped), 0 when there is none; `lower` takes the lower of the two middle
+ * values. One for the split's and the store kind's windows (stores.c). */
+#define TILE_RING_MAX 16
+uint64_t tile_ring_median(const atomic_uint_fast64_t *ring, const atomic_uint_fast64_t *count, unsigned window,
+                          bool lower);
+
 #define TILE_AUTOSPLIT_WINDOW 8
 #define TILE_AUTOSPLIT_WARMUP 4
 #define TILE_AUTOSPLIT_EXPLORE 16

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "autosplit.h"
+
 #define SYSFS_CACHE "/sys/devices/system/cpu/cpu0/cache/index%d/%s"
 #define SYSFS_MAX_INDEX 16
 
@@ -161,21 +163,7 @@ static struct class_state *measured_class(uint64_t out_bytes)
 
 static uint64_t median(struct lane_state *l, int kind)
 {
-    uint64_t n = atomic_load_explicit(&l->samples[kind], memory_order_relaxed);
-    if (n > TILE_STORES_WINDOW)
-        n = TILE_STORES_WINDOW;
-    uint64_t v[TILE_STORES_WINDOW], m = 0;
-    for (uint64_t i = 0; i < n; i++) { /* insertion sort: at most 8 values */
-        uint64_t x = atomic_load_explicit(&l->ps_per_kib[kind][i], memory_order_relaxed), j = m++;
-        if (x == 0) { /* counted but not stored yet by a concurrent call */
-            m--;
-            continue;
-        }
-        for (; j > 0 && v[j - 1] > x; j--)
-            v[j] = v[j - 1];
-        v[j] = x;
-    }
-    return m ? v[m / 2] : 0;
+    return tile_ring_median(l->ps_per_kib[kind], &l->samples[kind], TILE_STORES_WINDOW, false);
 }
 
 /* Streaming wins only by the margin (times per byte: lower is faster). */
