@@ -130,8 +130,7 @@ int tile_parse_int_list(const char *s, int64_t *out, int max, int *count, const 
                                   name, i);
         if (i >= max)
             return tile_error_set(e, TILE_EINVAL, "%s has more than %d items", name, max);
-        struct tile_error quiet;
-        if (tile_parse_int64(a, (size_t)(b - a), &out[i], name, &quiet) < 0) {
+        if (tile_parse_int64(a, (size_t)(b - a), &out[i], name, NULL) < 0) { /* NULL: no message made */
             /* The item is named only once it is wrong: formatting its name
              * cost more than parsing it. The second parse says why. */
             char item[96];
