@@ -252,9 +252,7 @@ static long sock_send(struct grpc_conn *c, const uint8_t *p, size_t n)
     ssize_t r = c->loop->t->io->sendmsg(c->fd, &msg, MSG_NOSIGNAL);
     if (r > 0)
         c->last_active_us = tiled_now_us(); /* a client reading a long reply is not idle */
-    if (r >= 0)
-        return r;
-    return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? -1 : -2;
+    return tiled_socket_result(r);
 }
 
 static long sock_recv(struct grpc_conn *c, uint8_t *buf, size_t cap)
@@ -262,9 +260,7 @@ static long sock_recv(struct grpc_conn *c, uint8_t *buf, size_t cap)
     if (c->tls)
         return tiled_tls_conn_recv(c->tls, buf, cap);
     ssize_t r = c->loop->t->io->recv(c->fd, buf, cap, 0);
-    if (r >= 0)
-        return r;
-    return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? -1 : -2;
+    return tiled_socket_result(r);
 }
 
 static void watch(struct grpc_conn *c, uint32_t events)
@@ -393,9 +389,7 @@ static long send_pieces(struct grpc_conn *c)
     ssize_t r = c->loop->t->io->sendmsg(c->fd, &msg, MSG_NOSIGNAL);
     if (r > 0)
         c->last_active_us = tiled_now_us(); /* a client reading a long reply is not idle */
-    if (r >= 0)
-        return r;
-    return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? -1 : -2;
+    return tiled_socket_result(r);
 }
 
 /* `n` bytes went: whole pieces leave the queue, lent ones go back to

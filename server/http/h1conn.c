@@ -146,9 +146,7 @@ static long conn_recv(struct http_conn *c, void *buf, size_t cap)
     if (c->tls)
         return tiled_tls_conn_recv(c->tls, buf, cap);
     ssize_t r = c->loop->t->io->recv(c->fd, buf, cap, 0);
-    if (r >= 0)
-        return r;
-    return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? -1 : -2;
+    return tiled_socket_result(r);
 }
 
 /* ---- the head --------------------------------------------------------------- */

@@ -11,7 +11,9 @@
 #ifndef TILED_LISTENER_H
 #define TILED_LISTENER_H
 
+#include <errno.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "error.h"
 
@@ -44,5 +46,15 @@ void tiled_listener_url_host(const char *host, char *dst, size_t cap);
 int tiled_listener_hold(int fd);
 /* Connections completed and waiting to be accepted (0 when unknown). */
 unsigned tiled_listener_queued(int fd);
+
+/* A socket call's result as both transports read it: the bytes (0 at the
+ * end), -1 when nothing can move now (EAGAIN, EINTR: try at the next
+ * readiness), -2 on an error (the connection is gone). */
+static inline long tiled_socket_result(ssize_t r)
+{
+    if (r >= 0)
+        return r;
+    return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? -1 : -2;
+}
 
 #endif
