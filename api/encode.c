@@ -405,11 +405,10 @@ static size_t read_pieces(struct tile_encoder *enc, char *buf, size_t cap)
 /* Appends `label` and `v` in decimal, left-padded with spaces to `width`;
  * returns the new end. Per-request JSON bodies call this on every reply,
  * where snprintf's generality showed up in profiles. */
-static char *put_metric(char *p, const char *label, uint64_t v, int width)
+static char *put_metric(char *p, const char *label, size_t l, uint64_t v, int width)
 {
     char digits[20];
     int n = (int)tile_format_u64(digits, v);
-    size_t l = strlen(label);
     memcpy(p, label, l);
     p += l;
     for (int i = n; i < width; i++)
@@ -417,16 +416,17 @@ static char *put_metric(char *p, const char *label, uint64_t v, int width)
     memcpy(p, digits, (size_t)n);
     return p + n;
 }
+#define PUT_METRIC(p, lit, ...) put_metric(p, lit, sizeof(lit) - 1, __VA_ARGS__)
 
 static size_t write_tail(const struct tile_encoder *enc, int width, char *out)
 {
     const struct tile_timings *m = &enc->metrics;
     char *p = out;
-    p = put_metric(p, "]},\"metrics\":{\"queue_us\":", m->queue_us, width);
-    p = put_metric(p, ",\"decode_us\":", m->decode_us, width);
-    p = put_metric(p, ",\"tile_us\":", m->tile_us, width);
-    p = put_metric(p, ",\"encode_us\":", m->encode_us, width);
-    p = put_metric(p, ",\"total_us\":", m->total_us, width);
+    p = PUT_METRIC(p, "]},\"metrics\":{\"queue_us\":", m->queue_us, width);
+    p = PUT_METRIC(p, ",\"decode_us\":", m->decode_us, width);
+    p = PUT_METRIC(p, ",\"tile_us\":", m->tile_us, width);
+    p = PUT_METRIC(p, ",\"encode_us\":", m->encode_us, width);
+    p = PUT_METRIC(p, ",\"total_us\":", m->total_us, width);
     memcpy(p, "}}", 3);
     return (size_t)(p + 2 - out);
 }

@@ -100,15 +100,11 @@ static const char *field(const struct grpc_call *call, const char *name)
  * in gRPC, te: trailers and accept-encoding describe the HTTP/2 exchange
  * and message compression is grpc-encoding's, so the service must not
  * answer them with chunking or a compressed body. */
-static const char *service_header(void *call, const char *name)
+static const char *service_header(void *call, enum tiled_field f)
 {
-    static const char *const hidden[] = {"te", "accept-encoding", "content-encoding", "content-length"};
-    const char *value = field(call, name);
-    for (size_t i = 0; value && i < sizeof(hidden) / sizeof(hidden[0]); i++) {
-        if (strcasecmp(name, hidden[i]) == 0)
-            return NULL;
-    }
-    return value;
+    if (f == TILED_F_TE || f == TILED_F_ACCEPT_ENCODING || f == TILED_F_CONTENT_ENCODING || f == TILED_F_CONTENT_LENGTH)
+        return NULL;
+    return field(call, tiled_field_names[f]);
 }
 
 /* ---- sending ---------------------------------------------------------------------- */

@@ -149,10 +149,10 @@ static void set_tensor_headers(struct tiled_req *req, const struct tile_plan *pl
 static int v1_prepare(struct tiled_req *req, struct tile_error *e)
 {
     struct v1_work *s = v1_of(req);
-    uint64_t t0 = tiled_now_us();
+    tiled_req_mark(req);
     if (decode(req, s, e) < 0)
         return -1;
-    req->tm.decode_us = tiled_now_us() - t0;
+    req->tm.decode_us = tiled_req_lap(req);
     if (tiled_work_plan(req, e) < 0)
         return -1;
     s->work.enc = tile_encoder_new(s->out_fmt, &s->work.plan, &s->work.treq, NULL, 0, e); /* sized in produce */

@@ -52,7 +52,7 @@ static int decode(struct tiled_req *req, struct tiled_v2_infer *s, const struct 
                   struct tile_error *e)
 {
     struct tile_v2_shm_source src;
-    uint64_t t0 = tiled_now_us();
+    tiled_req_mark(req);
     int version = s->v2.version;
     tile_v2_request_free(&s->v2);
     memset(&s->v2, 0, sizeof(s->v2));
@@ -62,7 +62,7 @@ static int decode(struct tiled_req *req, struct tiled_v2_infer *s, const struct 
     tile_request_free(&s->work.treq);
     s->work.treq = s->v2.treq;
     tile_request_init(&s->v2.treq);
-    req->tm.decode_us = tiled_now_us() - t0;
+    req->tm.decode_us = tiled_req_lap(req);
     return rc;
 }
 

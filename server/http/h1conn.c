@@ -152,9 +152,9 @@ static long conn_recv(struct http_conn *c, void *buf, size_t cap)
 /* ---- the head --------------------------------------------------------------- */
 
 /* A field's value, NULL when absent: the first of its name. */
-static const char *conn_header(void *conn, const char *name)
+static const char *conn_header(void *conn, enum tiled_field f)
 {
-    return http_head_field(&((const struct http_conn *)conn)->hd, name);
+    return ((const struct http_conn *)conn)->fields[f];
 }
 
 /* Copies the accepted head [from, to) out of the input buffer (which the
@@ -167,7 +167,10 @@ static bool parse_head(struct http_conn *c, uint64_t from, uint64_t to)
     memcpy(c->head, c->in + (from - c->in_base), n);
     c->head[n] = '\0';
     c->http10 = c->h1.http10;
-    return http_head_split(c->head, &c->hd);
+    if (!http_head_split(c->head, &c->hd))
+        return false;
+    http_head_index(&c->hd, tiled_field_names, tiled_field_lens, TILED_F_COUNT, c->fields);
+    return true;
 }
 
 /* ---- requests ------------------------------------------------------------------ */
@@ -223,8 +226,8 @@ static void begin_request(struct http_conn *c, uint64_t from, uint64_t to)
     c->keep_alive = !http_head_lists(&c->hd, "Connection", "close") &&
                     (!c->http10 || http_head_lists(&c->hd, "Connection", "keep-alive"));
     c->is_head = strcmp(method, "HEAD") == 0;
-    c->req_origin = conn_header(c, "Origin");
-    const char *expect = conn_header(c, "Expect");
+    c->req_origin = c->fields[TILED_F_ORIGIN];
+    const char *expect = c->fields[TILED_F_EXPECT];
     c->expect_continue = !c->http10 && expect && strcasecmp(expect, "100-continue") == 0;
     c->nquery = 0;
     c->query_overflow = false;
@@ -250,10 +253,10 @@ static void begin_request(struct http_conn *c, uint64_t from, uint64_t to)
     /* An answer decided by the head alone goes out before any upload; a
      * page on another origin that may not call tiled gets its 403 before
      * the route, the key check and the body, so it makes tiled do no work. */
-    if (tiled_service_browser(req, c->req_origin, conn_header(c, "Host"),
-                              conn_header(c, "Access-Control-Request-Method")) ||
-        tiled_service_route(req, conn_header(c, "Authorization")) ||
-        tiled_service_expect_body(req, conn_header(c, "Content-Length")) || tiled_service_check_head(req)) {
+    if (tiled_service_browser(req, c->req_origin, c->fields[TILED_F_HOST],
+                              c->fields[TILED_F_ACR_METHOD]) ||
+        tiled_service_route(req, c->fields[TILED_F_AUTHORIZATION]) ||
+        tiled_service_expect_body(req, c->fields[TILED_F_CONTENT_LENGTH]) || tiled_service_check_head(req)) {
         if (announces_body(c))
             answer_now_and_close(c);
         return; /* without a body, its end comes at once, and dispatch sends the reply decided */
@@ -396,6 +399,7 @@ static void refuse_stream(struct http_conn *c)
         char *method = c->head, *target = c->head + 16;
         refused_line(p, c->in + off, len, method, 16, target, 256);
         c->hd.nfields = 0;
+        memset(c->fields, 0, sizeof(c->fields));
         c->http10 = false;
         c->keep_alive = false;
         c->req_origin = NULL;

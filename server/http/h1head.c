@@ -45,6 +45,23 @@ const char *http_head_field(const struct http_head *h, const char *name)
     return NULL;
 }
 
+void http_head_index(const struct http_head *h, const char *const *names, const unsigned char *lens, int n,
+                     const char **out)
+{
+    for (int k = 0; k < n; k++)
+        out[k] = NULL;
+    for (int i = 0; i < h->nfields; i++) {
+        const struct http_field *f = &h->fields[i];
+        for (int k = 0; k < n; k++) {
+            if (lens[k] == f->name_len && !out[k] && (f->name[0] | 0x20) == names[k][0] &&
+                strncasecmp(f->name, names[k], f->name_len) == 0) {
+                out[k] = f->value;
+                break;
+            }
+        }
+    }
+}
+
 static int hex_digit(char ch)
 {
     if (ch >= '0' && ch <= '9')

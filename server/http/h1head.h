@@ -37,6 +37,11 @@ bool http_head_split(char *text, struct http_head *h);
 /* The value of the first field named `name` (case-insensitive), NULL when
  * there is none. */
 const char *http_head_field(const struct http_head *h, const char *name);
+/* For each of the n names (lower case, lens[i] bytes), the value of the
+ * first field of that name (case-insensitive) into out[i], NULL when there
+ * is none: one pass over the fields for all the names a request is asked. */
+void http_head_index(const struct http_head *h, const char *const *names, const unsigned char *lens, int n,
+                     const char **out);
 /* Percent-decodes s in place, and '+' as a space when `plus` (a query's
  * keys and values); a malformed escape stays as it is. */
 void http_unescape(char *s, bool plus);

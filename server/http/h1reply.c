@@ -74,9 +74,9 @@ static void out_str(struct http_conn *c, const char *s)
     http_out_put(c, s, strlen(s));
 }
 
-static void out_field(struct http_conn *c, const char *name, const char *value)
+static void out_field_n(struct http_conn *c, const char *name, size_t nl, const char *value)
 {
-    size_t nl = strlen(name), vl = strlen(value);
+    size_t vl = strlen(value);
     char *o = out_room(c, nl + 2 + vl + 2);
     if (!o)
         return;
@@ -86,6 +86,15 @@ static void out_field(struct http_conn *c, const char *name, const char *value)
     memcpy(o + nl + 2 + vl, "\r\n", 2);
     c->out_len += nl + 2 + vl + 2;
 }
+
+static void out_field(struct http_conn *c, const char *name, const char *value)
+{
+    out_field_n(c, name, strlen(name), value);
+}
+
+/* A field of a literal name, its length counted by the compiler. */
+#define OUT_FIELD_LIT(c, name, value) out_field_n(c, name, sizeof(name) - 1, value)
+#define OUT_LIT(c, s) http_out_put(c, s, sizeof(s) - 1)
 
 bool http_out_pending(const struct http_conn *c)
 {
@@ -276,17 +285,17 @@ void http_reply_queue(struct http_conn *c)
     out_framing(c, req);
     if (c->close_after || !c->keep_alive || atomic_load(&t->srv->draining) || reply_closes(r)) {
         c->close_after = true;
-        out_str(c, "Connection: close\r\n");
+        OUT_LIT(c, "Connection: close\r\n");
     } else if (c->http10) {
-        out_str(c, "Connection: Keep-Alive\r\n");
+        OUT_LIT(c, "Connection: Keep-Alive\r\n");
     }
     /* A 204 has no body, so no body type; a 304 stands for the body the
      * client holds, and sends only what updates its cached copy (caching.h). */
     if (r->status != TILED_NO_CONTENT && r->status != TILED_NOT_MODIFIED)
-        out_field(c, "Content-Type", r->content_type ? r->content_type : "application/json");
-    out_field(c, "X-Request-Id", req->request_id);
-    out_field(c, "Server-Timing", timing);
-    out_field(c, "X-Content-Type-Options", "nosniff"); /* bodies are data, never to be sniffed */
+        OUT_FIELD_LIT(c, "Content-Type", r->content_type ? r->content_type : "application/json");
+    OUT_FIELD_LIT(c, "X-Request-Id", req->request_id);
+    OUT_FIELD_LIT(c, "Server-Timing", timing);
+    OUT_LIT(c, "X-Content-Type-Options: nosniff\r\n"); /* bodies are data, never to be sniffed */
     for (int i = 0; i < r->nheaders; i++)
         if (r->headers[i][0] && r->headers[i][1] && strcasecmp(r->headers[i][0], "Connection") != 0)
             out_field(c, r->headers[i][0], r->headers[i][1]);

@@ -24,6 +24,7 @@
 #include "h1head.h"
 #include "h1wire.h"
 #include "server.h" /* struct tiled_kv */
+#include "service.h" /* enum tiled_field */
 #include "wakeup.h"
 
 struct tiled_server;
@@ -83,6 +84,7 @@ struct http_conn {
     size_t head_cap;
     char *path;             /* the decoded path (in head) */
     struct http_head hd;    /* head, split */
+    const char *fields[TILED_F_COUNT]; /* the fields the service reads, found in hd (http_head_index) */
     struct tiled_kv query[TILED_QUERY_MAX]; /* its query's parameters (in head), lent to the request */
     int nquery;
     bool query_overflow;
@@ -146,6 +148,7 @@ struct http_loop {
     struct http_conn *conns;
     struct http_conn *closed; /* released this turn: freed at its end (nothing on the stack refers to them then) */
     uint64_t next_tick_us;
+    uint64_t turn_end_us; /* the clock at the last turn's end, which the next wait is timed from */
     bool quiesced, unlistened;
 };
 

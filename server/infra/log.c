@@ -61,15 +61,14 @@ bool tiled_log_enabled(enum tiled_log_level level)
     return level <= log_level;
 }
 
-/* "YYYY-MM-DDTHH:MM:SS.mmmZ" (24 bytes and a NUL) into buf. The part to
- * the second is formatted once a second per thread: strftime was a tenth
- * of the access line's cost. */
-static void timestamp(char buf[25])
+/* "YYYY-MM-DDTHH:MM:SS.mmmZ" (24 bytes and a NUL) into buf, for the
+ * wall-clock time `ts`. The part to the second is formatted once a second
+ * per thread: strftime was a tenth of the access line's cost. */
+static void format_time(const struct timespec *tsp, char buf[25])
 {
     static _Thread_local time_t cached_sec = -1;
     static _Thread_local char cached[20];
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
+    struct timespec ts = *tsp;
     if (ts.tv_sec != cached_sec) {
         struct tm tm;
         gmtime_r(&ts.tv_sec, &tm);
@@ -85,6 +84,35 @@ static void timestamp(char buf[25])
     buf[22] = (char)('0' + ms % 10);
     buf[23] = 'Z';
     buf[24] = '\0';
+}
+
+static void timestamp(char buf[25])
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    format_time(&ts, buf);
+}
+
+/* The wall-clock time of a moment read on the monotonic clock (µs), for
+ * the access line, whose request already read the clock at its end: the
+ * wall clock's offset is read again once a second per thread, so a step
+ * of the system clock shows in the lines within a second. One clock read
+ * less per request. */
+static void timestamp_at(uint64_t mono_us, char buf[25])
+{
+    static _Thread_local uint64_t offset_at_us, offset_ns; /* wall - monotonic, as read at offset_at_us */
+    static _Thread_local bool have_offset;
+    if (!have_offset || mono_us - offset_at_us >= 1000000u || mono_us < offset_at_us) {
+        struct timespec w, m;
+        clock_gettime(CLOCK_REALTIME, &w);
+        clock_gettime(CLOCK_MONOTONIC, &m);
+        offset_ns = ((uint64_t)w.tv_sec - (uint64_t)m.tv_sec) * 1000000000u + (uint64_t)w.tv_nsec - (uint64_t)m.tv_nsec;
+        offset_at_us = (uint64_t)m.tv_sec * 1000000u + (uint64_t)m.tv_nsec / 1000u;
+        have_offset = true;
+    }
+    uint64_t ns = mono_us * 1000u + offset_ns;
+    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000u), .tv_nsec = (long)(ns % 1000000000u)};
+    format_time(&ts, buf);
 }
 
 /* ---- output ---------------------------------------------------------------- */
@@ -318,7 +346,7 @@ void tiled_log_access(const struct tiled_exchange *x, void *ctx)
     const struct tile_timings *t = x->tm;
     const char *path = x->path;
     char ts[25], stack[2048];
-    timestamp(ts);
+    timestamp_at(x->t_start + x->duration_us, ts);
     size_t cap = 768 + TILED_JSON_QUOTED_MAX(strlen(x->request_id) + strlen(x->method) + strlen(path) +
                                              strlen(x->remote));
     char *line = cap <= sizeof(stack) ? stack : malloc(cap);

@@ -214,13 +214,13 @@ static size_t format_ms(char *p, uint64_t us)
 }
 
 /* "name;dur=1.234" with the microseconds printed as milliseconds. */
-static char *put_duration(char *p, const char *name, uint64_t us)
+static char *put_duration(char *p, const char *name, size_t n, uint64_t us)
 {
-    size_t n = strlen(name);
     memcpy(p, name, n);
     p += n;
     return p + format_ms(p, us);
 }
+#define PUT_DURATION(p, lit, ...) put_duration(p, lit, sizeof(lit) - 1, __VA_ARGS__)
 
 void tiled_server_timing(const struct tile_timings *tm, char *buf, size_t cap)
 {
@@ -229,11 +229,11 @@ void tiled_server_timing(const struct tile_timings *tm, char *buf, size_t cap)
         return;
     }
     char *p = buf;
-    p = put_duration(p, "queue;dur=", tm->queue_us);
-    p = put_duration(p, ", decode;dur=", tm->decode_us);
-    p = put_duration(p, ", tile;dur=", tm->tile_us);
-    p = put_duration(p, ", encode;dur=", tm->encode_us);
-    p = put_duration(p, ", total;dur=", tm->total_us);
+    p = PUT_DURATION(p, "queue;dur=", tm->queue_us);
+    p = PUT_DURATION(p, ", decode;dur=", tm->decode_us);
+    p = PUT_DURATION(p, ", tile;dur=", tm->tile_us);
+    p = PUT_DURATION(p, ", encode;dur=", tm->encode_us);
+    p = PUT_DURATION(p, ", total;dur=", tm->total_us);
     *p = '\0';
 }
 

@@ -136,6 +136,9 @@ struct tiled_req {
      * handed to the socket, or the client gone). */
     uint64_t duration_us;
     uint64_t t_sent;          /* sending began (tiled_service_sending) */
+    /* The last boundary between two timed stages (tiled_req_lap): each
+     * stage's end is the next one's start, one clock read for both. */
+    uint64_t t_mark;
     struct tiled_trace trace; /* trace context (trace.h) */
     struct tile_timings tm;
     bool timings_final;       /* tm.total_us already set (it is in the body) */

@@ -60,9 +60,35 @@ static bool valid_request_id(const char *s)
     return true;
 }
 
-static const char *header_or_empty(const struct tiled_head *h, void *conn, const char *name)
+/* One list for both tables below. */
+#define TILED_FIELDS(X)                                                   \
+    X(TILED_F_ACCEPT, "accept")                                           \
+    X(TILED_F_ACCEPT_ENCODING, "accept-encoding")                         \
+    X(TILED_F_ACR_METHOD, "access-control-request-method")                \
+    X(TILED_F_AUTHORIZATION, "authorization")                             \
+    X(TILED_F_CONTENT_ENCODING, "content-encoding")                       \
+    X(TILED_F_CONTENT_LENGTH, "content-length")                           \
+    X(TILED_F_CONTENT_TYPE, "content-type")                               \
+    X(TILED_F_EXPECT, "expect")                                           \
+    X(TILED_F_HOST, "host")                                               \
+    X(TILED_F_IF_MATCH, "if-match")                                       \
+    X(TILED_F_IF_NONE_MATCH, "if-none-match")                             \
+    X(TILED_F_INFER_HEADER_LEN, "inference-header-content-length")        \
+    X(TILED_F_ORIGIN, "origin")                                           \
+    X(TILED_F_TE, "te")                                                   \
+    X(TILED_F_TRACEPARENT, "traceparent")                                 \
+    X(TILED_F_TRACESTATE, "tracestate")                                   \
+    X(TILED_F_REQUEST_ID, "x-request-id")
+#define FIELD_NAME(e, text) [e] = text,
+#define FIELD_LEN(e, text) [e] = sizeof(text) - 1,
+const char *const tiled_field_names[TILED_F_COUNT] = {TILED_FIELDS(FIELD_NAME)};
+const unsigned char tiled_field_lens[TILED_F_COUNT] = {TILED_FIELDS(FIELD_LEN)};
+#undef FIELD_NAME
+#undef FIELD_LEN
+
+static const char *header_or_empty(const struct tiled_head *h, void *conn, enum tiled_field f)
 {
-    const char *v = h->header(conn, name);
+    const char *v = h->header(conn, f);
     return v ? v : "";
 }
 
@@ -93,25 +119,25 @@ struct tiled_req *tiled_req_new(struct tiled_server *srv, const struct tiled_hea
     req->query = h->query;
     req->nquery = h->nquery;
     req->query_overflow = h->query_overflow;
-    tiled_copy_str(req->request_id, sizeof(req->request_id), header_or_empty(h, conn, "X-Request-Id"));
+    tiled_copy_str(req->request_id, sizeof(req->request_id), header_or_empty(h, conn, TILED_F_REQUEST_ID));
     if (!valid_request_id(req->request_id))
         new_request_id(req->request_id, srv->start_s, atomic_fetch_add(&srv->next_id, 1));
-    req->content_type = header_or_empty(h, conn, "Content-Type");
-    req->accept = header_or_empty(h, conn, "Accept");
+    req->content_type = header_or_empty(h, conn, TILED_F_CONTENT_TYPE);
+    req->accept = header_or_empty(h, conn, TILED_F_ACCEPT);
     req->accept_encoding = req->content_encoding = "";
     if (h->transport == TILED_TRANSPORT_HTTP) {
         /* gRPC has its own message encoding (the transport checks it), and
          * its "te: trailers" is mandatory, not a wish for a chunked body:
          * a gRPC reply is sent whole, its length known. */
-        req->accept_encoding = header_or_empty(h, conn, "Accept-Encoding");
-        req->content_encoding = header_or_empty(h, conn, "Content-Encoding");
-        req->if_match = h->header(conn, "If-Match");
-        req->if_none_match = h->header(conn, "If-None-Match");
-        req->infer_header_len = h->header(conn, "Inference-Header-Content-Length");
-        const char *te = h->header(conn, "TE");
+        req->accept_encoding = header_or_empty(h, conn, TILED_F_ACCEPT_ENCODING);
+        req->content_encoding = header_or_empty(h, conn, TILED_F_CONTENT_ENCODING);
+        req->if_match = h->header(conn, TILED_F_IF_MATCH);
+        req->if_none_match = h->header(conn, TILED_F_IF_NONE_MATCH);
+        req->infer_header_len = h->header(conn, TILED_F_INFER_HEADER_LEN);
+        const char *te = h->header(conn, TILED_F_TE);
         req->want_trailers = te && strcasestr(te, "trailers");
     }
-    tiled_trace_begin(&req->trace, h->header(conn, "traceparent"), h->header(conn, "tracestate"));
+    tiled_trace_begin(&req->trace, h->header(conn, TILED_F_TRACEPARENT), h->header(conn, TILED_F_TRACESTATE));
     atomic_fetch_add(&srv->inflight, 1);
     return req;
 }
@@ -267,7 +293,7 @@ void tiled_service_body(struct tiled_req *req, const char *data, size_t n)
 static void worker_job(void *arg)
 {
     struct tiled_req *req = arg;
-    req->t_work = tiled_now_us();
+    req->t_work = req->t_mark = tiled_now_us(); /* the next stage's lap starts here, not in the queue */
     req->tm.queue_us = req->t_work - req->t_queued;
     tiled_work_run(req);
     /* Resume outside the lock: once resumed, the transport may finish and
@@ -333,7 +359,8 @@ void tiled_service_sending(struct tiled_req *req, char *timing, size_t cap)
         req->bytes_out = tiled_stream_size(r->stream) == UINT64_MAX ? 0 : tiled_stream_size(r->stream);
     else
         req->bytes_out = r->body_len;
-    req->t_sent = tiled_now_us();
+    /* Built on this thread just now, the body's end is when sending began. */
+    req->t_sent = req->timings_final && !req->t_queued ? req->t_mark : tiled_now_us();
     if (!req->timings_final)
         req->tm.total_us = req->t_sent - req->t_start;
     tiled_server_timing(&req->tm, timing, cap);

@@ -31,6 +31,35 @@
 
 #include "server.h"
 
+/* The request header fields the service and the transports read, by
+ * number: the HTTP transport finds all of them in one pass over a head
+ * (http_head_index), where looking each up by name scanned the fields
+ * seventeen times a request; gRPC looks them up by name when asked. */
+enum tiled_field {
+    TILED_F_ACCEPT,
+    TILED_F_ACCEPT_ENCODING,
+    TILED_F_ACR_METHOD, /* Access-Control-Request-Method */
+    TILED_F_AUTHORIZATION,
+    TILED_F_CONTENT_ENCODING,
+    TILED_F_CONTENT_LENGTH,
+    TILED_F_CONTENT_TYPE,
+    TILED_F_EXPECT,
+    TILED_F_HOST,
+    TILED_F_IF_MATCH,
+    TILED_F_IF_NONE_MATCH,
+    TILED_F_INFER_HEADER_LEN, /* Inference-Header-Content-Length */
+    TILED_F_ORIGIN,
+    TILED_F_TE,
+    TILED_F_TRACEPARENT,
+    TILED_F_TRACESTATE,
+    TILED_F_REQUEST_ID, /* X-Request-Id */
+    TILED_F_COUNT
+};
+
+/* Each field's name, lower case, and its length. */
+extern const char *const tiled_field_names[TILED_F_COUNT];
+extern const unsigned char tiled_field_lens[TILED_F_COUNT];
+
 /* A request head, as the transport read it. Strings (and the query's
  * array) are borrowed and must stay valid until tiled_service_end(). */
 struct tiled_head {
@@ -43,8 +72,8 @@ struct tiled_head {
     const struct tiled_kv *query;
     int nquery;
     bool query_overflow;
-    /* A header's value, NULL when absent (name case-insensitive). */
-    const char *(*header)(void *conn, const char *name);
+    /* The value of one of the fields the service reads, NULL when absent. */
+    const char *(*header)(void *conn, enum tiled_field field);
 };
 
 /* A new request on `conn` (NULL when out of memory). */

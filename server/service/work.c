@@ -97,11 +97,21 @@ static int take_input(struct tiled_req *req, struct tile_error *e)
     return tiled_memory_take(&req->srv->memory, &req->mem_held, req->mem_kin, tile_tensor_nbytes(in) + in->blob_len, e);
 }
 
+uint64_t tiled_req_mark(struct tiled_req *req)
+{
+    return req->t_mark = tiled_now_us();
+}
+
+uint64_t tiled_req_lap(struct tiled_req *req)
+{
+    uint64_t then = req->t_mark;
+    return tiled_req_mark(req) - then;
+}
+
 int tiled_work_plan(struct tiled_req *req, struct tile_error *e)
 {
     struct tiled_work *w = req->work;
     struct tile_spec spec;
-    uint64_t t0 = tiled_now_us();
     if (tile_request_spec(&w->treq, &req->srv->lim, &spec, e) < 0)
         return -1;
     spec.max_output_bytes = 0; /* tiled_work_check_size, which names the flag */
@@ -112,7 +122,7 @@ int tiled_work_plan(struct tiled_req *req, struct tile_error *e)
      * known (v2_infer.c), and by every reply in produce. */
     if (w->plan.dtype != TILE_STRING && tiled_work_check_size(req, w->plan.out_bytes, e) < 0)
         return -1;
-    req->tm.tile_us = tiled_now_us() - t0;
+    req->tm.tile_us = tiled_req_lap(req); /* from the decode's end */
     return take_input(req, e);
 }
 
@@ -124,15 +134,15 @@ static int build_body(struct tiled_req *req, struct tile_error *e)
     tiled_reply_set_body(r, tiled_bodycache_get(req->srv->bodies, size ? size : 1), size, tiled_bodycache_put);
     if (!r->body)
         return tile_error_set(e, TILE_ENOMEM, "cannot allocate a %llu byte response", (unsigned long long)size);
-    uint64_t t0 = tiled_now_us();
+    /* The lap from the plan's end (or the worker's start): the encoder's
+     * sizing and the body's making are the one stage. */
     if (tile_encoder_fill(enc, r->body, req->srv->pool)) {
-        req->tm.tile_us += tiled_now_us() - t0;
+        req->tm.tile_us += tiled_req_lap(req);
     } else {
         /* The body's metrics and the Server-Timing header show the same
          * figures: both are final once the body is built. */
-        uint64_t t1 = tiled_now_us();
-        req->tm.encode_us = t1 - t0;
-        req->tm.total_us = t1 - req->t_start;
+        req->tm.encode_us = tiled_req_lap(req);
+        req->tm.total_us = req->t_mark - req->t_start;
         req->timings_final = true;
         tile_encoder_set_timings(enc, &req->tm);
         size = tile_encoder_rewrite_metrics(enc, r->body);

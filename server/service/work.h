@@ -86,4 +86,13 @@ void tiled_work_run(struct tiled_req *req);
 /* Replaces the reply with an error reply for `e`. */
 void tiled_work_fail(struct tiled_req *req, const struct tile_error *e);
 
+/* The timed stages of a request's work (decode, plan, tile, encode) follow
+ * one another: tiled_req_mark() reads the clock where the first begins
+ * (a worker taking the request marks it too), and tiled_req_lap() where
+ * each one ends, returning its µs since the mark before, which it moves.
+ * A clock read costs about as much as a small request's plan: two per
+ * stage were most of the clock reads a request made. */
+uint64_t tiled_req_mark(struct tiled_req *req);
+uint64_t tiled_req_lap(struct tiled_req *req);
+
 #endif

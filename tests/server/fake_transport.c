@@ -16,11 +16,11 @@
 #include "serve.h"
 #include "service.h"
 
-const char *fake_header(void *conn, const char *name)
+const char *fake_header(void *conn, enum tiled_field f)
 {
     struct fake_conn *c = conn;
     for (int i = 0; i < c->nheaders; i++) {
-        if (strcasecmp(c->headers[i][0], name) == 0)
+        if (strcasecmp(c->headers[i][0], tiled_field_names[f]) == 0)
             return c->headers[i][1];
     }
     return NULL;
@@ -85,9 +85,9 @@ struct tiled_req *fake_exchange(struct tiled_server *srv, struct fake_conn *c, e
      * (server/http/h1conn.c, server/grpc/call.c): the browser rules over
      * HTTP only, then route, body length and head check. */
     if ((transport == TILED_TRANSPORT_HTTP &&
-         tiled_service_browser(req, fake_header(c, "Origin"), fake_header(c, "Host"),
-                               fake_header(c, "Access-Control-Request-Method"))) ||
-        tiled_service_route(req, fake_header(c, "Authorization")) ||
+         tiled_service_browser(req, fake_header(c, TILED_F_ORIGIN), fake_header(c, TILED_F_HOST),
+                               fake_header(c, TILED_F_ACR_METHOD))) ||
+        tiled_service_route(req, fake_header(c, TILED_F_AUTHORIZATION)) ||
         tiled_service_expect_body(req, body ? length : NULL) || tiled_service_check_head(req))
         return req;
     if (body)

@@ -11,6 +11,7 @@
 
 #include "route.h"
 #include "server.h"
+#include "service.h"
 
 struct fake_conn {
     const char *headers[8][2];
@@ -29,7 +30,7 @@ void fake_conn_init(struct fake_conn *c);
 void fake_conn_header(struct fake_conn *c, const char *name, const char *value);
 /* A query parameter (more than TILED_QUERY_MAX: the query overflows). */
 void fake_conn_query(struct fake_conn *c, const char *key, const char *value);
-const char *fake_header(void *conn, const char *name);
+const char *fake_header(void *conn, enum tiled_field f);
 
 /* Takes a request (`len` body bytes; body NULL: none) through the service
  * as a transport does; returns it with its reply (a parked request is

@@ -1,6 +1,7 @@
 /* test_h1head.c - splitting a request head the framer accepted
  * (http/h1head.h): the request line, fields and their trimmed values, the
- * first of a repeated field, the query and its arguments unescaped, an
+ * first of a repeated field, the fields asked for found in one pass
+ * (http_head_index, against a lookup by name of each), the query and its arguments unescaped, an
  * absolute-form target's path, and Connection's tokens (over all its lines). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -30,6 +31,36 @@ static void request_line_and_fields(void **state)
     assert_string_equal(http_head_field(&h, "Empty"), "");
     assert_null(http_head_field(&h, "Content"));
     assert_null(http_head_field(&h, "Transfer-Encoding"));
+}
+
+/* http_head_index gives each name what http_head_field gives it: the
+ * first field of the name, any case; NULL for a name of the same length
+ * or first letter that is not there. */
+static void index_of_fields(void **state)
+{
+    (void)state;
+    char text[] = "GET / HTTP/1.1\r\nHOST: a\r\nAccept: one\r\naccept: two\r\nX-Request-Id: r\r\nOrigin-X: no\r\n"
+                  "TE: trailers\r\nAccepts: no\r\nExpecT: 100-continue\r\n\r\n";
+    struct http_head h;
+    assert_true(http_head_split(text, &h));
+    static const char *const names[] = {"host", "accept", "x-request-id", "origin", "te", "expect", "tf", "accept-encoding"};
+    static const unsigned char lens[] = {4, 6, 12, 6, 2, 6, 2, 15};
+    enum { N = sizeof(names) / sizeof(names[0]) };
+    const char *out[N];
+    for (int k = 0; k < N; k++)
+        out[k] = "stale";
+    http_head_index(&h, names, lens, N, out);
+    for (int k = 0; k < N; k++) {
+        const char *want = http_head_field(&h, names[k]);
+        if (want)
+            assert_string_equal(out[k], want);
+        else
+            assert_null(out[k]);
+    }
+    assert_string_equal(out[1], "one");
+    assert_string_equal(out[5], "100-continue");
+    assert_null(out[3]);
+    assert_null(out[6]);
 }
 
 static void no_query_and_unfinished_heads(void **state)
@@ -119,6 +150,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(request_line_and_fields),
+        cmocka_unit_test(index_of_fields),
         cmocka_unit_test(no_query_and_unfinished_heads),
         cmocka_unit_test(query_arguments),
         cmocka_unit_test(paths),

@@ -61,6 +61,19 @@ static void expect_error(struct tiled_req *req, int status, const char *contains
 
 /* ---- routing and parsing ---------------------------------------------------- */
 
+/* Every field the service reads has its name (lower case, as
+ * http_head_index and gRPC metadata compare) and that name's length. */
+static void field_names(void **state)
+{
+    (void)state;
+    for (int f = 0; f < TILED_F_COUNT; f++) {
+        assert_non_null(tiled_field_names[f]);
+        assert_int_equal(strlen(tiled_field_names[f]), tiled_field_lens[f]);
+        for (const char *p = tiled_field_names[f]; *p; p++)
+            assert_true((*p >= 'a' && *p <= 'z') || *p == '-');
+    }
+}
+
 static void routes(void **state)
 {
     (void)state;
@@ -530,6 +543,7 @@ static void error_replaces_a_body_through_its_release(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(field_names),
         cmocka_unit_test(routes),
         cmocka_unit_test(negotiate),
         cmocka_unit_test(model_paths),
