@@ -23,6 +23,7 @@
  */
 #include "tile.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -374,9 +375,108 @@ void tile_read(const struct tile_plan *p, const void *in, uint64_t offset, uint6
     fill_range(p, false, in, offset, len, dst);
 }
 
-struct tile_exec {
-    const struct tile_plan *plan;
+/* What a run reads: the caller's input, or the scratch input that folding
+ * it `nfold` times gives (tile_execute: fold k turns plan k into plan k+1,
+ * plan 0 the caller's `base`, plan k > 0 folded[k - 1]). Every thread that takes part
+ * in a run makes that scratch input itself, into buffers of its own
+ * (run_input_here). Made once by the calling thread and read by the
+ * helpers, it was written by one core and read by the other: the next
+ * run's expansion then took each line back from the other core first (on
+ * the rank-6 case of bench/peers/cases.txt, 7.5-9 µs for its 80 KB where a
+ * run on one thread takes 2.6 µs, a sixth of the split run). Made by each
+ * thread, the lines stay in that core's cache and the two expansions
+ * overlap. */
+#define TILE_MAX_FOLDS 8 /* a fold at least doubles rows shorter than TILE_FOLD_ROW_MAX */
+
+struct run_input {
     const void *in;
+    const struct tile_plan *base;
+    int nfold;
+    const struct tile_plan *folded; /* nfold of them */
+    uint64_t run;                   /* this run's number (see fold_scratch) */
+};
+
+static const struct tile_plan *run_plan(const struct run_input *ri, int k)
+{
+    return k == 0 ? ri->base : &ri->folded[k - 1];
+}
+
+/* A thread's scratch inputs (ping-pong: fold k reads the one fold k-1
+ * wrote), kept from run to run: the run they hold now is `run`. At most
+ * two blocks of up to TILE_FOLD_SCRATCH_MAX bytes a thread, freed when it
+ * ends. */
+struct fold_scratch {
+    uint64_t run;
+    const void *in;
+    const struct tile_plan *plan;
+    void *buf[2];
+    uint64_t cap[2];
+};
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static atomic_uint_fast64_t next_run = 1;
+
+static void scratch_free(void *arg)
+{
+    struct fold_scratch *fs = arg;
+    free(fs->buf[0]);
+    free(fs->buf[1]);
+    free(fs);
+}
+
+static void scratch_key_init(void)
+{
+    if (pthread_key_create(&scratch_key, scratch_free) != 0)
+        abort(); /* only when the process is out of keys at its first folded run */
+}
+
+static void expand_rows(const struct tile_plan *p, const uint8_t *in, uint8_t *dst);
+
+/* The plan and input this thread runs `ri` with: its own scratch input,
+ * made at its first task of the run; without memory for it, the unfolded
+ * plan over the caller's input, which writes the same bytes. */
+static void run_input_here(const struct run_input *ri, const struct tile_plan **plan, const void **in)
+{
+    *plan = ri->base;
+    *in = ri->in;
+    if (ri->nfold == 0)
+        return;
+    pthread_once(&scratch_once, scratch_key_init);
+    struct fold_scratch *fs = pthread_getspecific(scratch_key);
+    if (!fs) {
+        fs = calloc(1, sizeof(*fs));
+        if (!fs || pthread_setspecific(scratch_key, fs) != 0) {
+            free(fs);
+            return;
+        }
+    }
+    if (fs->run != ri->run) {
+        fs->run = 0;
+        const void *src = ri->in;
+        for (int k = 0; k < ri->nfold; k++) {
+            uint64_t need = tile_plan_folded_in_bytes(run_plan(ri, k));
+            int b = k & 1;
+            if (fs->cap[b] < need) {
+                free(fs->buf[b]);
+                fs->buf[b] = malloc(need);
+                fs->cap[b] = fs->buf[b] ? need : 0;
+                if (!fs->buf[b])
+                    return;
+            }
+            expand_rows(run_plan(ri, k), src, fs->buf[b]);
+            src = fs->buf[b];
+        }
+        fs->in = src;
+        fs->run = ri->run;
+    }
+    *plan = run_plan(ri, ri->nfold);
+    *in = fs->in;
+}
+
+struct tile_exec {
+    const struct tile_plan *plan; /* the folded plan: sizes and seams */
+    const struct run_input *src;
     uint8_t *out;
     uint64_t chunk;
     bool stream; /* decided once for the whole output */
@@ -387,7 +487,10 @@ static void exec_task(void *arg, uint64_t task)
     const struct tile_exec *x = arg;
     uint64_t lo = task * x->chunk;
     uint64_t hi = lo + x->chunk < x->plan->out_bytes ? lo + x->chunk : x->plan->out_bytes;
-    fill_range(x->plan, x->stream, x->in, lo, hi - lo, x->out + lo);
+    const struct tile_plan *p;
+    const void *in;
+    run_input_here(x->src, &p, &in);
+    fill_range(p, x->stream, in, lo, hi - lo, x->out + lo);
 }
 
 static uint64_t now_ns(void)
@@ -398,8 +501,8 @@ static uint64_t now_ns(void)
 }
 
 /* Splits the run across `pool` in tasks of at least `min_task` bytes. */
-static void execute_split(const struct tile_plan *p, const void *in, void *out, bool stream, struct tile_pool *pool,
-                          uint64_t min_task)
+static void execute_split(const struct tile_plan *p, const struct run_input *src, void *out, bool stream,
+                          struct tile_pool *pool, uint64_t min_task)
 {
     /* Tasks are claimed one at a time, so chunks smaller than an equal
      * share let the caller, which starts at once, take over the share of a
@@ -424,23 +527,33 @@ static void execute_split(const struct tile_plan *p, const void *in, void *out, 
     chunk = (chunk + unit / 2) / unit * unit;
     if (chunk == 0)
         chunk = unit;
-    struct tile_exec x = {p, in, out, chunk, stream};
+    struct tile_exec x = {p, src, out, chunk, stream};
     tile_pool_parallel(pool, (p->out_bytes + chunk - 1) / chunk, exec_task, &x);
 }
 
-/* Writes the output of `p`; returns whether the run was split. */
-static bool execute_plan(const struct tile_plan *p, const void *in, void *out, struct tile_pool *pool)
+/* The whole output on the calling thread. */
+static void fill_here(const struct run_input *src, bool stream, void *out)
+{
+    const struct tile_plan *p;
+    const void *in;
+    run_input_here(src, &p, &in);
+    fill_range(p, stream, in, 0, p->out_bytes, out);
+}
+
+/* Writes the output of `p` (src's folded plan); returns whether the run
+ * was split. */
+static bool execute_plan(const struct tile_plan *p, const struct run_input *src, void *out, struct tile_pool *pool)
 {
     if (pool && tile_pool_size(pool) > 1 && atomic_load_explicit(&forced_split, memory_order_relaxed)) {
         if (p->out_bytes) /* in tasks as small as the alignment: seams in small outputs too */
-            execute_split(p, in, out, tile_stores_pick(p->out_bytes, 1), pool, TILE_SPLIT_ALIGN);
+            execute_split(p, src, out, tile_stores_pick(p->out_bytes, 1), pool, TILE_SPLIT_ALIGN);
         return true;
     }
     if (!pool || tile_pool_size(pool) <= 1 || p->out_bytes < TILE_PARALLEL_MIN_BYTES) {
         bool streamed = tile_stores_pick(p->out_bytes, 0);
         bool timed = p->out_bytes >= TILE_STORES_MEASURED_MIN; /* the store kind may be learnt (stores.h) */
         uint64_t t0 = timed ? now_ns() : 0;
-        fill_range(p, streamed, in, 0, p->out_bytes, out);
+        fill_here(src, streamed, out);
         if (timed)
             tile_stores_learned(p->out_bytes, 0, streamed, now_ns() - t0);
         return false;
@@ -454,9 +567,9 @@ static bool execute_plan(const struct tile_plan *p, const void *in, void *out, s
     bool streamed = tile_stores_pick(p->out_bytes, way == TILE_SPLIT_POOL);
     uint64_t t0 = now_ns();
     if (way == TILE_SPLIT_POOL)
-        execute_split(p, in, out, streamed, pool, TILE_TASK_MIN_BYTES);
+        execute_split(p, src, out, streamed, pool, TILE_TASK_MIN_BYTES);
     else
-        fill_range(p, streamed, in, 0, p->out_bytes, out);
+        fill_here(src, streamed, out);
     uint64_t ns = now_ns() - t0;
     if (tile_stores_learned(p->out_bytes, way == TILE_SPLIT_POOL, streamed, ns))
         tile_autosplit_record(stats, work, p->out_bytes, way, ns);
@@ -494,44 +607,19 @@ static void expand_rows(const struct tile_plan *p, const uint8_t *in, uint8_t *d
     }
 }
 
-/* The scratch input of the last split run, freed at the next one rather
- * than at once. Freed at once, the block is the one malloc hands the next
- * call, whose expansion then rewrites lines the helpers have just read and
- * takes each back from their cores: on the rank-6 case of
- * bench/peers/cases.txt, split calls back to back ran at 84-85 GB/s, and
- * at 92-96 with the expansion written into the block of the call before
- * (keeping the blocks of three calls instead changed nothing). At most one
- * block of up to TILE_FOLD_SCRATCH_MAX bytes waits, shared by every
- * thread; a run's helpers are done with its scratch when it returns. */
-static _Atomic(void *) retired;
-
-static void retire_scratch(void *scratch)
-{
-    if (scratch)
-        free(atomic_exchange_explicit(&retired, scratch, memory_order_acq_rel));
-}
-
 void tile_execute(const struct tile_plan *p, const void *in, void *out, struct tile_pool *pool)
 {
-    struct tile_plan folded[2];
-    void *scratch[2] = {NULL, NULL};
-    for (int i = 0; worth_folding(p); i ^= 1) { /* ping-pong: fold as often as it pays */
-        free(scratch[i]);
-        scratch[i] = malloc(tile_plan_folded_in_bytes(p));
-        if (!scratch[i]) /* no memory: the unfolded plan works as well */
-            break;
-        expand_rows(p, in, scratch[i]);
-        tile_plan_fold_inner(p, &folded[i]);
-        p = &folded[i];
-        in = scratch[i];
+    /* Fold as often as it pays; the scratch inputs are made by the threads
+     * that run the plan (run_input_here). */
+    struct tile_plan folded[TILE_MAX_FOLDS];
+    struct run_input src = {in, p, 0, folded, 0};
+    while (src.nfold < TILE_MAX_FOLDS && worth_folding(run_plan(&src, src.nfold))) {
+        tile_plan_fold_inner(run_plan(&src, src.nfold), &folded[src.nfold]);
+        src.nfold++;
     }
-    bool split = execute_plan(p, in, out, pool);
-    for (int i = 0; i < 2; i++) {
-        if (split)
-            retire_scratch(scratch[i]);
-        else
-            free(scratch[i]);
-    }
+    if (src.nfold)
+        src.run = atomic_fetch_add_explicit(&next_run, 1, memory_order_relaxed);
+    execute_plan(run_plan(&src, src.nfold), &src, out, pool);
 }
 
 int tile_run(const struct tile_tensor *in, const struct tile_spec *spec, struct tile_tensor *out,
