@@ -25,6 +25,9 @@
 #include "spare.h"
 
 #define TILE_INDEX_BATCH 4096
+/* Inputs of at most this many elements (and index batches of at most this
+ * many outputs) are held in the encoder itself (struct tile_encoder). */
+#define TILE_ENCODE_SMALL 32
 #define TILE_METRIC_WIDTH 10
 
 /* The encoder's state. Everything it reads is its own (see encode.h). */
@@ -57,6 +60,14 @@ struct tile_encoder {
     struct tile_plan index_plan; /* the plan applied to element indices */
     struct tile_plan fixed_plan;
     char head[4096 + TILE_MAX_RANK * 24];
+    /* A small tensor's pieces, their offsets and its indices live here, not
+     * in four blocks of their own: malloc and free were a tenth of a small
+     * JSON request's instructions. The pointers above point here or to
+     * the heap (owned: see owned()). */
+    uint64_t small_off[TILE_ENCODE_SMALL + 1];
+    uint64_t small_index[TILE_ENCODE_SMALL];
+    uint64_t small_batch[TILE_ENCODE_SMALL];
+    char small_blob[TILE_ENCODE_SMALL * 32];
 };
 
 static const char *const tile_media_types[TILE_FMT_COUNT] = {
@@ -96,15 +107,23 @@ struct piece_builder {
     char *blob;
     size_t len, cap;
     size_t first; /* the first capacity */
+    char *fixed;  /* blob starts as this buffer of cap bytes (not the heap's) */
 };
 
 /* Makes room for n more bytes. */
 static int builder_reserve(struct piece_builder *b, uint64_t n, struct tile_error *e)
 {
-    char *nb = n <= SIZE_MAX ? tile_grow(b->blob, &b->cap, b->len, (size_t)n, 1, b->first, SIZE_MAX) : NULL;
+    if (b->blob == b->fixed && b->fixed && n <= b->cap - b->len)
+        return 0;
+    char *grown = b->blob == b->fixed ? NULL : b->blob; /* the fixed buffer is moved, never realloc'd */
+    size_t cap = b->blob == b->fixed ? 0 : b->cap, first = b->first > b->cap ? b->first : 2 * b->cap;
+    char *nb = n <= SIZE_MAX ? tile_grow(grown, &cap, b->len, (size_t)n, 1, first, SIZE_MAX) : NULL;
     if (!nb)
         return tile_error_set(e, TILE_ENOMEM, "cannot allocate %llu more bytes for the response", (unsigned long long)n);
+    if (b->blob == b->fixed && b->len)
+        memcpy(nb, b->fixed, b->len);
     b->blob = nb;
+    b->cap = cap;
     return 0;
 }
 
@@ -160,20 +179,39 @@ static void fill_iota(void *dst, uint64_t n, uint64_t width)
     }
 }
 
+/* Whether `p` points into the encoder's own small areas. */
+static bool inside(const struct tile_encoder *enc, const void *p)
+{
+    const char *c = p, *lo = (const char *)enc->small_off, *hi = enc->small_blob + sizeof(enc->small_blob);
+    return c >= lo && c < hi;
+}
+
+static void free_owned(const struct tile_encoder *enc, void *p)
+{
+    if (!inside(enc, p))
+        free(p);
+}
+
 static int init_pieces(struct tile_encoder *enc, const struct tile_plan *p, struct tile_error *e)
 {
     const struct tile_tensor *in = &enc->req.input;
     uint64_t n = p->in_elems;
+    bool small = n <= TILE_ENCODE_SMALL;
     /* Sized for the input, at most 4 KiB to start: a small request's
      * pieces then fit in a block glibc serves from its per-thread cache. */
     struct piece_builder b = {.first = n < 4096 / 16 ? 64 + (size_t)n * 16 : 4096};
-    enc->piece_off = malloc((n + 1) * sizeof(uint64_t));
+    if (small) {
+        b.blob = b.fixed = enc->small_blob;
+        b.cap = sizeof(enc->small_blob);
+    }
+    enc->piece_off = small ? enc->small_off : malloc((n + 1) * sizeof(uint64_t));
     if (!enc->piece_off)
         return tile_error_set(e, TILE_ENOMEM, "cannot allocate the response index");
     for (uint64_t i = 0; i < n; i++) {
         enc->piece_off[i] = b.len;
         if (append_piece(&b, enc->fmt, enc->complex_flat, in, i, e) < 0) {
-            free(b.blob);
+            if (b.blob != b.fixed)
+                free(b.blob);
             return -1;
         }
     }
@@ -186,10 +224,10 @@ static int init_pieces(struct tile_encoder *enc, const struct tile_plan *p, stru
         return tile_error_set(e, TILE_ETOOBIG, "response size overflows 64 bits");
     enc->data_len = data;
     enc->index_width = n <= UINT32_MAX ? 4 : 8;
-    enc->index_in = malloc(n ? n * enc->index_width : 1);
+    enc->index_in = small ? (void *)enc->small_index : malloc(n ? n * enc->index_width : 1);
     /* One batch of output indices, or all of them when fewer. */
     uint64_t batch = p->out_elems < TILE_INDEX_BATCH ? (p->out_elems ? p->out_elems : 1) : TILE_INDEX_BATCH;
-    enc->index_buf = malloc(batch * enc->index_width);
+    enc->index_buf = batch <= TILE_ENCODE_SMALL ? (void *)enc->small_batch : malloc(batch * enc->index_width);
     if (!enc->index_in || !enc->index_buf)
         return tile_error_set(e, TILE_ENOMEM, "cannot allocate the response index");
     fill_iota(enc->index_in, n, enc->index_width);
@@ -330,10 +368,10 @@ void tile_encoder_free(struct tile_encoder *enc)
 {
     if (!enc)
         return;
-    free(enc->blob);
-    free(enc->piece_off);
-    free(enc->index_in);
-    free(enc->index_buf);
+    free_owned(enc, enc->blob);
+    free_owned(enc, enc->piece_off);
+    free_owned(enc, enc->index_in);
+    free_owned(enc, enc->index_buf);
     free(enc->fixed_owned);
     tile_tensor_free(&enc->req.input);
     tile_spare_give(&spare_enc, enc);
