@@ -115,6 +115,7 @@ struct nvs {
     size_t n;
     char lower[TILED_REPLY_HEADERS][64];
     int nlower;
+    char vary[TILED_VARY_TEXT_MAX];
 };
 
 static void add(struct nvs *h, const char *name, const char *value)
@@ -146,6 +147,10 @@ static void add_reply_headers(struct nvs *h, const struct tiled_reply *r)
             h->nlower++;
             add(h, low, value);
         }
+    }
+    if (r->vary) {
+        tiled_vary_text(r->vary, h->vary);
+        add(h, "vary", h->vary);
     }
 }
 

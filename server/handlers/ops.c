@@ -47,8 +47,8 @@ void tiled_handle_metrics(struct tiled_req *req)
     struct tile_error e;
     if (tiled_reply_compress(r, tiled_coding_negotiate(req->accept_encoding), &e) < 0)
         tile_error_clear(&e);
-    tiled_reply_vary(r, "Accept"); /* OpenMetrics or Prometheus' text */
-    tiled_reply_vary(r, "Accept-Encoding");
+    tiled_reply_vary(r, TILED_VARY_ACCEPT); /* OpenMetrics or Prometheus' text */
+    tiled_reply_vary(r, TILED_VARY_ACCEPT_ENCODING);
 }
 
 /* The document as sent with one coding: its bytes, held for the life of
@@ -119,7 +119,7 @@ void tiled_handle_openapi(struct tiled_req *req)
         coding = TILED_CODING_IDENTITY;
         form = &plain;
     }
-    tiled_reply_vary(r, "Accept-Encoding"); /* on a 304 too: it keys the cache's copy */
+    tiled_reply_vary(r, TILED_VARY_ACCEPT_ENCODING); /* on a 304 too: it keys the cache's copy */
     if (tiled_cache_preconditions(req, openapi_hash(), coding, form->len))
         return;
     r->status = TILED_OK;

@@ -168,7 +168,7 @@ void tiled_check_tile_head(struct tiled_req *req)
 {
     /* The answer's type is chosen by Accept: caches must key on it, for the
      * 406 that refuses it too (work.c adds Accept-Encoding to a result). */
-    tiled_reply_vary(&req->reply, "Accept");
+    tiled_reply_vary(&req->reply, TILED_VARY_ACCEPT);
     enum tile_format in_fmt, out_fmt;
     if (!req->content_type[0]) {
         tiled_reply_error(&req->reply, TILED_UNSUPPORTED_MEDIA_TYPE,

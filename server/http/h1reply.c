@@ -299,6 +299,11 @@ void http_reply_queue(struct http_conn *c)
     for (int i = 0; i < r->nheaders; i++)
         if (r->headers[i][0] && r->headers[i][1] && strcasecmp(r->headers[i][0], "Connection") != 0)
             out_field(c, r->headers[i][0], r->headers[i][1]);
+    if (r->vary) {
+        char vary[TILED_VARY_TEXT_MAX];
+        tiled_vary_text(r->vary, vary);
+        OUT_FIELD_LIT(c, "Vary", vary);
+    }
     const char *const *h = tiled_cors_answer_headers(t->srv->cfg.cors_origins, c->req_origin);
     for (; h && h[0]; h += 2)
         out_field(c, h[0], h[1]);

@@ -19,7 +19,7 @@ bool tiled_cors_refuse(struct tiled_reply *r, const char *origins, const char *o
                       origin, tls ? "https" : "http", host ? host : "(no Host header)");
     /* With CORS on every answer says so already (tiled_cors_answer_headers). */
     if (!origins || !origins[0])
-        tiled_reply_vary(r, "Origin");
+        tiled_reply_vary(r, TILED_VARY_ORIGIN);
     return true;
 }
 

@@ -29,22 +29,34 @@ void tiled_reply_header(struct tiled_reply *r, const char *name, const char *val
     r->headers[i][1] = strdup(value);
 }
 
-void tiled_reply_vary(struct tiled_reply *r, const char *field)
+void tiled_reply_vary(struct tiled_reply *r, enum tiled_vary field)
 {
-    for (int i = 0; i < r->nheaders; i++) {
-        if (!r->headers[i][0] || !r->headers[i][1] || strcasecmp(r->headers[i][0], "Vary") != 0)
-            continue;
-        size_t had = strlen(r->headers[i][1]), add = strlen(field);
-        char *joined = realloc(r->headers[i][1], had + 2 + add + 1);
-        if (!joined)
-            return; /* out of memory: the fields listed stay */
-        memcpy(joined + had, ", ", 2);
-        memcpy(joined + had + 2, field, add + 1);
-        r->headers[i][1] = joined;
-        return;
-    }
-    tiled_reply_header(r, "Vary", field);
+    r->vary |= (unsigned)field;
 }
+
+size_t tiled_vary_text(unsigned vary, char buf[TILED_VARY_TEXT_MAX])
+{
+    static const struct {
+        unsigned bit;
+        const char *name;
+    } names[] = {{TILED_VARY_ACCEPT, "Accept"}, {TILED_VARY_ACCEPT_ENCODING, "Accept-Encoding"},
+                 {TILED_VARY_ORIGIN, "Origin"}};
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        if (!(vary & names[i].bit))
+            continue;
+        size_t len = strlen(names[i].name);
+        if (n) {
+            memcpy(buf + n, ", ", 2);
+            n += 2;
+        }
+        memcpy(buf + n, names[i].name, len);
+        n += len;
+    }
+    buf[n] = '\0';
+    return n;
+}
+_Static_assert(sizeof("Accept, Accept-Encoding, Origin") <= TILED_VARY_TEXT_MAX, "every field fits");
 
 void tiled_reply_set_body(struct tiled_reply *r, char *body, uint64_t len, void (*release)(void *body))
 {
@@ -185,6 +197,7 @@ void tiled_reply_free(struct tiled_reply *r)
         free(r->headers[i][1]);
     }
     r->nheaders = 0;
+    r->vary = 0;
     free(r->message);
     r->message = NULL;
     tiled_reply_set_body(r, NULL, 0, NULL);

@@ -36,6 +36,7 @@ struct tiled_reply {
     const char *content_type; /* a constant (never freed); NULL: application/json */
     char *headers[TILED_REPLY_HEADERS][2]; /* extra headers (name, value), owned; one per name */
     int nheaders;
+    unsigned vary; /* enum tiled_vary bits: the transports send them as one Vary header */
     char *body;               /* owned: malloc'd, or let go with release_body */
     uint64_t body_len;
     /* A 304's: the length of the body it stands for, the one a 200 would
@@ -56,9 +57,20 @@ void tiled_reply_json(struct tiled_reply *r, int status, const char *json);
  * the reply an empty 503). */
 void tiled_reply_doc(struct tiled_reply *r, int status, json_t *doc);
 void tiled_reply_header(struct tiled_reply *r, const char *name, const char *value);
-/* Adds a request field the reply depends on to its one Vary header
- * (RFC 9110 12.5.5): "Vary: Accept, Accept-Encoding" from two calls. */
-void tiled_reply_vary(struct tiled_reply *r, const char *field);
+/* The request fields a reply can depend on (RFC 9110 12.5.5), a bit each:
+ * a set the transports send as one Vary header ("Vary: Accept,
+ * Accept-Encoding" from two calls), where a header built by joining
+ * names took two allocations and a reallocation of every small request. */
+enum tiled_vary {
+    TILED_VARY_ACCEPT = 1u << 0,
+    TILED_VARY_ACCEPT_ENCODING = 1u << 1,
+    TILED_VARY_ORIGIN = 1u << 2,
+};
+void tiled_reply_vary(struct tiled_reply *r, enum tiled_vary field);
+/* The Vary header's value for the bits `vary` into buf, in the order of
+ * enum tiled_vary; returns its length ("" and 0 for none). */
+#define TILED_VARY_TEXT_MAX 40
+size_t tiled_vary_text(unsigned vary, char buf[TILED_VARY_TEXT_MAX]);
 /* Replaces the body (the old one is let go); `release` NULL means free(). */
 void tiled_reply_set_body(struct tiled_reply *r, char *body, uint64_t len, void (*release)(void *body));
 void tiled_reply_free(struct tiled_reply *r);

@@ -178,7 +178,7 @@ static int produce(struct tiled_req *req, struct tile_error *e)
      * key on it (an HTTP matter: the gRPC transport hides accept-encoding
      * from the service, so its replies are never compressed here). */
     if (req->transport == TILED_TRANSPORT_HTTP)
-        tiled_reply_vary(r, "Accept-Encoding");
+        tiled_reply_vary(r, TILED_VARY_ACCEPT_ENCODING);
     r->status = TILED_OK;
     return 0;
 }
