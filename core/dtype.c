@@ -113,8 +113,9 @@ enum tile_dtype tile_dtype_parse(const char *name, size_t len)
      * name is another row's ONNX, KServe or alias spelling (each name
      * parses to its own row: tests/core/test_dtype.c), so the answer is the
      * one the full search below would give. */
+    unsigned char first = fold((unsigned char)name[0]);
     for (int d = 0; d < TILE_DTYPE_COUNT; d++)
-        if (name_equals(tile_dtypes[d].name, name, len))
+        if (fold((unsigned char)tile_dtypes[d].name[0]) == first && name_equals(tile_dtypes[d].name, name, len))
             return (enum tile_dtype)d;
     for (int d = 0; d < TILE_DTYPE_COUNT; d++) {
         const struct tile_dtype_traits *t = &tile_dtypes[d];

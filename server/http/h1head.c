@@ -4,9 +4,18 @@
 #include <string.h>
 #include <strings.h>
 
+/* The CRLF that ends the line at s: in a head the framer accepted a CR
+ * comes only before its LF (it refuses one anywhere else), so the first
+ * CR is the line's end; NULL when it is not followed by an LF. */
+static char *line_end(char *s)
+{
+    char *cr = strchr(s, '\r');
+    return cr && cr[1] == '\n' ? cr : NULL;
+}
+
 bool http_head_split(char *text, struct http_head *h)
 {
-    char *line = text, *eol = strstr(line, "\r\n");
+    char *line = text, *eol = line_end(line);
     if (!eol)
         return false;
     *eol = '\0';
@@ -21,7 +30,7 @@ bool http_head_split(char *text, struct http_head *h)
     if (h->query)
         *h->query++ = '\0';
     h->nfields = 0;
-    for (line = eol + 2; (eol = strstr(line, "\r\n")) && eol != line; line = eol + 2) {
+    for (line = eol + 2; (eol = line_end(line)) && eol != line; line = eol + 2) {
         *eol = '\0';
         char *colon = strchr(line, ':');
         if (!colon || h->nfields == TILED_H1_FIELDS_MAX)
