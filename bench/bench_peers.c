@@ -40,6 +40,7 @@
  *                                 streamed calls (see ramp())
  */
 #include <gnu/libc-version.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -528,6 +529,36 @@ static int ramp(int rounds)
     return 0;
 }
 
+struct cases_job {
+    FILE *cf;
+    struct tile_pool *pool;
+    int reps;
+    double profile_sec;
+    int rc;
+    bool done;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+};
+
+static void run_cases(void *arg)
+{
+    struct cases_job *job = arg;
+    char line[1024];
+    int rc = 0;
+    while (fgets(line, sizeof(line), job->cf)) {
+        line[strcspn(line, "\r\n")] = 0;
+        if (!line[0] || line[0] == '#')
+            continue;
+        if (bench_case(line, job->pool, job->reps, job->profile_sec) < 0)
+            rc = 1;
+    }
+    pthread_mutex_lock(&job->lock);
+    job->rc = rc;
+    job->done = true;
+    pthread_cond_signal(&job->cond);
+    pthread_mutex_unlock(&job->lock);
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "--stores") == 0) {
@@ -552,18 +583,24 @@ int main(int argc, char **argv)
         return 2;
     }
     struct tile_pool *pool = tile_pool_init(0, 0, NULL);
+    if (!pool)
+        return 2;
     if (profile_sec <= 0)
         print_host();
-    char line[1024];
-    int rc = 0;
-    while (fgets(line, sizeof(line), cf)) {
-        line[strcspn(line, "\r\n")] = 0;
-        if (!line[0] || line[0] == '#')
-            continue;
-        if (bench_case(line, pool, reps, profile_sec) < 0)
-            rc = 1;
-    }
+    /* The cases run on one of the pool's threads, as a request's work runs
+     * in the daemon (a worker that splits its output asks the pool's other
+     * threads for help): called from main, the runs had one thread more than
+     * the CPUs, and a helper still polling after the section it helped
+     * (pool.c) took a CPU from the two writing the output. */
+    struct cases_job job = {cf, pool, reps, profile_sec, 0, false, PTHREAD_MUTEX_INITIALIZER,
+                            PTHREAD_COND_INITIALIZER};
+    if (tile_pool_submit(pool, run_cases, &job) < 0)
+        return 2;
+    pthread_mutex_lock(&job.lock);
+    while (!job.done)
+        pthread_cond_wait(&job.cond, &job.lock);
+    pthread_mutex_unlock(&job.lock);
     fclose(cf);
     tile_pool_free(pool);
-    return rc;
+    return job.rc;
 }
