@@ -339,7 +339,7 @@ static void *loop_main(void *arg)
         uint64_t now = tiled_now_us();
         if (atomic_load(&l->t->stopping) && !l->conns && l->parked == 0)
             break;
-        tiled_log_flush(); /* the access lines of this turn's calls, before sleeping */
+        tiled_log_flush(); /* the access lines gathered, before sleeping, when there are enough */
         int n = epoll_wait(l->epfd, evs, 64, wait_ms(l, now));
         for (int i = 0; i < n; i++) {
             void *tag = evs[i].data.ptr;

@@ -283,7 +283,7 @@ static void *loop_main(void *arg)
     for (;;) {
         if (atomic_load(&l->t->stopping) && !l->conns)
             break;
-        tiled_log_flush(); /* the access lines of this turn's requests, before sleeping */
+        tiled_log_flush(); /* the access lines gathered, before sleeping, when there are enough */
         int n = epoll_wait(l->epfd, evs, 64, wait_ms(l));
         for (int i = 0; i < n; i++) {
             void *tag = evs[i].data.ptr;
@@ -296,7 +296,7 @@ static void *loop_main(void *arg)
         }
         http_loop_turn_end(l);
     }
-    tiled_log_flush();
+    tiled_log_flush_now();
     return NULL;
 }
 

@@ -9,16 +9,19 @@
 struct tiled_exchange; /* exchange.h */
 
 void tiled_log_init(const struct tiled_config *cfg);
-/* From here on access lines are gathered and written together: by the
- * thread that made them at its next tiled_log_flush(), else by a flusher
- * thread at most `flush_ms` later (0: each line as it is made); other lines
+/* From here on access lines are gathered and written together: by an event
+ * loop's tiled_log_flush() once enough have gathered, else by a flusher
+ * thread at most `flush_ms` after the first (0: each line as it is made); other lines
  * are written at once, after the gathered ones. -1 if no thread could start
  * (lines are then written as they are made). */
 int tiled_log_start(unsigned flush_ms);
-/* Writes the gathered lines, if any: called by an event loop before it
- * waits (epoll_wait), which marks the calling thread as one that writes
- * its own lines. One relaxed load when there are none. */
+/* Called by an event loop before it waits (epoll_wait): writes the
+ * gathered lines once there are LOG_EAGER bytes of them (log.c), leaving
+ * fewer to the flusher (at most the interval). One relaxed load when there
+ * are none. */
 void tiled_log_flush(void);
+/* Writes the gathered lines, if any (a loop that ends). */
+void tiled_log_flush_now(void);
 /* Writes what is gathered and stops gathering (the flusher is joined). */
 void tiled_log_stop(void);
 /* Logs `event` with the fields jansson's json_pack() builds from `fmt` and

@@ -1,6 +1,7 @@
 /* test_log.c - the log's output order (log.c): access lines gathered once
- * tiled_log_start() has run are written before any other line, by the
- * thread's own tiled_log_flush(), when the buffer fills, and at the stop;
+ * tiled_log_start() has run are written before any other line, by a
+ * loop's tiled_log_flush() once 16 KiB have gathered (or its
+ * tiled_log_flush_now() as it ends), when the buffer fills, and at the stop;
  * none is lost and none overtakes another. stderr is a file here, read
  * back after each step. No event loop runs in this test, so nothing but
  * the steps below writes a gathered line (the flusher waits 10 s). */
@@ -101,10 +102,24 @@ static void gathered_lines_keep_their_order(void **state)
     tiled_log_error("boom", "something failed");
     expect_written("a b c event:boom");
     access_line("d");
-    tiled_log_flush(); /* a loop's flush before it waits */
+    tiled_log_flush(); /* a loop's flush before it waits: one line is left to the flusher */
+    expect_written("a b c event:boom");
+    tiled_log_flush_now(); /* a loop that ends */
     expect_written("a b c event:boom d");
+    /* A hundred lines (over 16 KiB, under the buffer's 64): kept until a
+     * loop's flush, which writes them. */
+    char id[64], *eager = malloc(2048);
+    assert_non_null(eager);
+    size_t e = (size_t)snprintf(eager, 2048, "a b c event:boom d");
+    for (int i = 0; i < 100; i++) {
+        snprintf(id, sizeof(id), "eager-%03d", i);
+        access_line(id);
+        e += (size_t)snprintf(eager + e, 2048 - e, " %s", id);
+    }
+    expect_written("a b c event:boom d");
+    tiled_log_flush();
+    expect_written(eager);
     /* A full buffer is written as the next line comes; the stop writes the rest. */
-    char id[64];
     for (int i = 0; i < 600; i++) {
         snprintf(id, sizeof(id), "fill-%03d-%s", i, "padding-padding-padding-padding-padding");
         access_line(id);
@@ -113,12 +128,13 @@ static void gathered_lines_keep_their_order(void **state)
     tiled_log_stop();
     char *want = malloc(1 << 16);
     assert_non_null(want);
-    size_t o = (size_t)snprintf(want, 1 << 16, "a b c event:boom d");
+    size_t o = (size_t)snprintf(want, 1 << 16, "%s", eager);
     for (int i = 0; i < 600; i++)
         o += (size_t)snprintf(want + o, (1 << 16) - o, " fill-%03d-%s", i, "padding-padding-padding-padding-padding");
     snprintf(want + o, (1 << 16) - o, " last");
     expect_written(want);
     free(want);
+    free(eager);
 }
 
 int main(void)
