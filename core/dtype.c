@@ -128,8 +128,12 @@ enum tile_dtype tile_dtype_parse(const char *name, size_t len)
 
 enum tile_dtype tile_dtype_parse_kserve(const char *name, size_t len)
 {
+    if (len == 0)
+        return TILE_DTYPE_INVALID;
     for (int d = 0; d < TILE_DTYPE_COUNT; d++) {
         const char *k = tile_dtypes[d].kserve;
+        if (k[0] != name[0]) /* most rows differ at the first byte */
+            continue;
         size_t i = 0;
         while (i < len && k[i] != '\0' && k[i] == name[i])
             i++;
