@@ -19,10 +19,10 @@
  *
  * Time: each loop wakes at least every TICK_US to check its connections'
  * deadlines (heads, bodies, idle connections, lingering closes) and the
- * drain. The access lines a loop gathered (log.c) are written just before
- * it waits for events: a busy loop writes the lines of every request one
- * wait returned in one write(2), an idle one each line as its request
- * ends.
+ * drain. Before it waits for events a loop writes the access lines
+ * gathered (log.c) once there are 16 KiB of them, about fifty requests'
+ * in one write(2); fewer are written by the log's flusher at most
+ * --log-flush-ms after the first.
  *
  * The drain (listener.h): new connections' SYNs are dropped, the loops go
  * on accepting what the kernel completed and serve it with Connection:
