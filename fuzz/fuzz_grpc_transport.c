@@ -8,7 +8,7 @@
  * over HTTP/2).
  *
  * In process, on one thread, nothing left to timing:
- *   - the socket is memory: the connection's struct grpc_io (h2.h) is this
+ *   - the socket is memory: the connection's struct tiled_socket_io (listener.h) is this
  *     file's, whose recv takes the client's bytes and whose sendmsg puts the
  *     server's in a SOCK_ROOM-byte buffer the client empties when it reads
  *     (a reply of a few KiB fills it, so the server meets a full socket:
@@ -175,7 +175,7 @@ static int mem_shutdown(int fd, int how)
     return 0;
 }
 
-static const struct grpc_io mem_io = {.recv = mem_recv, .sendmsg = mem_sendmsg, .shutdown = mem_shutdown};
+static const struct tiled_socket_io mem_io = {.recv = mem_recv, .sendmsg = mem_sendmsg, .shutdown = mem_shutdown};
 
 /* The client reads what the server wrote (h2_replies.h checks it). */
 static void client_read(void)

@@ -9,7 +9,7 @@
  * request).
  *
  * In process, on one thread, nothing left to timing:
- *   - the socket is memory: the transport's struct http_io (h1serve.h) is
+ *   - the socket is memory: the transport's struct tiled_socket_io (listener.h) is
  *     this file's, whose recv takes the client's bytes and whose sendmsg
  *     puts the server's in a SOCK_ROOM-byte buffer the client empties when
  *     it reads (a reply of a few KiB fills it, so the server meets a full
@@ -198,7 +198,7 @@ static int mem_shutdown(int fd, int how)
     return 0;
 }
 
-static const struct http_io mem_io = {.recv = mem_recv, .sendmsg = mem_sendmsg, .shutdown = mem_shutdown};
+static const struct tiled_socket_io mem_io = {.recv = mem_recv, .sendmsg = mem_sendmsg, .shutdown = mem_shutdown};
 
 /* The client reads what the server wrote (h1_replies.h checks it), and
  * the end of the stream once the server shut its side or closed. */

@@ -234,9 +234,6 @@ nghttp2_session_callbacks *grpc_conn_callbacks_new(void)
 
 /* ---- socket I/O --------------------------------------------------------------- */
 
-/* The connection's socket calls go through its transport's struct grpc_io
- * (h2.h); the daemon's are these. */
-const struct grpc_io grpc_socket_io = {.recv = recv, .sendmsg = sendmsg, .shutdown = shutdown};
 
 static long sock_send(struct grpc_conn *c, const uint8_t *p, size_t n)
 {

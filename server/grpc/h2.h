@@ -23,6 +23,7 @@
 #include <sys/socket.h>
 
 #include "grpc_frame.h"
+#include "listener.h" /* struct tiled_socket_io */
 #include "wakeup.h"
 
 struct tiled_server;
@@ -161,22 +162,10 @@ struct grpc_conn {
     char remote[64];
 };
 
-/* How a plain connection's bytes move (conn.c): each member behaves as the
- * system call it is named after, on the connection's fd. The daemon's are
- * the socket calls themselves (grpc_socket_io, set by tiled_grpc_start); a
- * driver that runs a loop by hand may keep a connection's bytes in memory
- * instead (fuzz/fuzz_grpc_transport.c). A TLS connection's bytes go through
- * GnuTLS, which reads and writes the socket itself. */
-struct grpc_io {
-    ssize_t (*recv)(int fd, void *buf, size_t len, int flags);
-    ssize_t (*sendmsg)(int fd, const struct msghdr *msg, int flags);
-    int (*shutdown)(int fd, int how);
-};
-extern const struct grpc_io grpc_socket_io;
 
 struct grpc_transport {
     struct tiled_server *srv;
-    const struct grpc_io *io;
+    const struct tiled_socket_io *io; /* listener.h: the system's, or a driver's */
     int lfd;
     uint16_t port;
     struct tiled_tls *tls; /* the daemon's (borrowed); NULL without --tls-cert */

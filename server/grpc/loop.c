@@ -420,7 +420,7 @@ int tiled_grpc_start(struct tiled_server *srv, struct tile_error *e)
     if (!t)
         return tile_error_set(e, TILE_ENOMEM, "cannot allocate the gRPC transport");
     t->srv = srv;
-    t->io = &grpc_socket_io;
+    t->io = &tiled_socket_system_io;
     t->lfd = -1;
     t->nloops = (int)(srv->cfg.http_threads > 0 ? srv->cfg.http_threads : 1);
     t->loops = calloc((size_t)t->nloops, sizeof(*t->loops));

@@ -71,7 +71,6 @@
  * shut, still reads (and drops) what the client sends before it closes. */
 #define LINGER_US 2000000u
 
-const struct http_io http_socket_io = {.recv = recv, .sendmsg = sendmsg, .shutdown = shutdown};
 
 static const struct tiled_conn_ops http_conn_ops = {.suspend = http_conn_suspend, .resume = http_conn_resume};
 

@@ -346,7 +346,7 @@ struct http_transport *http_transport_start(struct tiled_server *srv, struct til
         return NULL;
     }
     t->srv = srv;
-    t->io = &http_socket_io;
+    t->io = &tiled_socket_system_io;
     t->lfd = -1;
     if (srv->tls && srv->cfg.hsts_max_age > 0)
         snprintf(t->hsts, sizeof(t->hsts), "max-age=%lld", (long long)srv->cfg.hsts_max_age);

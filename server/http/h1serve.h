@@ -23,6 +23,7 @@
 #include "error.h"
 #include "h1head.h"
 #include "h1wire.h"
+#include "listener.h" /* struct tiled_socket_io */
 #include "server.h" /* struct tiled_kv */
 #include "service.h" /* enum tiled_field */
 #include "wakeup.h"
@@ -111,23 +112,10 @@ struct http_conn {
     bool waiting;           /* a worker or a stream producer will resume it */
 };
 
-/* How a plain connection's bytes move (h1conn.c, h1reply.c): each member
- * behaves as the system call it is named after, on the connection's fd.
- * The daemon's are the socket calls themselves (http_socket_io, set by
- * http_transport_start); a driver that turns a loop by hand may keep a
- * connection's bytes in memory instead (fuzz/fuzz_h1_transport.c). A TLS
- * connection's bytes go through GnuTLS, which reads and writes the socket
- * itself. */
-struct http_io {
-    ssize_t (*recv)(int fd, void *buf, size_t len, int flags);
-    ssize_t (*sendmsg)(int fd, const struct msghdr *msg, int flags);
-    int (*shutdown)(int fd, int how);
-};
-extern const struct http_io http_socket_io;
 
 struct http_transport {
     struct tiled_server *srv;
-    const struct http_io *io;
+    const struct tiled_socket_io *io; /* listener.h: the system's, or a driver's */
     int lfd;
     int nloops;
     struct http_loop *loops;

@@ -13,6 +13,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+const struct tiled_socket_io tiled_socket_system_io = {.recv = recv, .sendmsg = sendmsg, .shutdown = shutdown};
+
 /* Why a bind or listen failed, with what to change. */
 static int listen_error(struct tile_error *e, const char *host, long long port, const char *port_flag, int err)
 {

@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include "error.h"
@@ -46,6 +47,20 @@ void tiled_listener_url_host(const char *host, char *dst, size_t cap);
 int tiled_listener_hold(int fd);
 /* Connections completed and waiting to be accepted (0 when unknown). */
 unsigned tiled_listener_queued(int fd);
+
+/* How a plain connection's bytes move, in both transports (h1conn.c,
+ * h1reply.c, grpc/conn.c): each member behaves as the system call it is
+ * named after, on the connection's fd. The daemon's are the socket calls
+ * themselves (tiled_socket_system_io); a driver that turns a loop by hand
+ * may keep a connection's bytes in memory instead (fuzz/fuzz_h1_transport.c,
+ * fuzz/fuzz_grpc_transport.c). A TLS connection's bytes go through GnuTLS,
+ * which reads and writes the socket itself. */
+struct tiled_socket_io {
+    ssize_t (*recv)(int fd, void *buf, size_t len, int flags);
+    ssize_t (*sendmsg)(int fd, const struct msghdr *msg, int flags);
+    int (*shutdown)(int fd, int how);
+};
+extern const struct tiled_socket_io tiled_socket_system_io;
 
 /* A socket call's result as both transports read it: the bytes (0 at the
  * end), -1 when nothing can move now (EAGAIN, EINTR: try at the next
