@@ -31,6 +31,13 @@ def write(target, name, data):
         f.write(data)
 
 
+def write_seeds(target, seeds):
+    """A target's seed directory made anew from {name: bytes}."""
+    shutil.rmtree(os.path.join(ROOT, target), ignore_errors=True)
+    for name, data in seeds.items():
+        write(target, name, data)
+
+
 # ---- /v1 JSON bodies --------------------------------------------------------
 
 V1_JSON = {

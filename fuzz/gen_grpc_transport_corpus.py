@@ -14,14 +14,13 @@ gen_corpus.py's gRPC seeds.
 """
 import gzip
 import os
-import shutil
 import struct
 import sys
 
 import hpack
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gen_corpus import GRPC, ROOT, pb_len, write  # noqa: E402
+from gen_corpus import GRPC, pb_len, write_seeds  # noqa: E402
 
 TARGET = "grpc_transport"
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
@@ -251,9 +250,7 @@ def seeds():
 
 
 def main():
-    shutil.rmtree(os.path.join(ROOT, TARGET), ignore_errors=True)
-    for name, data in seeds().items():
-        write(TARGET, name, data)
+    write_seeds(TARGET, seeds())
     return 0
 
 

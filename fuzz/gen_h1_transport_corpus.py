@@ -14,12 +14,11 @@ of the decoders.
 import gzip
 import json
 import os
-import shutil
 import struct
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gen_corpus import NPY, RAW, ROOT, V1_JSON, V2, write  # noqa: E402
+from gen_corpus import NPY, RAW, V1_JSON, V2, write_seeds  # noqa: E402
 
 TARGET = "h1_transport"
 # The harness's control bytes (fuzz_h1_transport.c).
@@ -249,9 +248,7 @@ def seeds():
 
 
 def main():
-    shutil.rmtree(os.path.join(ROOT, TARGET), ignore_errors=True)
-    for name, data in seeds().items():
-        write(TARGET, name, data)
+    write_seeds(TARGET, seeds())
     return 0
 
 
