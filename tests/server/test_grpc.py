@@ -16,6 +16,7 @@ Run with the virtual environment scripts/venv.sh makes, after make grpc-stubs:
   cd tests/server && ../../build/venv/bin/python -m unittest test_grpc
 """
 import asyncio
+import itertools
 import json
 import os
 import queue
@@ -937,6 +938,22 @@ class SizeLimits(GrpcCase):
         self.assertTrue(self.client.is_server_ready())
 
 
+def settled_access_entries(d, path_suffix):
+    """access_entries once every request the daemon took has ended and its line is in the log:
+    lines are gathered and written up to --log-flush-ms after their requests end, in the order
+    those ended, so a marker request's line, once it is there, comes after all of theirs. For a
+    count taken before a test's own requests (a line of the test before, still gathered, would
+    otherwise be counted as the test's)."""
+    assert wait_until(lambda: inflight(d) == 0), "requests still in flight"
+    marker = "settled-%d-%d" % (os.getpid(), next(_markers))
+    d.request("GET", "/v2/health/live", headers={"X-Request-Id": marker})
+    assert d.access_lines(lambda a: a.get("request_id") == marker), "the marker's access line"
+    return access_entries(d, path_suffix)
+
+
+_markers = itertools.count()
+
+
 def access_entries(d, path_suffix):
     entries = []
     for line in d.log_lines():
@@ -970,7 +987,7 @@ class DeadlineAndCancel(GrpcCase):
         self.assertTrue(np.array_equal(output_array(self.stub.ModelInfer(self.raw_request(a, [3]))), np.tile(a, 3)))
 
     def test_deadline_exceeded(self):
-        before = len(access_entries(self.d, "/ModelInfer"))
+        before = len(settled_access_entries(self.d, "/ModelInfer"))
         e = grpc_error(lambda: self.stub.ModelInfer(self.raw_request(*self.BIG), timeout=0.02))
         self.assertEqual(e.code(), grpc.StatusCode.DEADLINE_EXCEEDED)
         self.wait_for_499(before)
@@ -981,7 +998,7 @@ class DeadlineAndCancel(GrpcCase):
         self.assertTrue(np.array_equal(output_array(resp), np.tile(a, 2)))
 
     def test_cancel_mid_call(self):
-        before = len(access_entries(self.d, "/ModelInfer"))
+        before = len(settled_access_entries(self.d, "/ModelInfer"))
         future = self.stub.ModelInfer.future(self.raw_request(*self.BIG))
         deadline = time.monotonic() + 60  # cancelled once the daemon holds it
         while inflight(self.d) == 0 and not future.done() and time.monotonic() < deadline:
@@ -1016,7 +1033,7 @@ class StreamInfer(GrpcCase):
 
     def test_every_datatype_rank_0_to_4_over_one_stream(self):
         cases = list(self.cases())
-        before = len(access_entries(self.d, "/ModelStreamInfer"))
+        before = len(settled_access_entries(self.d, "/ModelStreamInfer"))
         client = grpcclient.InferenceServerClient(self.target)
         try:
             answers = self.open_stream(client)
@@ -1132,7 +1149,7 @@ class StreamInfer(GrpcCase):
         self.assert_tiled(result, a, [3])
 
     def test_stream_deadline(self):
-        before = len(access_entries(self.d, "/ModelStreamInfer"))
+        before = len(settled_access_entries(self.d, "/ModelStreamInfer"))
         client = grpcclient.InferenceServerClient(self.target)
         try:
             answers = self.open_stream(client, stream_timeout=0.05)
@@ -1146,7 +1163,7 @@ class StreamInfer(GrpcCase):
         self.assert_still_streaming()
 
     def test_cancel_mid_stream(self):
-        before = len(access_entries(self.d, "/ModelStreamInfer"))
+        before = len(settled_access_entries(self.d, "/ModelStreamInfer"))
         client = grpcclient.InferenceServerClient(self.target)
         try:
             self.open_stream(client)
