@@ -726,6 +726,7 @@ class Floods(GrpcCase):
         c = self.h2()
         body = message(infer_request(np.arange(4, dtype=np.float32), [2]))
         before = self.metric_sum('tiled_requests_total{transport="grpc",route="/v2/models/infer"')
+        t0 = time.monotonic()
         c.cork()
         for _ in range(3000):
             sid = c.start(SERVICE + "ModelInfer")
@@ -739,7 +740,11 @@ class Floods(GrpcCase):
         self.assertTrue(c.closed, "the connection stayed open")
         self.assertTrue(c.goaways and c.goaways[0][1] != 0, f"no GOAWAY with an error code: {c.goaways}")
         started = self.metric_sum('tiled_requests_total{transport="grpc",route="/v2/models/infer"') - before
-        self.assertLess(started, 2000, "the resets were not cut off")
+        # nghttp2's limit: a burst of 1000 resets, then 33 a second. A daemon slowed down (TSan,
+        # a loaded machine) reads the 3000 over more seconds and so takes more of them; still
+        # clearly fewer than were sent.
+        bound = min(2000 + 33 * (time.monotonic() - t0), 2700)
+        self.assertLess(started, bound, "the resets were not cut off")
         self.assert_serving()
 
     def test_continuation_flood_is_cut_off(self):
