@@ -555,16 +555,16 @@ class WorkerHeld(GrpcCase):
 
     def test_connection_dies_while_the_worker_holds_calls(self):
         c = H2Client(self.d.grpc_port)
-        c.cork()  # a call that keeps the one worker busy (a 32 MiB output), so that none of the five is answered first
+        c.cork()  # a call that keeps the one worker busy, so that none of the five is answered first
         busy = c.start(path=INFER)
-        c.send(busy, message(infer_request(np.arange(1 << 18, dtype=np.float32), [32])), end=True)
+        c.send(busy, message(infer_request(np.arange(1 << 20, dtype=np.float32), [32])), end=True)
         for i in range(5):
             c.send(c.start(path=INFER, metadata=[("x-request-id", f"grpc-parked-gone-{i}")]), self.small, end=True)
         c.uncork()
         c.sock.shutdown(socket.SHUT_RDWR)
         c.close()
-        for i in range(5):  # each once the busy call is done (minutes under valgrind at worst)
-            self.assertTrue(wait_for(lambda: access_lines(self.d, f"grpc-parked-gone-{i}"), 120))
+        for i in range(5):
+            self.assertTrue(wait_for(lambda: access_lines(self.d, f"grpc-parked-gone-{i}")))
             self.assertEqual(access_lines(self.d, f"grpc-parked-gone-{i}")[0]["status"], 499)
         self.assertEqual(raw_method(self.channel, LIVE)(b"", timeout=10), LIVE_REPLY)
 
