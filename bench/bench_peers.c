@@ -18,7 +18,9 @@
  * string CRC runs over every output string followed by one NUL byte.
  *
  * Small outputs are timed in batches of calls (each batch >= ~2 ms) and the
- * median per-call time of the batches is reported.
+ * median per-call time of the batches is reported. memcpy, memset, one
+ * worker and all workers take their batches in turn, so that a change in
+ * the machine's speed during a case moves all four alike.
  *
  * With profile_seconds > 0 it only runs tile_execute (all workers, reused
  * buffer) on each case for that long, for a profiler attached to it
@@ -212,9 +214,9 @@ static double time_batch(enum op op, const struct run *r, long k)
     return now_sec() - t0;
 }
 
-/* Median seconds per call over `reps` batches, after one warm-up batch;
- * the fastest batch's seconds per call in *best. */
-static double sec_per_call(enum op op, const struct run *r, int reps, double *best)
+/* Calls per batch for `op`: enough for a batch of about BATCH_SEC, after
+ * one warm-up call and one warm-up batch. */
+static long batch_calls(enum op op, const struct run *r)
 {
     double warm = time_batch(op, r, 1);
     long k = 1;
@@ -223,12 +225,36 @@ static double sec_per_call(enum op op, const struct run *r, int reps, double *be
         k = k < 1 ? 1 : k > 100000 ? 100000 : k;
         time_batch(op, r, k);
     }
+    return k;
+}
+
+/* One measurement: an operation, what it runs on, and its results. */
+struct timed {
+    enum op op;
+    const struct run *r;
+    long k;
     double v[MAX_REPS];
-    for (int i = 0; i < reps; i++)
-        v[i] = time_batch(op, r, k) / (double)k;
-    double m = median(v, reps); /* sorts v */
-    *best = v[0];
-    return m;
+    double median, best; /* seconds per call */
+};
+
+/* Median (and fastest) seconds per call of each of `n` measurements over
+ * `reps` batches each, the batches taken in turn (one of each, then the
+ * next round): a machine whose speed drifts during the case (another
+ * guest's load, a clock that changes) moves every measurement alike, so
+ * the ratios between them hold, where measuring one after the other would
+ * compare one period's speed with another's. */
+static void time_interleaved(struct timed *t, int n, int reps)
+{
+    for (int j = 0; j < n; j++)
+        t[j].k = batch_calls(t[j].op, t[j].r);
+    for (int i = 0; i < reps; i++) {
+        for (int j = 0; j < n; j++)
+            t[j].v[i] = time_batch(t[j].op, t[j].r, t[j].k) / (double)t[j].k;
+    }
+    for (int j = 0; j < n; j++) {
+        t[j].median = median(t[j].v, reps); /* sorts v */
+        t[j].best = t[j].v[0];
+    }
 }
 
 static void fill_input(void *in, uint64_t n)
@@ -363,25 +389,27 @@ static int bench_case(char *line, struct tile_pool *pool, int reps, double profi
         fflush(stdout);
         goto done;
     }
-    double mcb, msb, t1b, tnb, tfb;
-    double mc = sec_per_call(OP_MEMCPY, &one, reps, &mcb);
-    double ms = sec_per_call(OP_MEMSET, &one, reps, &msb);
-    double t1 = sec_per_call(OP_TILE, &one, reps, &t1b);
-    /* Let the pool learn whether splitting pays for this size and which
-     * store kind, as a running server does over its first requests
+    /* The pool learns first whether splitting pays for this size and
+     * which store kind, as a running server does over its first requests
      * (core/autosplit.h, core/stores.h); otherwise its first trials of both
-     * ways would be most of the samples. */
+     * ways would be most of the samples. Then the ceilings, one worker and
+     * all workers are timed in turn. */
     double w0 = now_sec();
     for (int i = 0; i < WARM_CALLS_MAX && (i < WARM_CALLS_MIN || now_sec() - w0 < WARM_SEC); i++)
         time_batch(OP_TILE, &all, 1);
-    double tn = sec_per_call(OP_TILE, &all, reps, &tnb);
+    struct timed t[4] = {{OP_MEMCPY, &one}, {OP_MEMSET, &one}, {OP_TILE, &one}, {OP_TILE, &all}};
+    time_interleaved(t, 4, reps);
+    double mc = t[0].median, ms = t[1].median, t1 = t[2].median, tn = t[3].median;
+    double mcb = t[0].best, msb = t[1].best, t1b = t[2].best, tnb = t[3].best;
     /* What the pool measured, before the fresh buffers' page faults join it. */
     enum tile_split_work work = plan.out_bytes <= plan.in_bytes ? TILE_WORK_COPY : TILE_WORK_REPEAT;
     uint64_t est1 = tile_autosplit_estimate(tile_pool_autosplit(pool), work, plan.out_bytes, TILE_SPLIT_ONE);
     uint64_t par = tile_autosplit_estimate(tile_pool_autosplit(pool), work, plan.out_bytes, TILE_SPLIT_POOL);
     int split = plan.out_bytes >= TILE_PARALLEL_MIN_BYTES && est1 && par && par * 100 < est1 * (100 - TILE_AUTOSPLIT_MARGIN_PCT);
     bool stores_all = tile_stores_best(plan.out_bytes, split), stores_1 = tile_stores_best(plan.out_bytes, 0);
-    double tf = sec_per_call(OP_TILE_FRESH, &all, reps, &tfb);
+    struct timed fresh = {OP_TILE_FRESH, &all};
+    time_interleaved(&fresh, 1, reps);
+    double tf = fresh.median, tfb = fresh.best;
     tile_execute(&plan, in, out, pool);
     unsigned long crc = output_crc(&plan, out);
     double gb = (double)plan.out_bytes / 1e9;
