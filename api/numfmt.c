@@ -528,6 +528,35 @@ static size_t escape_byte(unsigned char c, char *esc)
     return 6;
 }
 
+#define ONES UINT64_C(0x0101010101010101)
+#define HIGHS UINT64_C(0x8080808080808080)
+
+/* Whether any byte of w is 0 (Mycroft's test: exact when only its answer,
+ * not which byte, is used). */
+static inline uint64_t zero_byte(uint64_t w)
+{
+    return (w - ONES) & ~w & HIGHS;
+}
+
+/* The end of the run of printable ASCII other than the quote and the
+ * backslash from u[i]: eight bytes a step (a request id, a path and an
+ * address in every access line), then byte by byte. A word passes when no
+ * byte has its top bit set, none is below 0x20 (for bytes under 0x80,
+ * b - 0x20 borrows into the top bit exactly when b < 0x20) and none equals
+ * '"' or '\\'. */
+static size_t plain_ascii_end(const unsigned char *u, size_t i, size_t len)
+{
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w;
+        memcpy(&w, u + i, 8);
+        if ((w | ((w - 0x20 * ONES) & ~w)) & HIGHS || zero_byte(w ^ ('"' * ONES)) || zero_byte(w ^ ('\\' * ONES)))
+            break;
+    }
+    while (i < len && u[i] >= 0x20 && u[i] < 0x80 && u[i] != '"' && u[i] != '\\')
+        i++;
+    return i;
+}
+
 /* The quoted string of s[0, len); bytes that are not valid UTF-8 become
  * U+FFFD when `replace`, else make it return -1. One loop for both
  * (tile_json_escape_string and tile_json_escape_text). */
@@ -542,8 +571,7 @@ static long escape(const char *s, size_t len, char *buf, size_t cap, bool replac
         /* Printable ASCII other than the quote and the backslash (nearly
          * every byte of what tiled quotes) is copied as it is: skip it
          * before the byte-by-byte checks below. */
-        while (i < len && u[i] >= 0x20 && u[i] < 0x80 && u[i] != '"' && u[i] != '\\')
-            i++;
+        i = plain_ascii_end(u, i, len);
         if (i == len)
             break;
         char esc[6];

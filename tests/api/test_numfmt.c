@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "api/harness/testrand.h"
 #include "half.h"
 #include "numfmt.h"
@@ -261,6 +263,58 @@ static void test_escape_short_buffer(void **state)
         assert_memory_equal(buf, full, cap);
         for (size_t i = cap; i < sizeof(buf); i++)
             assert_int_equal(buf[i], '#');
+    }
+}
+
+/* Against jansson, the JSON library the daemon's other documents come
+ * from: random strings of every length from 0 to 40 (so that each byte
+ * that needs an escape falls at every place in and across the eight-byte
+ * steps of the plain-ASCII scan), drawn from printable ASCII, the quote,
+ * the backslash, control bytes, DEL and two- to four-byte UTF-8
+ * sequences; and each of the 256 byte values alone at every place of a
+ * plain 24-byte run. Valid UTF-8 must quote exactly as json_dumps quotes
+ * it; the text form must agree on it too. */
+static void check_against_jansson(const char *s, size_t len)
+{
+    json_t *str = json_stringn(s, len);
+    char got[6 * 64 + 3];
+    long n = tile_json_escape_string(s, len, got, sizeof(got));
+    if (!str) { /* jansson refuses it: not UTF-8 */
+        assert_int_equal(n, -1);
+        return;
+    }
+    char *want = json_dumps(str, JSON_ENCODE_ANY);
+    assert_non_null(want);
+    assert_int_equal(n, (long)strlen(want));
+    assert_memory_equal(got, want, (size_t)n);
+    assert_int_equal(tile_json_escape_text(s, len, got, sizeof(got)), n);
+    assert_memory_equal(got, want, (size_t)n);
+    free(want);
+    json_decref(str);
+}
+
+static void test_escape_against_jansson(void **state)
+{
+    (void)state;
+    static const char *const pieces[] = {"a", "Z", "0", " ", "~", "/", "\"", "\\", "\n", "\r", "\t", "\x01",
+                                         "\x1f", "\x7f", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80"};
+    char s[64 * 4];
+    for (int round = 0; round < 4000; round++) {
+        size_t want_len = (size_t)(rng() % 41), len = 0;
+        while (len < want_len) {
+            const char *p = pieces[rng() % (sizeof(pieces) / sizeof(pieces[0]))];
+            size_t n = strlen(p);
+            memcpy(s + len, p, n);
+            len += n;
+        }
+        check_against_jansson(s, len);
+    }
+    for (int byte = 0; byte < 256; byte++) {
+        for (size_t at = 0; at < 24; at++) {
+            memset(s, 'x', 24);
+            s[at] = (char)byte;
+            check_against_jansson(s, 24);
+        }
     }
 }
 
@@ -767,6 +821,7 @@ int main(void)
         cmocka_unit_test(test_format_half),         cmocka_unit_test(test_format_complex),
         cmocka_unit_test(test_format_bound),        cmocka_unit_test(test_escape),
         cmocka_unit_test(test_escape_text),         cmocka_unit_test(test_escape_short_buffer),
+        cmocka_unit_test(test_escape_against_jansson),
         cmocka_unit_test(test_parse_ints),          cmocka_unit_test(test_parse_floats),
         cmocka_unit_test(test_parse_half_rounding), cmocka_unit_test(test_parse_half_ties),
         cmocka_unit_test(test_round_trip_half_all), cmocka_unit_test(test_round_trip_f32),
