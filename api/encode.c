@@ -348,7 +348,7 @@ struct tile_encoder *tile_encoder_new(enum tile_format fmt, const struct tile_pl
             goto fail;
     } else if (!enc->fixed_in) {
         enc->fixed_in = enc->req.input.data;
-        enc->fixed_plan = *plan;
+        tile_plan_copy(plan, &enc->fixed_plan);
     }
     if (!enc->piece_off)
         enc->data_len = enc->fixed_plan.out_bytes;

@@ -8,6 +8,7 @@
  */
 #include "plan.h"
 
+#include <stddef.h>
 #include <string.h>
 #include <strings.h>
 
@@ -235,10 +236,35 @@ static void level_sizes(struct tile_plan *p)
     }
 }
 
+/* The plan's fields outside its arrays, cleared. Each array is written up
+ * to where it is read (out_rank or nlev entries) by the rules and
+ * collapse_levels; the rest of a 4 KiB plan is left alone, as clearing and
+ * copying it was most of a small request's planning. */
+static void clear_scalars(struct tile_plan *p)
+{
+    memset(p, 0, offsetof(struct tile_plan, in_shape));
+    memset(&p->in_elems, 0, offsetof(struct tile_plan, lev_in) - offsetof(struct tile_plan, in_elems));
+}
+
+void tile_plan_copy(const struct tile_plan *src, struct tile_plan *out)
+{
+    memcpy(out, src, offsetof(struct tile_plan, in_shape));
+    memcpy(&out->in_elems, &src->in_elems, offsetof(struct tile_plan, lev_in) - offsetof(struct tile_plan, in_elems));
+    size_t axes = sizeof(src->in_shape[0]) * (size_t)src->out_rank, levels = sizeof(src->lev_in[0]) * (size_t)src->nlev;
+    memcpy(out->in_shape, src->in_shape, axes);
+    memcpy(out->repeats, src->repeats, axes);
+    memcpy(out->out_shape, src->out_shape, axes);
+    memcpy(out->lev_in, src->lev_in, levels);
+    memcpy(out->lev_rep, src->lev_rep, levels);
+    memcpy(out->lev_sub, src->lev_sub, levels);
+    memcpy(out->lev_in_stride, src->lev_in_stride, levels);
+    memcpy(out->lev_tile, src->lev_tile, levels);
+}
+
 int tile_plan_init(struct tile_plan *p, enum tile_dtype dtype, int rank, const int64_t *shape,
                    const struct tile_spec *s, struct tile_error *e)
 {
-    memset(p, 0, sizeof(*p));
+    clear_scalars(p);
     const struct tile_dtype_traits *t = tile_dtype_traits(dtype);
     if (!t)
         return tile_error_set(e, TILE_EINVAL, "invalid dtype");
@@ -267,7 +293,7 @@ int tile_plan_init(struct tile_plan *p, enum tile_dtype dtype, int rank, const i
 
 void tile_plan_with_elem_size(const struct tile_plan *src, uint64_t elem_size, struct tile_plan *out)
 {
-    *out = *src;
+    tile_plan_copy(src, out);
     out->elem_size = elem_size;
     out->in_bytes = src->in_elems * elem_size;
     out->out_bytes = src->out_elems * elem_size;
@@ -288,7 +314,7 @@ uint64_t tile_plan_folded_in_bytes(const struct tile_plan *p)
 void tile_plan_fold_inner(const struct tile_plan *src, struct tile_plan *out)
 {
     int n = src->nlev - 1;
-    *out = *src;
+    tile_plan_copy(src, out);
     out->in_bytes = tile_plan_folded_in_bytes(src);
     out->nlev = n;
     /* The expanded rows lie end to end, so the level above reads them as

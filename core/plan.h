@@ -69,6 +69,11 @@ struct tile_plan {
 int tile_plan_init(struct tile_plan *plan, enum tile_dtype dtype, int rank, const int64_t *shape,
                    const struct tile_spec *spec, struct tile_error *e);
 
+/* Copies `src` to `out`: the fields every plan reader uses (the arrays up
+ * to out_rank and nlev entries, which is all a plan holds; a struct
+ * assignment would copy 4 KiB). */
+void tile_plan_copy(const struct tile_plan *src, struct tile_plan *out);
+
 /* Re-plans the same problem for elements of `elem_size` bytes (e.g. to tile
  * an index array or fixed-width text with the layout of `src`). Limits are
  * not re-checked: the result has the same element counts. */

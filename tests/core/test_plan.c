@@ -526,6 +526,50 @@ static void fold_inner_levels(void **state)
     assert_false(tile_plan_can_fold_inner(&p));
 }
 
+/* A plan holds what its out_rank axes and nlev levels say and nothing
+ * else: one planned over a plan full of other values (as a reused struct
+ * is), or copied over one, tiles exactly as one planned into zeroed
+ * memory, and agrees with it on every field that is read. */
+static void plans_hold_only_their_axes(void **state)
+{
+    (void)state;
+    const int64_t shape[4] = {2, 3, 1, 5}, reps[4] = {2, 1, 4, 3};
+    struct tile_spec spec = {.semantics = TILE_SEM_ONNX, .repeats = reps, .nrepeats = 4};
+    static struct tile_plan zeroed, dirty, copied;
+    memset(&dirty, 0xa5, sizeof(dirty));
+    memset(&copied, 0x5a, sizeof(copied));
+    assert_int_equal(tile_plan_init(&zeroed, TILE_INT16, 4, shape, &spec, NULL), 0);
+    assert_int_equal(tile_plan_init(&dirty, TILE_INT16, 4, shape, &spec, NULL), 0);
+    tile_plan_copy(&dirty, &copied);
+    const struct tile_plan *ps[2] = {&dirty, &copied};
+    for (int k = 0; k < 2; k++) {
+        const struct tile_plan *p = ps[k];
+        assert_int_equal(p->dtype, zeroed.dtype);
+        assert_int_equal(p->elem_size, zeroed.elem_size);
+        assert_int_equal(p->out_rank, zeroed.out_rank);
+        assert_memory_equal(p->in_shape, zeroed.in_shape, 4 * sizeof(int64_t));
+        assert_memory_equal(p->repeats, zeroed.repeats, 4 * sizeof(int64_t));
+        assert_memory_equal(p->out_shape, zeroed.out_shape, 4 * sizeof(int64_t));
+        assert_int_equal(p->in_bytes, zeroed.in_bytes);
+        assert_int_equal(p->out_bytes, zeroed.out_bytes);
+        assert_int_equal(p->repeat_product, zeroed.repeat_product);
+        assert_int_equal(p->nlev, zeroed.nlev);
+        size_t lev = (size_t)zeroed.nlev * sizeof(uint64_t);
+        assert_memory_equal(p->lev_in, zeroed.lev_in, lev);
+        assert_memory_equal(p->lev_rep, zeroed.lev_rep, lev);
+        assert_memory_equal(p->lev_sub, zeroed.lev_sub, lev);
+        assert_memory_equal(p->lev_in_stride, zeroed.lev_in_stride, lev);
+        assert_memory_equal(p->lev_tile, zeroed.lev_tile, lev);
+        int16_t in[30], want[30 * 24], got[30 * 24];
+        for (int i = 0; i < 30; i++)
+            in[i] = (int16_t)(i * 7 + 1);
+        tile_execute(&zeroed, in, want, NULL);
+        memset(got, 0, sizeof(got));
+        tile_execute(p, in, got, NULL);
+        assert_memory_equal(got, want, zeroed.out_bytes);
+    }
+}
+
 int main(void)
 {
     for (size_t i = 0; i < ARRAY_LEN(ones); i++)
@@ -543,6 +587,7 @@ int main(void)
         cmocka_unit_test(string_wire_bytes),
         cmocka_unit_test(string_wire_bytes_match_output),
         cmocka_unit_test(fold_inner_levels),
+        cmocka_unit_test(plans_hold_only_their_axes),
     };
     return cmocka_run_group_tests_name("plan", tests, NULL, NULL);
 }
