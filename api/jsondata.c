@@ -394,15 +394,7 @@ int tile_json_read_data(struct tile_json_lexer *lx, const struct tile_json_data_
                         struct tile_error *e)
 {
     struct reader r;
-    /* What tile_tensor_free reads: every path ends in tile_tensor_init or
-     * tile_tensor_free, which clear the whole tensor (its shape included). */
-    out->dtype = TILE_DTYPE_INVALID;
-    out->rank = 0;
-    out->data = NULL;
-    out->nelem = 0;
-    out->owns_data = false;
-    out->blob = NULL;
-    out->blob_len = 0;
+    tile_tensor_reset(out); /* what tile_tensor_free reads, whatever happens */
     int rc = reader_init(&r, lx, o, out, e);
     if (rc == 0)
         rc = walk(&r);

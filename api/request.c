@@ -24,17 +24,36 @@
 #define QUOTE_MAX 40
 #define QUOTE(len) (int)((len) > QUOTE_MAX ? QUOTE_MAX : (len))
 
+/* Both name every field but the arrays, which hold what their counts say
+ * (input.rank dims, nrepeats repeats): a request is 1 KiB of which a
+ * small one uses a few dozen bytes. */
 void tile_request_init(struct tile_request *r)
 {
-    memset(r, 0, sizeof(*r));
-    r->input.dtype = TILE_DTYPE_INVALID;
+    tile_tensor_reset(&r->input);
     r->semantics = TILE_SEM_ONNX;
+    r->has_semantics = false;
+    r->nrepeats = 0;
+    r->has_repeats = false;
+    r->tiles = r->axis = 0;
+    r->has_tiles = r->has_axis = false;
     r->npy_strkind = TILE_NPY_STR_UNICODE;
+    r->npy_strwidth = 0;
 }
 
 void tile_request_move(struct tile_request *dst, struct tile_request *src)
 {
-    *dst = *src;
+    tile_tensor_assign(&dst->input, &src->input);
+    dst->semantics = src->semantics;
+    dst->has_semantics = src->has_semantics;
+    memcpy(dst->repeats, src->repeats, sizeof(src->repeats[0]) * (size_t)src->nrepeats);
+    dst->nrepeats = src->nrepeats;
+    dst->has_repeats = src->has_repeats;
+    dst->tiles = src->tiles;
+    dst->axis = src->axis;
+    dst->has_tiles = src->has_tiles;
+    dst->has_axis = src->has_axis;
+    dst->npy_strkind = src->npy_strkind;
+    dst->npy_strwidth = src->npy_strwidth;
     src->input.data = NULL;
     src->input.owns_data = false;
     src->input.blob = NULL;

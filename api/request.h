@@ -26,6 +26,8 @@ struct tile_limits {
     int max_depth;            /* JSON nesting depth */
 };
 
+/* tile_request_init and tile_request_move name each field: a new one is
+ * added to both. */
 struct tile_request {
     struct tile_tensor input;      /* owned */
     enum tile_semantics semantics; /* default onnx */

@@ -266,7 +266,7 @@ int tile_v2_map_inputs(struct tile_v2_request *r, struct tile_v2_named_tensor *i
         if (map_repeats(c) < 0)
             return -1;
     }
-    r->treq.input = *in->t;
-    memset(in->t, 0, sizeof(*in->t)); /* moved */
+    tile_tensor_assign(&r->treq.input, in->t);
+    tile_tensor_reset(in->t); /* moved */
     return 0;
 }

@@ -91,8 +91,7 @@ uint64_t tile_tensor_nbytes(const struct tile_tensor *t)
 int tile_tensor_init(struct tile_tensor *t, enum tile_dtype dtype, int rank, const int64_t *shape,
                      uint64_t max_bytes, struct tile_error *e)
 {
-    memset(t, 0, sizeof(*t));
-    t->dtype = TILE_DTYPE_INVALID;
+    tile_tensor_reset(t);
     if (!tile_dtype_traits(dtype))
         return tile_error_set(e, TILE_EINVAL, "invalid dtype");
     if (rank < 0 || rank > TILE_MAX_RANK)
@@ -128,8 +127,30 @@ void tile_tensor_free(struct tile_tensor *t)
     if (t->owns_data)
         tile_free_buffer(t->data, tile_tensor_nbytes(t));
     free(t->blob);
-    memset(t, 0, sizeof(*t));
+    tile_tensor_reset(t);
+}
+
+void tile_tensor_reset(struct tile_tensor *t)
+{
     t->dtype = TILE_DTYPE_INVALID;
+    t->rank = 0;
+    t->data = NULL;
+    t->nelem = 0;
+    t->owns_data = false;
+    t->blob = NULL;
+    t->blob_len = 0;
+}
+
+void tile_tensor_assign(struct tile_tensor *dst, const struct tile_tensor *src)
+{
+    dst->dtype = src->dtype;
+    dst->rank = src->rank;
+    memcpy(dst->shape, src->shape, sizeof(src->shape[0]) * (size_t)src->rank);
+    dst->data = src->data;
+    dst->nelem = src->nelem;
+    dst->owns_data = src->owns_data;
+    dst->blob = src->blob;
+    dst->blob_len = src->blob_len;
 }
 
 uint64_t tile_tensor_string_bytes(const struct tile_tensor *t)

@@ -52,8 +52,18 @@ bool tile_shape_span_fits(const int64_t *shape, int rank, uint64_t size);
 int tile_tensor_init(struct tile_tensor *t, enum tile_dtype dtype, int rank, const int64_t *shape,
                      uint64_t max_bytes, struct tile_error *e);
 
-/* Releases what the tensor owns and zeroes it. NULL is fine. */
+/* Releases what the tensor owns and empties it (tile_tensor_reset). NULL is fine. */
 void tile_tensor_free(struct tile_tensor *t);
+
+/* An empty tensor: invalid dtype, rank 0, no data, owning nothing. A
+ * tensor's shape is read only up to its rank, so the 512-byte array is
+ * left as it is (here and in tile_tensor_assign): clearing and copying it
+ * whole was a tenth of a small request's instructions. */
+void tile_tensor_reset(struct tile_tensor *t);
+
+/* dst = src as far as src holds: every field, and the shape up to its
+ * rank. What src owns is now owned twice: the caller resets one. */
+void tile_tensor_assign(struct tile_tensor *dst, const struct tile_tensor *src);
 
 /* Byte size of the element buffer (nelem * element size). */
 uint64_t tile_tensor_nbytes(const struct tile_tensor *t);

@@ -613,6 +613,68 @@ static void test_merge_query(void **state)
     tile_request_free(&body);
 }
 
+/* tile_request_init gives the defaults over whatever was there, and
+ * tile_request_move carries every field (the arrays as far as their
+ * counts go) and leaves the source owning nothing. */
+static void test_init_and_move(void **state)
+{
+    (void)state;
+    static struct tile_request src, dst;
+    memset(&src, 0x5a, sizeof(src));
+    memset(&dst, 0xa5, sizeof(dst));
+    tile_request_init(&src);
+    assert_int_equal(src.input.dtype, TILE_DTYPE_INVALID);
+    assert_int_equal(src.input.rank, 0);
+    assert_null(src.input.data);
+    assert_null(src.input.blob);
+    assert_false(src.input.owns_data);
+    assert_int_equal(src.semantics, TILE_SEM_ONNX);
+    assert_false(src.has_semantics || src.has_repeats || src.has_tiles || src.has_axis);
+    assert_int_equal(src.nrepeats, 0);
+    assert_int_equal(src.tiles, 0);
+    assert_int_equal(src.axis, 0);
+    assert_int_equal(src.npy_strkind, TILE_NPY_STR_UNICODE);
+    assert_int_equal(src.npy_strwidth, 0);
+
+    const int64_t shape[3] = {2, 3, 4};
+    assert_int_equal(tile_tensor_init(&src.input, TILE_INT32, 3, shape, 0, NULL), 0);
+    src.input.blob = malloc(5);
+    src.input.blob_len = 5;
+    src.semantics = TILE_SEM_NUMPY;
+    src.has_semantics = src.has_repeats = src.has_tiles = src.has_axis = true;
+    src.nrepeats = 2;
+    src.repeats[0] = 7;
+    src.repeats[1] = 9;
+    src.tiles = 11;
+    src.axis = -1;
+    src.npy_strkind = TILE_NPY_STR_BYTES;
+    src.npy_strwidth = 13;
+    void *data = src.input.data, *blob = src.input.blob;
+    tile_request_move(&dst, &src);
+    assert_int_equal(dst.input.dtype, TILE_INT32);
+    assert_int_equal(dst.input.rank, 3);
+    assert_memory_equal(dst.input.shape, shape, sizeof(shape));
+    assert_ptr_equal(dst.input.data, data);
+    assert_int_equal(dst.input.nelem, 24);
+    assert_true(dst.input.owns_data);
+    assert_ptr_equal(dst.input.blob, blob);
+    assert_int_equal(dst.input.blob_len, 5);
+    assert_int_equal(dst.semantics, TILE_SEM_NUMPY);
+    assert_true(dst.has_semantics && dst.has_repeats && dst.has_tiles && dst.has_axis);
+    assert_int_equal(dst.nrepeats, 2);
+    assert_int_equal(dst.repeats[0], 7);
+    assert_int_equal(dst.repeats[1], 9);
+    assert_int_equal(dst.tiles, 11);
+    assert_int_equal(dst.axis, -1);
+    assert_int_equal(dst.npy_strkind, TILE_NPY_STR_BYTES);
+    assert_int_equal(dst.npy_strwidth, 13);
+    assert_null(src.input.data);
+    assert_null(src.input.blob);
+    assert_false(src.input.owns_data);
+    tile_request_free(&src); /* frees nothing of dst's */
+    tile_request_free(&dst);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -628,6 +690,7 @@ int main(void)
         cmocka_unit_test(test_strings_from_wire),
         cmocka_unit_test(test_npy_decode),
         cmocka_unit_test(test_merge_query),
+        cmocka_unit_test(test_init_and_move),
     };
     return cmocka_run_group_tests_name("request", tests, NULL, NULL);
 }
