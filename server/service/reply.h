@@ -142,7 +142,10 @@ int tiled_reply_grpc_status(const struct tiled_reply *r);
 /* Sets a reply's gRPC status (its HTTP status stays for logs and metrics). */
 void tiled_reply_set_grpc_status(struct tiled_reply *r, int code);
 
-/* Server-Timing value for the request's timings. */
+/* Server-Timing value for the request's timings ("" when cap is below
+ * TILED_SERVER_TIMING_MAX: the five names, each figure's 17 digits of
+ * milliseconds and 3 decimals at most, the NUL). */
+#define TILED_SERVER_TIMING_MAX 168
 void tiled_server_timing(const struct tile_timings *tm, char *buf, size_t cap);
 
 #endif

@@ -540,6 +540,31 @@ static void error_replaces_a_body_through_its_release(void **state)
     assert_int_equal(released, 1);
 }
 
+/* Server-Timing: each phase's microseconds as milliseconds with three
+ * decimals, whatever their size; too small a buffer gets nothing. */
+static void server_timing_text(void **state)
+{
+    (void)state;
+    struct tile_timings tm = {.queue_us = 0, .decode_us = 44, .tile_us = 1234567, .encode_us = 999, .total_us = 1000};
+    char buf[256];
+    tiled_server_timing(&tm, buf, sizeof(buf));
+    assert_string_equal(buf, "queue;dur=0.000, decode;dur=0.044, tile;dur=1234.567, encode;dur=0.999, total;dur=1.000");
+    tm = (struct tile_timings){.queue_us = UINT64_MAX, .decode_us = 10, .tile_us = 100, .encode_us = 100000,
+                               .total_us = 18446744073709551};
+    tiled_server_timing(&tm, buf, sizeof(buf));
+    assert_string_equal(buf, "queue;dur=18446744073709551.615, decode;dur=0.010, tile;dur=0.100, encode;dur=100.000, "
+                             "total;dur=18446744073709.551");
+    tm.tile_us = tm.encode_us = tm.total_us = tm.decode_us = UINT64_MAX; /* the longest text: it fits the bound */
+    memset(buf, '#', sizeof(buf));
+    tiled_server_timing(&tm, buf, TILED_SERVER_TIMING_MAX);
+    assert_true(strlen(buf) < TILED_SERVER_TIMING_MAX);
+    assert_int_equal(strlen(buf), 10 + 13 + 11 + 13 + 12 + 5 * 21);
+    for (size_t i = strlen(buf) + 1; i < sizeof(buf); i++)
+        assert_int_equal(buf[i], '#');
+    tiled_server_timing(&tm, buf, TILED_SERVER_TIMING_MAX - 1);
+    assert_string_equal(buf, "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -563,6 +588,7 @@ int main(void)
         cmocka_unit_test(a_request_holds_its_body_input_and_reply_once),
         cmocka_unit_test(metrics_count_requests),
         cmocka_unit_test(error_replaces_a_body_through_its_release),
+        cmocka_unit_test(server_timing_text),
     };
     return cmocka_run_group_tests(tests, fake_setup, fake_teardown);
 }
