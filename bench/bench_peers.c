@@ -38,6 +38,11 @@
  * says how much of its output buffer the kernel backed with huge pages.
  *
  *   bench_peers --stores [reps]   plain against non-temporal stores, by size
+ *   bench_peers --ceiling [KiB]   one thread's ceilings for an output of that
+ *                                 size (default 3,790, the rank-6 case's):
+ *                                 memset, and copies of an 8 KiB piece that
+ *                                 stays in L1 by the kernel's tile_copy_hot
+ *                                 and by memcpy (see ceiling())
  *   bench_peers --ramp [rounds]   plain stores' speed, call by call, after
  *                                 streamed calls (see ramp())
  */
@@ -587,18 +592,67 @@ static void run_cases(void *arg)
     pthread_mutex_unlock(&job->lock);
 }
 
+/* What one thread can write into an output of `kib` KiB that stays in
+ * the cache: memset of it, and the whole of it as copies of one 8 KiB
+ * piece held in L1, by the kernel's copy (tile_copy_hot, hotcopy.h) and
+ * by memcpy; the kernel writes an in-cache output as such copies
+ * (kernel.c), so the second is its one-thread ceiling. Medians of 15
+ * rounds of 20 fills, the three in turn in each round, GB/s. */
+static int ceiling(uint64_t kib)
+{
+    enum { PIECE = 8192, ROUNDS = 15, FILLS = 20 };
+    uint64_t n = kib * 1024 / PIECE * PIECE;
+    uint8_t *out = tile_alloc_buffer(n), *piece = tile_alloc_buffer(PIECE);
+    if (!n || !out || !piece)
+        return 1;
+    memset(out, 1, n);
+    memset(piece, 2, PIECE);
+    double v[3][ROUNDS];
+    for (int r = 0; r < ROUNDS; r++) {
+        for (int m = 0; m < 3; m++) {
+            double t0 = now_sec();
+            for (int k = 0; k < FILLS; k++) {
+                if (m == 0) {
+                    memset(out, 1 + k, n);
+                } else {
+                    for (uint64_t o = 0; o < n; o += PIECE) {
+                        if (m == 1)
+                            tile_copy_hot(out + o, piece, PIECE);
+                        else
+                            memcpy(out + o, piece, PIECE);
+                    }
+                }
+                clobber(out);
+            }
+            v[m][r] = (double)n * FILLS / (now_sec() - t0) / 1e9;
+        }
+    }
+    printf("{\"kind\":\"ceiling\",\"out_bytes\":%llu,\"memset_gbps\":%.1f,\"hot_copy_gbps\":%.1f,"
+           "\"memcpy_piece_gbps\":%.1f,\"hot_copy_vector\":%s}\n",
+           (unsigned long long)n, median(v[0], ROUNDS), median(v[1], ROUNDS), median(v[2], ROUNDS),
+           tile_copy_hot_vector() ? "true" : "false");
+    tile_free_buffer(out, n);
+    tile_free_buffer(piece, PIECE);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "--stores") == 0) {
         int reps = argc > 2 ? (int)strtol(argv[2], NULL, 10) : 7;
         return stores_sweep(reps < 1 || reps > MAX_REPS ? 7 : reps);
     }
+    if (argc >= 2 && strcmp(argv[1], "--ceiling") == 0) {
+        long long kib = argc > 2 ? strtoll(argv[2], NULL, 10) : 3790;
+        return ceiling(kib < 16 || kib > (1 << 22) ? 3790 : (uint64_t)kib);
+    }
     if (argc >= 2 && strcmp(argv[1], "--ramp") == 0) {
         int rounds = argc > 2 ? (int)strtol(argv[2], NULL, 10) : 5;
         return ramp(rounds < 1 || rounds > MAX_REPS ? 5 : rounds);
     }
     if (argc < 2) {
-        fprintf(stderr, "usage: bench_peers CASEFILE [reps [profile_seconds]] | --stores [reps] | --ramp [rounds]\n");
+        fprintf(stderr, "usage: bench_peers CASEFILE [reps [profile_seconds]] | --stores [reps] | --ceiling [KiB] | "
+                        "--ramp [rounds]\n");
         return 2;
     }
     int reps = argc > 2 ? (int)strtol(argv[2], NULL, 10) : 7;
