@@ -392,14 +392,22 @@ int tile_strings_from_wire(const void *buf, size_t len, struct tile_tensor *t, s
 }
 
 /* Bound on a decoded tensor's element buffer. A fixed-width tensor is never
- * bigger than its body; string views take 16 bytes per element while an
- * element takes at least one body byte, so their bound scales the body's. */
+ * bigger than its body. A string tensor's views take 16 bytes an element
+ * while an element may take as little as no body byte at all (a .npy
+ * '|S0' element; '|S1' is one byte, a binary string four): their buffer
+ * is bounded at TILE_STRING_VIEWS_PER_BODY_BYTE times the largest body,
+ * so that views and string bytes together stay within the 6 bytes per
+ * body byte docs/operations.md (Memory) counts a decoded input at. Scaled
+ * by the element size, as before, a 200-byte .npy body of '|S0' elements
+ * decoded into 16 times --max-body. */
+#define TILE_STRING_VIEWS_PER_BODY_BYTE 5
+
 static uint64_t decoded_bound(const struct tile_limits *lim, enum tile_dtype dtype)
 {
     uint64_t body = lim ? lim->max_body : 0, bound;
     if (!tile_dtype_is_string(dtype))
         return body;
-    return __builtin_mul_overflow(body, tile_dtype_size(dtype), &bound) ? 0 : bound;
+    return __builtin_mul_overflow(body, TILE_STRING_VIEWS_PER_BODY_BYTE, &bound) ? 0 : bound;
 }
 
 /* Checks that a raw body of `len` bytes can hold the claimed tensor. */

@@ -549,6 +549,29 @@ static void test_npy_decode(void **state)
     assert_null(r.input.data);
     free(b);
 
+    /* String views are bounded at 5 bytes per byte of --max-body, however
+     * few body bytes their elements take: '|S0' takes none, '|S1' one. */
+    lim.max_rank = 4;
+    lim.max_body = 1000;
+    b = npy_image("{'descr': '|S0', 'fortran_order': False, 'shape': (100000000,), }", "", 0, &len);
+    tile_error_clear(&e);
+    assert_int_equal(tile_v1_npy_decode(b, len, &lim, &r, &e), -1);
+    assert_error_has(&e, TILE_ETOOBIG, "tensor needs 1600000000 bytes, above the limit of 5000");
+    assert_null(r.input.data);
+    free(b);
+    char ones[400];
+    memset(ones, 'a', sizeof(ones));
+    b = npy_image("{'descr': '|S1', 'fortran_order': False, 'shape': (312,), }", ones, 312, &len);
+    assert_int_equal(tile_v1_npy_decode(b, len, &lim, &r, &e), 0); /* 4,992 bytes of views */
+    assert_int_equal(r.input.nelem, 312);
+    free(b);
+    b = npy_image("{'descr': '|S1', 'fortran_order': False, 'shape': (313,), }", ones, 313, &len);
+    tile_error_clear(&e);
+    assert_int_equal(tile_v1_npy_decode(b, len, &lim, &r, &e), -1);
+    assert_error_has(&e, TILE_ETOOBIG, "tensor needs 5008 bytes, above the limit of 5000");
+    free(b);
+    lim.max_body = 1 << 20;
+
     tile_error_clear(&e);
     assert_int_equal(tile_v1_npy_decode("", 0, &lim, &r, &e), -1);
     assert_error_has(&e, TILE_EINVAL, "not a .npy file");

@@ -7,8 +7,10 @@ import os
 import sys
 
 KIB, MIB = 1 << 10, 1 << 20
-# Bytes of decoded input per byte of body text at most: a JSON string
-# element "" with its comma (3 bytes) becomes a 16-byte reference.
+# Bytes of decoded input per byte of body at most: a JSON string element ""
+# with its comma (3 bytes) becomes a 16-byte reference; string references
+# from binary, .npy and gRPC bodies are bounded at 5 bytes per byte of
+# --max-body (api/request.c, decoded_bound), their bytes at one.
 EXPANSION = 6
 # Per connection (docs/operations.md, Memory), what no budget counts: an
 # HTTP/1.1 connection's state (10.8 KiB, its input buffer most of it), the

@@ -173,6 +173,9 @@ CASES = [
     ("npy_shape_product_overflow", "POST", "/v1/tile?repeats=1,1,1",
      npy_raw("|u1", (1 << 32, 1 << 32, 4), b"\0" * 16), NPY, 413, "overflows 64 bits"),
     ("npy_negative_dim", "POST", "/v1/tile?repeats=1", npy_raw("<i4", (-2,), b"\0" * 8), NPY, 400, ">= 0"),
+    # Empty strings take no body byte: their references are bounded at 5 bytes a byte of --max-body.
+    ("npy_zero_width_strings", "POST", "/v1/tile?repeats=1", npy_raw("|S0", (10 ** 8,), b""), NPY, 413,
+     f"tensor needs 1600000000 bytes, above the limit of {5 * MAX_BODY}"),
     ("npy_not_npy", "POST", "/v1/tile?repeats=1", b"hello, world", NPY, 400, "not a .npy file"),
     ("npy_header_length_past_end", "POST", "/v1/tile?repeats=1", b"\x93NUMPY\x01\x00\xff\x7f{'descr'", NPY, 400,
      "header"),
