@@ -397,9 +397,9 @@ int tile_strings_from_wire(const void *buf, size_t len, struct tile_tensor *t, s
  * '|S0' element; '|S1' is one byte, a binary string four): their buffer
  * is bounded at TILE_STRING_VIEWS_PER_BODY_BYTE times the largest body,
  * so that views and string bytes together stay within the 6 bytes per
- * body byte docs/operations.md (Memory) counts a decoded input at. Scaled
- * by the element size, as before, a 200-byte .npy body of '|S0' elements
- * decoded into 16 times --max-body. */
+ * body byte docs/operations.md (Memory) counts a decoded input at (a bound
+ * scaled by the 16-byte view instead lets a 200-byte body of '|S0'
+ * elements decode into 16 times --max-body). */
 #define TILE_STRING_VIEWS_PER_BODY_BYTE 5
 
 static uint64_t decoded_bound(const struct tile_limits *lim, enum tile_dtype dtype)

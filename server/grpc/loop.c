@@ -352,6 +352,7 @@ static void *loop_main(void *arg)
         }
         grpc_loop_turn_end(l);
     }
+    tiled_log_flush_now(); /* as the HTTP loops end: this loop's last calls' lines, not left to the flusher */
     return NULL;
 }
 
