@@ -538,14 +538,14 @@ static inline uint64_t zero_byte(uint64_t w)
     return (w - ONES) & ~w & HIGHS;
 }
 
-/* The end of the run of printable ASCII other than the quote and the
- * backslash from u[i]: eight bytes a step (a request id, a path and an
- * address in every access line), then byte by byte. A word passes when no
- * byte has its top bit set, none is below 0x20 (for bytes under 0x80,
- * b - 0x20 borrows into the top bit exactly when b < 0x20) and none equals
- * '"' or '\\'. */
-static size_t plain_ascii_end(const unsigned char *u, size_t i, size_t len)
+/* Eight bytes a step (a request id, a path and an address in every access
+ * line, a request's keys), then byte by byte. A word passes when no byte
+ * has its top bit set, none is below 0x20 (for bytes under 0x80, b - 0x20
+ * borrows into the top bit exactly when b < 0x20) and none equals '"' or
+ * '\\'. */
+size_t tile_json_plain_end(const char *s, size_t i, size_t len)
 {
+    const unsigned char *u = (const unsigned char *)s;
     for (; i + 8 <= len; i += 8) {
         uint64_t w;
         memcpy(&w, u + i, 8);
@@ -571,7 +571,7 @@ static long escape(const char *s, size_t len, char *buf, size_t cap, bool replac
         /* Printable ASCII other than the quote and the backslash (nearly
          * every byte of what tiled quotes) is copied as it is: skip it
          * before the byte-by-byte checks below. */
-        i = plain_ascii_end(u, i, len);
+        i = tile_json_plain_end(s, i, len);
         if (i == len)
             break;
         char esc[6];

@@ -59,6 +59,11 @@ long tile_json_escape_string(const char *s, size_t len, char *buf, size_t cap);
  * a header) that a log line must still show. At most 6 * len + 2 bytes. */
 long tile_json_escape_text(const char *s, size_t len, char *buf, size_t cap);
 
+/* The end of the run of plain bytes from s[i] (at most len): printable
+ * ASCII and DEL, 0x20-0x7F, other than '"' and '\\' - the bytes a JSON
+ * string holds as they are, and that need no escape when written. */
+size_t tile_json_plain_end(const char *s, size_t i, size_t len);
+
 /* Where an element sits, for messages: name[i][j]..., formatted only when
  * an error is reported. */
 struct tile_json_path {

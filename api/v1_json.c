@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "jsondata.h"
+#include "jsonquick.h"
 #include "jsonread.h"
 #include "request.h"
 
@@ -164,6 +165,112 @@ static int key_input(void *ctx)
     return finish_input(c);
 }
 
+/* ---- the usual body, in one pass (jsonquick.h) ------------------------------ */
+
+/* "input" as clients write it: "dtype", "shape" and "data" (a flat array of
+ * numbers), the data last, nothing else. The data go into r->input. */
+static bool quick_input(struct v1_ctx *c, struct tile_jq *q)
+{
+    if (!tile_jq_char(q, '{'))
+        return false;
+    do {
+        const char *s;
+        size_t len;
+        if (!tile_jq_char(q, '"'))
+            return false;
+        if (tile_jq_take(q, "dtype\"", 6)) {
+            if (c->has_dtype)
+                return false; /* a duplicate */
+            if (!tile_jq_char(q, ':') || !tile_jq_string(q, &s, &len) || len > 64)
+                return false;
+            c->dtype = tile_dtype_parse(s, len);
+            if (c->dtype == TILE_DTYPE_INVALID)
+                return false;
+            c->has_dtype = true;
+        } else if (tile_jq_take(q, "shape\"", 6)) {
+            if (c->has_shape)
+                return false; /* a duplicate */
+            if (!tile_jq_char(q, ':') || !tile_jq_ints(q, c->shape, max_rank_of(c), &c->rank))
+                return false;
+            for (int i = 0; i < c->rank; i++) {
+                if (c->shape[i] < 0)
+                    return false;
+            }
+            c->has_shape = true;
+        } else if (tile_jq_take(q, "data\"", 5)) {
+            if (c->has_data || !c->has_dtype || !c->has_shape)
+                return false; /* a duplicate, or data before what reads them */
+            struct tile_error scratch = {0};
+            if (!tile_jq_char(q, ':') ||
+                tile_tensor_init(&c->r->input, c->dtype, c->rank, c->shape, c->lim.max_body, &scratch) < 0 ||
+                !tile_jq_numbers(q, c->dtype, c->r->input.data, c->r->input.nelem))
+                return false;
+            c->has_data = true;
+        } else {
+            return false;
+        }
+    } while (tile_jq_char(q, ','));
+    return tile_jq_char(q, '}') && c->has_data;
+}
+
+/* The whole body of the usual request: "input", and "repeats" and
+ * "semantics" if given. Fills r as the general reader would; false leaves
+ * r as it was, but for an emptied input (the general reader decides). */
+static bool quick_body(struct v1_ctx *c, const char *body, size_t len)
+{
+    struct tile_jq q;
+    int64_t repeats[TILE_MAX_RANK];
+    int nrepeats = 0;
+    bool has_repeats = false, has_semantics = false;
+    enum tile_semantics semantics = c->r->semantics;
+    if (c->jr.lx.max_depth < 3) /* the body, "input", its data */
+        return false;
+    tile_jq_init(&q, body, len);
+    if (!tile_jq_char(&q, '{'))
+        return false;
+    do {
+        const char *s;
+        size_t slen;
+        if (!tile_jq_char(&q, '"'))
+            return false;
+        if (tile_jq_take(&q, "input\"", 6)) {
+            if (c->has_input)
+                return false; /* a duplicate */
+            c->has_input = true;
+            if (!tile_jq_char(&q, ':') || !quick_input(c, &q))
+                return false;
+        } else if (tile_jq_take(&q, "repeats\"", 8)) {
+            if (has_repeats)
+                return false; /* a duplicate */
+            if (!tile_jq_char(&q, ':') || !tile_jq_ints(&q, repeats, TILE_MAX_RANK, &nrepeats))
+                return false;
+            has_repeats = true;
+        } else if (tile_jq_take(&q, "semantics\"", 10)) {
+            if (has_semantics)
+                return false; /* a duplicate */
+            struct tile_error scratch = {0};
+            if (!tile_jq_char(&q, ':') || !tile_jq_string(&q, &s, &slen) || slen > 64 ||
+                tile_semantics_parse(s, slen, &semantics, &scratch) < 0)
+                return false;
+            has_semantics = true;
+        } else {
+            return false;
+        }
+    } while (tile_jq_char(&q, ','));
+    if (!tile_jq_char(&q, '}') || !c->has_input || !tile_jq_end(&q))
+        return false;
+    if (has_repeats) {
+        memcpy(c->r->repeats, repeats, sizeof(repeats[0]) * (size_t)nrepeats);
+        c->r->nrepeats = nrepeats;
+        c->r->has_repeats = true;
+    }
+    if (has_semantics) {
+        c->r->semantics = semantics;
+        c->r->has_semantics = true;
+    }
+    return true;
+}
+
 int tile_v1_json_decode(const char *body, size_t len, const struct tile_limits *lim, struct tile_request *r,
                         struct tile_error *e)
 {
@@ -179,6 +286,17 @@ int tile_v1_json_decode(const char *body, size_t len, const struct tile_limits *
     c.r = r;
     c.jr.e = e;
     tile_json_lexer_init(&c.jr.lx, body, len, c.lim.max_depth);
+    if (tile_jq_enabled()) {
+        if (quick_body(&c, body, len)) {
+            tile_jq_note_taken();
+            return 0;
+        }
+        tile_tensor_free(&r->input);
+        memset(&c, 0, offsetof(struct v1_ctx, jr));
+        if (lim)
+            c.lim = *lim;
+        c.r = r;
+    }
     if (tile_jr_object(&c.jr, &c, top_keys, 5, "the request body", "input, repeats, semantics, tiles or axis",
                        false) < 0)
         return -1;

@@ -33,6 +33,7 @@
 
 #include "encode.h"
 #include "jsondata.h"
+#include "jsonquick.h"
 #include "jsonread.h"
 #include "numfmt.h"
 
@@ -437,6 +438,121 @@ static int read_tensors(struct v2_ctx *c, const char *blob, uint64_t blob_len)
     return 0;
 }
 
+/* ---- the usual request, in one pass (jsonquick.h) ---------------------------- */
+
+/* One input of the usual layout: "name", "shape", "datatype" and "data" (a
+ * flat array of numbers) in any order but with "data" after "shape" and
+ * "datatype", as clients write them, and no other key. Fills *in as
+ * read_input and in_data leave it when the data were read where they stood. */
+static bool quick_input(struct v2_ctx *c, struct tile_jq *q, struct v2_input *in)
+{
+    memset(in, 0, offsetof(struct v2_input, shape));
+    if (!tile_jq_char(q, '{'))
+        return false;
+    do {
+        const char *s;
+        size_t len;
+        if (!tile_jq_char(q, '"'))
+            return false;
+        if (tile_jq_take(q, "name\"", 5)) {
+            if (in->has_name)
+                return false; /* a duplicate */
+            if (!tile_jq_char(q, ':') || !tile_jq_string(q, &s, &len) || len > sizeof(in->name))
+                return false;
+            memcpy(in->name, s, len);
+            in->name_len = len;
+            in->has_name = true;
+        } else if (tile_jq_take(q, "shape\"", 6)) {
+            if (in->has_shape)
+                return false; /* a duplicate */
+            if (!tile_jq_char(q, ':') || !tile_jq_ints(q, in->shape, max_rank_of(c), &in->rank))
+                return false;
+            for (int i = 0; i < in->rank; i++) {
+                if (in->shape[i] < 0)
+                    return false;
+            }
+            in->has_shape = true;
+        } else if (tile_jq_take(q, "datatype\"", 9)) {
+            if (in->has_dtype)
+                return false; /* a duplicate */
+            if (!tile_jq_char(q, ':') || !tile_jq_string(q, &s, &len) || len > 32)
+                return false;
+            in->dtype = tile_dtype_parse_kserve(s, len);
+            if (in->dtype == TILE_DTYPE_INVALID)
+                return false;
+            in->has_dtype = true;
+        } else if (tile_jq_take(q, "data\"", 5)) {
+            if (in->has_data || !in->has_shape || !in->has_dtype)
+                return false; /* a duplicate, or data before what reads them */
+            struct tile_error scratch = {0};
+            if (!tile_jq_char(q, ':'))
+                return false;
+            in->t_owned = &in->t; /* freeable from here: tile_tensor_init empties it first */
+            if (tile_tensor_init(&in->t, in->dtype, in->rank, in->shape, c->lim.max_body, &scratch) < 0 ||
+                !tile_jq_numbers(q, in->dtype, in->t.data, in->t.nelem))
+                return false;
+            in->has_data = in->data_read = true;
+        } else {
+            return false;
+        }
+    } while (tile_jq_char(q, ','));
+    return tile_jq_char(q, '}') && in->has_name && in->has_data;
+}
+
+/* The whole JSON header of the usual request - {"inputs": [...]} and maybe
+ * an "id" - filling the context as parse_header would. False: the general
+ * reader decides (the caller frees what this made). */
+static bool quick_header(struct v2_ctx *c, const char *json, size_t len)
+{
+    struct tile_jq q;
+    bool has_inputs = false;
+    if (c->jr.lx.max_depth < 4) /* the request object, "inputs", an input, its data */
+        return false;
+    tile_jq_init(&q, json, len);
+    if (!tile_jq_char(&q, '{'))
+        return false;
+    do {
+        if (!tile_jq_char(&q, '"'))
+            return false;
+        if (tile_jq_take(&q, "inputs\"", 7)) {
+            if (has_inputs)
+                return false; /* a duplicate */
+            if (!tile_jq_char(&q, ':') || !tile_jq_char(&q, '['))
+                return false;
+            do {
+                if (c->nin == V2_MAX_INPUTS || !quick_input(c, &q, &c->in[c->nin++]))
+                    return false;
+            } while (tile_jq_char(&q, ','));
+            if (!tile_jq_char(&q, ']'))
+                return false;
+            has_inputs = true;
+        } else if (tile_jq_take(&q, "id\"", 3)) {
+            if (c->r->has_id)
+                return false; /* a duplicate */
+            const char *s;
+            size_t slen;
+            if (!tile_jq_char(&q, ':') || !tile_jq_string(&q, &s, &slen) || slen > sizeof(c->r->id))
+                return false;
+            memcpy(c->r->id, s, slen);
+            c->r->id_len = slen;
+            c->r->has_id = true;
+        } else {
+            return false;
+        }
+    } while (tile_jq_char(&q, ','));
+    return tile_jq_char(&q, '}') && has_inputs && tile_jq_end(&q);
+}
+
+/* Undoes a declined quick_header: the general reader starts afresh. */
+static void quick_undo(struct v2_ctx *c)
+{
+    for (int i = 0; i < c->nin; i++)
+        tile_tensor_free(c->in[i].t_owned);
+    c->nin = 0;
+    c->r->id_len = 0;
+    c->r->has_id = false;
+}
+
 /* ---- entry points ---------------------------------------------------------- */
 
 static int parse_header(struct v2_ctx *c)
@@ -488,7 +604,13 @@ int tile_v2_decode_shm(const char *body, size_t len, int64_t header_len, int ver
     c->r = r;
     c->shm = shm;
     tile_json_lexer_init(&c->jr.lx, body, hlen, lim->max_depth > 0 ? lim->max_depth : TILE_JSON_MAX_DEPTH);
-    int rc = parse_header(c);
+    int rc = 0;
+    if (tile_jq_enabled() && quick_header(c, body, hlen)) {
+        tile_jq_note_taken();
+    } else {
+        quick_undo(c);
+        rc = parse_header(c);
+    }
     if (rc == 0)
         rc = read_tensors(c, body + hlen, len - hlen);
     if (rc == 0)

@@ -153,6 +153,20 @@ bool fuzz_tensor_equal(const struct tile_tensor *got, const struct tile_tensor *
     return true;
 }
 
+void fuzz_check_same_request(const struct tile_request *quick, const struct tile_request *general)
+{
+    const struct tile_request *a = quick, *b = general;
+    FUZZ_CHECK(fuzz_tensor_equal(&a->input, &b->input, false, false),
+               "the one-pass reader's input differs from the general reader's");
+    FUZZ_CHECK(a->has_repeats == b->has_repeats && a->nrepeats == b->nrepeats &&
+                   (a->nrepeats <= 0 || memcmp(a->repeats, b->repeats, sizeof(a->repeats[0]) * (size_t)a->nrepeats) == 0),
+               "the one-pass reader's repeats differ from the general reader's");
+    FUZZ_CHECK(a->semantics == b->semantics && a->has_semantics == b->has_semantics && a->has_tiles == b->has_tiles &&
+                   a->has_axis == b->has_axis && (!a->has_tiles || a->tiles == b->tiles) &&
+                   (!a->has_axis || a->axis == b->axis),
+               "the one-pass reader's semantics, tiles or axis differ from the general reader's");
+}
+
 /* ---- bodies ---------------------------------------------------------------- */
 
 void fuzz_check_json(const char *buf, size_t len, const char *what)

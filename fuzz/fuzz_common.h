@@ -51,6 +51,11 @@ void fuzz_check_tensor(const struct tile_tensor *t, int max_rank);
  * `want` are ignored (.npy strings are NUL padded). */
 bool fuzz_tensor_equal(const struct tile_tensor *got, const struct tile_tensor *want, bool json, bool npy_strings);
 
+/* Aborts unless two decodes of one body - by the decoders' one-pass reader
+ * (api/jsonquick.h) and by their general reader - gave the same request:
+ * the input bit for bit, repeats, semantics, tiles and axis. */
+void fuzz_check_same_request(const struct tile_request *quick, const struct tile_request *general);
+
 /* Aborts unless buf[0, len) is one complete JSON document. */
 void fuzz_check_json(const char *buf, size_t len, const char *what);
 

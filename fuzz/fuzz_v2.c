@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "fuzz_common.h"
+#include "jsonquick.h"
 #include "v2.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -87,8 +88,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(body, data + 3, len);
     struct tile_v2_request v;
     struct tile_error e = {0};
+    uint64_t quick = tile_jq_taken();
     int rc = tile_v2_decode(body, len, header_len, version, &fuzz_limits, &v, &e);
     fuzz_check_result(rc, &e, "tile_v2_decode");
+    if (tile_jq_taken() != quick) { /* read in one pass: the general reader must agree */
+        struct tile_v2_request g;
+        struct tile_error ge = {0};
+        tile_jq_set_enabled(false);
+        int grc = tile_v2_decode(body, len, header_len, version, &fuzz_limits, &g, &ge);
+        tile_jq_set_enabled(true);
+        FUZZ_CHECK(rc == grc && (rc < 0 ? strcmp(e.text, ge.text) == 0 : 1),
+                   "the readers disagree: '%s' against the general reader's '%s'", e.text, ge.text);
+        if (rc == 0) {
+            fuzz_check_same_request(&v.treq, &g.treq);
+            FUZZ_CHECK(v.has_id == g.has_id && v.id_len == g.id_len && memcmp(v.id, g.id, v.id_len) == 0 &&
+                           v.binary_output == g.binary_output,
+                       "the one-pass reader's id or binary output differs from the general reader's");
+        }
+        tile_v2_request_free(&g);
+    }
     if (rc == 0) {
         FUZZ_CHECK(v.version == version, "decoded request has version %d", v.version);
         FUZZ_CHECK(v.id_len <= sizeof(v.id), "id of %zu bytes", v.id_len);
