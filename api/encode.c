@@ -29,6 +29,8 @@
  * many outputs) are held in the encoder itself (struct tile_encoder). */
 #define TILE_ENCODE_SMALL 32
 #define TILE_METRIC_WIDTH 10
+/* Pieces up to this long are copied as a block of this size (read_pieces). */
+#define PIECE_SHORT 16
 
 /* The encoder's state. Everything it reads is its own (see encode.h). */
 struct tile_encoder {
@@ -202,7 +204,7 @@ static int init_pieces(struct tile_encoder *enc, const struct tile_plan *p, stru
     struct piece_builder b = {.first = n < 4096 / 16 ? 64 + (size_t)n * 16 : 4096};
     if (small) {
         b.blob = b.fixed = enc->small_blob;
-        b.cap = sizeof(enc->small_blob);
+        b.cap = sizeof(enc->small_blob) - PIECE_SHORT;
     }
     enc->piece_off = small ? enc->small_off : malloc((n + 1) * sizeof(uint64_t));
     if (!enc->piece_off)
@@ -216,6 +218,12 @@ static int init_pieces(struct tile_encoder *enc, const struct tile_plan *p, stru
         }
     }
     enc->piece_off[n] = b.len;
+    /* read_pieces reads up to PIECE_SHORT bytes past a piece's start: the
+     * small buffer keeps them spare (above), a heap blob makes room. */
+    if (b.blob != b.fixed && builder_reserve(&b, PIECE_SHORT, e) < 0) {
+        free(b.blob);
+        return -1;
+    }
     enc->blob = b.blob;
     enc->separators = enc->fmt == TILE_FMT_JSON;
     uint64_t data;
@@ -420,6 +428,18 @@ static size_t read_pieces(struct tile_encoder *enc, char *buf, size_t cap)
         uint64_t src = source_index(enc, enc->elem);
         uint64_t plen = enc->piece_off[src + 1] - enc->piece_off[src];
         uint64_t with_sep = plen + (enc->separators && enc->elem + 1 < total);
+        if (enc->elem_off == 0 && plen <= PIECE_SHORT && cap - n > PIECE_SHORT) {
+            /* A short piece whole (a number's text, mostly): one fixed-size
+             * copy, not a call. The blob has PIECE_SHORT bytes to spare past
+             * its last piece (init_pieces), and what lands past the piece
+             * here is inside [n, cap), which this call writes in full. */
+            memcpy(buf + n, enc->blob + enc->piece_off[src], PIECE_SHORT);
+            n += plen;
+            if (with_sep > plen)
+                buf[n++] = ',';
+            enc->elem++;
+            continue;
+        }
         if (enc->elem_off < plen) {
             uint64_t take = plen - enc->elem_off < cap - n ? plen - enc->elem_off : cap - n;
             memcpy(buf + n, enc->blob + enc->piece_off[src] + enc->elem_off, take);
