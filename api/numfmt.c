@@ -565,9 +565,15 @@ static long escape(const char *s, size_t len, char *buf, size_t cap, bool replac
     if (len > (size_t)(LONG_MAX - 2) / 6)
         return -1;
     const unsigned char *u = (const unsigned char *)s;
-    size_t o = 0, run = 0;
+    size_t o = 0, run = 0, plain = tile_json_plain_end(s, 0, len);
+    if (plain == len && len + 2 <= cap) { /* nothing to escape: most text tiled quotes */
+        buf[0] = '"';
+        memcpy(buf + 1, s, len);
+        buf[len + 1] = '"';
+        return (long)len + 2;
+    }
     emit(buf, cap, &o, "\"", 1);
-    for (size_t i = 0; i < len;) {
+    for (size_t i = plain; i < len;) {
         /* Printable ASCII other than the quote and the backslash (nearly
          * every byte of what tiled quotes) is copied as it is: skip it
          * before the byte-by-byte checks below. */
