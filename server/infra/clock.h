@@ -6,7 +6,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Microseconds on the monotonic clock; milliseconds since the epoch. */
+/* Microseconds on the monotonic clock; milliseconds since the epoch to the
+ * kernel's tick (a model's last inference is stamped with it on every
+ * request, where the exact clock cost five times as much: 24 against 5 ns
+ * here). */
 uint64_t tiled_now_us(void);
 uint64_t tiled_wall_ms(void);
 /* The monotonic clock to the kernel's tick (a few milliseconds): for

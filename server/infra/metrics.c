@@ -63,9 +63,12 @@ _Static_assert(COUNT(status_codes) == NOWN_STATUS, "a code label per status of s
 #define NCLASSES 5
 #define NSTATUS (NOWN_STATUS + NCLASSES)
 
-static const double buckets[] = {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
-                                 0.025,   0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,     10};
-#define NBUCKETS COUNT(buckets)
+/* The buckets' upper bounds in microseconds (rendered in seconds: `le`,
+ * bound / 1e6, which is the double nearest the decimal bound). Whole
+ * microseconds, so a request is placed with integer comparisons. */
+static const uint64_t bounds_us[] = {50,     100,    250,    500,     1000,    2500,    5000,    10000,   25000,
+                                     50000,  100000, 250000, 500000,  1000000, 2500000, 5000000, 10000000};
+#define NBUCKETS COUNT(bounds_us)
 enum phase { PHASE_QUEUE, PHASE_DECODE, PHASE_TILE, PHASE_ENCODE, NPHASES };
 static const char *const phase_names[] = {
     [PHASE_QUEUE] = "queue", [PHASE_DECODE] = "decode", [PHASE_TILE] = "tile", [PHASE_ENCODE] = "encode"};
@@ -113,7 +116,7 @@ void tiled_metrics_connection(enum tiled_transport transport, int delta)
 static void observe(struct histogram *h, uint64_t us)
 {
     size_t b = 0;
-    while (b < NBUCKETS && (double)us / 1e6 > buckets[b])
+    while (b < NBUCKETS && us > bounds_us[b])
         b++;
     atomic_fetch_add_explicit(&h->counts[b], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&h->sum_us, us, memory_order_relaxed);
@@ -263,7 +266,7 @@ static void render_histogram(struct tiled_metrics_out *o, const char *name, cons
         char le[24];
         cum += atomic_load(&h->counts[b]);
         if (b < NBUCKETS)
-            snprintf(le, sizeof(le), "%g", buckets[b]);
+            snprintf(le, sizeof(le), "%g", (double)bounds_us[b] / 1e6);
         put(o, "%s_bucket{%s,le=\"%s\"} %llu\n", name, labels, b < NBUCKETS ? le : "+Inf", (unsigned long long)cum);
     }
     put(o, "%s_sum{%s} %.6f\n", name, labels, (double)atomic_load(&h->sum_us) / 1e6);
