@@ -339,6 +339,16 @@ static int npy_outer_ws(struct npy_parser *ps, bool before)
     bool line_end = false, spaced = false, form_feed = false; /* spaced, form_feed: since the last line end */
     while (ps->p < ps->end) {
         char c = *ps->p;
+        if (c == ' ') { /* numpy pads the header with a run of spaces: eight at a time */
+            const char *q = ps->p;
+            for (uint64_t w; ps->end - q >= 8 && (memcpy(&w, q, 8), w == UINT64_C(0x2020202020202020));)
+                q += 8;
+            while (q < ps->end && *q == ' ')
+                q++;
+            ps->p = q;
+            spaced = true;
+            continue;
+        }
         if (c == '\r' && (ps->end - ps->p < 2 || ps->p[1] != '\n'))
             return tile_error_set(ps->e, TILE_EINVAL,
                                   "invalid .npy header: a carriage return without a line feed at byte %zu of the "
