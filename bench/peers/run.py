@@ -122,12 +122,26 @@ def steal_pct(a, b):
     return 100.0 * d[7] / tot, 100.0 * (tot - d[3] - d[4]) / tot
 
 
+def unwritten_mb():
+    """File data the kernel has still to write back (Dirty + Writeback): writing it is work on the
+    CPUs and the memory bus beside the run's own."""
+    kb = 0
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith(("Dirty:", "Writeback:")):
+                    kb += int(line.split()[1])
+    except OSError:
+        pass
+    return kb / 1024.0
+
+
 def background_load(seconds=1.0):
     """Share of the CPUs busy (and stolen) while this run does nothing: the other tenants' load."""
     a = cpu_times()
     time.sleep(seconds)
     steal, busy = steal_pct(a, cpu_times())
-    return {"busy_pct": busy, "steal_pct": steal}
+    return {"busy_pct": busy, "steal_pct": steal, "unwritten_mb": unwritten_mb()}
 
 
 # ---------------------------------------------------------------- machine
@@ -489,6 +503,29 @@ class Server:
                 self.proc.kill()
                 self.proc.wait(timeout=10)
         self.log.close()
+        trim_log(self.log.name)
+
+
+LOG_KEEP = 64 << 10
+
+
+def trim_log(path):
+    """Keeps a server log's first and last LOG_KEEP bytes. tiled's access lines at info fill
+    gigabytes in the service phase (one a request, 6.4 GB in one run); left whole, the file's
+    dirty pages were still being written back by the kernel during the next run's kernel phase,
+    a second core's worth of work beside the cases (truncating a file drops its unwritten pages)."""
+    try:
+        size = os.path.getsize(path)
+        if size <= 2 * LOG_KEEP:
+            return
+        with open(path, "rb") as f:
+            head = f.read(LOG_KEEP)
+            f.seek(size - LOG_KEEP)
+            tail = f.read()
+        with open(path, "wb") as f:
+            f.write(head + b"\n[bench-peers: %d bytes of this log left out]\n" % (size - 2 * LOG_KEEP) + tail)
+    except OSError:
+        pass
 
 
 def lua_str(b):
@@ -968,10 +1005,14 @@ def report(res, a):
     L.append("The machine is shared (other engineers build, fuzz and benchmark on it) and virtualised, so "
              "absolute figures move from run to run. With this run idle, other processes kept %.0f%% of the "
              "CPUs busy just before it and %.0f%% just after it, and the hypervisor stole %.1f%% / %.1f%% "
-             "(/proc/stat over 1 s). Medians of several runs are reported, and tiled and its peers are "
+             "(/proc/stat over 1 s); %.0f MB of file data waited to be written back before it and %.0f MB "
+             "after it (/proc/meminfo: Dirty + Writeback; the servers' logs are cut to their first and last "
+             "64 KiB as they stop, so none of theirs is left for the next run). Medians of several runs are "
+             "reported, and tiled and its peers are "
              "measured back to back per case; compare ratios from the same run rather than absolute figures "
              "across runs. Phases: %s."
              % (bb.get("busy_pct", 0), ba.get("busy_pct", 0), bb.get("steal_pct", 0), ba.get("steal_pct", 0),
+                bb.get("unwritten_mb", 0), ba.get("unwritten_mb", 0),
                 ", ".join("%s %.0f s" % kv for kv in res.get("phase_s", {}).items()) or "n/a"))
     L.append("")
     L.append("## Machine")
