@@ -30,8 +30,6 @@ uint64_t tile_jq_taken(void)
     return taken;
 }
 
-#define skip_ws tile_jq_ws
-
 bool tile_jq_string(struct tile_jq *q, const char **s, size_t *len)
 {
     if (!tile_jq_char(q, '"'))
@@ -57,7 +55,7 @@ static bool is_digit(char c)
  * (consumed, *last true). */
 static bool element_end(struct tile_jq *q, bool *last)
 {
-    skip_ws(q);
+    tile_jq_ws(q);
     if (q->p == q->end || (*q->p != ',' && *q->p != ']'))
         return false;
     *last = *q->p++ == ']';
@@ -77,7 +75,7 @@ bool tile_jq_ints(struct tile_jq *q, int64_t *out, int max, int *count)
     for (bool last = false; !last;) {
         if (n == max)
             return false;
-        skip_ws(q);
+        tile_jq_ws(q);
         bool neg = q->p < q->end && *q->p == '-';
         const char *d = q->p + neg, *e = d;
         while (e < q->end && is_digit(*e))
@@ -156,7 +154,7 @@ bool tile_jq_numbers(struct tile_jq *q, enum tile_dtype dtype, void *out, uint64
     uint64_t i = 0;
     for (bool last = false; !last; i++, slot += tr->size) {
         struct tile_json_token t;
-        skip_ws(q);
+        tile_jq_ws(q);
         if (i == n || !number(q, &t))
             return false;
         if (!tile_json_parse_plain_int(tr, &t, slot)) {
@@ -173,6 +171,6 @@ bool tile_jq_numbers(struct tile_jq *q, enum tile_dtype dtype, void *out, uint64
 
 bool tile_jq_end(struct tile_jq *q)
 {
-    skip_ws(q);
+    tile_jq_ws(q);
     return q->p == q->end;
 }
