@@ -94,6 +94,17 @@ bool tile_jq_ints(struct tile_jq *q, int64_t *out, int max, int *count)
     return true;
 }
 
+bool tile_jq_shape(struct tile_jq *q, int64_t *shape, int max, int *rank)
+{
+    if (!tile_jq_char(q, ':') || !tile_jq_ints(q, shape, max, rank))
+        return false;
+    for (int i = 0; i < *rank; i++) {
+        if (shape[i] < 0)
+            return false;
+    }
+    return true;
+}
+
 /* A JSON number at q->p (RFC 8259 §6): its token, flags as the lexer sets
  * them. */
 static bool number(struct tile_jq *q, struct tile_json_token *t)
@@ -167,6 +178,15 @@ bool tile_jq_numbers(struct tile_jq *q, enum tile_dtype dtype, void *out, uint64
             return false;
     }
     return i == n;
+}
+
+bool tile_jq_tensor(struct tile_jq *q, struct tile_tensor *t, enum tile_dtype dtype, int rank, const int64_t *shape,
+                    uint64_t max_bytes)
+{
+    struct tile_error scratch = {0};
+    tile_tensor_reset(t);
+    return tile_jq_char(q, ':') && tile_tensor_init(t, dtype, rank, shape, max_bytes, &scratch) == 0 &&
+           tile_jq_numbers(q, dtype, t->data, t->nelem);
 }
 
 bool tile_jq_end(struct tile_jq *q)

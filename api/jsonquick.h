@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "dtype.h"
+#include "tensor.h"
 
 struct tile_jq {
     const char *p, *end;
@@ -82,6 +83,17 @@ bool tile_jq_string(struct tile_jq *q, const char **s, size_t *len);
 /* Whitespace and an array of at most `max` integers of at most 18 digits
  * each (the values tile_jr_int_list reads without its general path). */
 bool tile_jq_ints(struct tile_jq *q, int64_t *out, int max, int *count);
+
+/* ':' and a tensor's shape: tile_jq_ints of at most `max` dimensions, none
+ * negative (the decoders refuse those, with a message, in their general
+ * reader). */
+bool tile_jq_shape(struct tile_jq *q, int64_t *shape, int max, int *rank);
+
+/* ':' and a tensor's "data" as a flat array of numbers, into *t made for
+ * dtype and shape (tile_tensor_init, at most max_bytes). *t is emptied
+ * first: freeable (tile_tensor_free) after the call, whatever it returns. */
+bool tile_jq_tensor(struct tile_jq *q, struct tile_tensor *t, enum tile_dtype dtype, int rank, const int64_t *shape,
+                    uint64_t max_bytes);
 
 /* Whitespace and a flat array of exactly `n` JSON numbers, converted as
  * tile_json_parse_element converts them into consecutive elements of

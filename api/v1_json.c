@@ -190,20 +190,13 @@ static bool quick_input(struct v1_ctx *c, struct tile_jq *q)
         } else if (tile_jq_take(q, "shape\"", 6)) {
             if (c->has_shape)
                 return false; /* a duplicate */
-            if (!tile_jq_char(q, ':') || !tile_jq_ints(q, c->shape, max_rank_of(c), &c->rank))
+            if (!tile_jq_shape(q, c->shape, max_rank_of(c), &c->rank))
                 return false;
-            for (int i = 0; i < c->rank; i++) {
-                if (c->shape[i] < 0)
-                    return false;
-            }
             c->has_shape = true;
         } else if (tile_jq_take(q, "data\"", 5)) {
             if (c->has_data || !c->has_dtype || !c->has_shape)
                 return false; /* a duplicate, or data before what reads them */
-            struct tile_error scratch = {0};
-            if (!tile_jq_char(q, ':') ||
-                tile_tensor_init(&c->r->input, c->dtype, c->rank, c->shape, c->lim.max_body, &scratch) < 0 ||
-                !tile_jq_numbers(q, c->dtype, c->r->input.data, c->r->input.nelem))
+            if (!tile_jq_tensor(q, &c->r->input, c->dtype, c->rank, c->shape, c->lim.max_body))
                 return false;
             c->has_data = true;
         } else {

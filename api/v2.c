@@ -465,12 +465,8 @@ static bool quick_input(struct v2_ctx *c, struct tile_jq *q, struct v2_input *in
         } else if (tile_jq_take(q, "shape\"", 6)) {
             if (in->has_shape)
                 return false; /* a duplicate */
-            if (!tile_jq_char(q, ':') || !tile_jq_ints(q, in->shape, max_rank_of(c), &in->rank))
+            if (!tile_jq_shape(q, in->shape, max_rank_of(c), &in->rank))
                 return false;
-            for (int i = 0; i < in->rank; i++) {
-                if (in->shape[i] < 0)
-                    return false;
-            }
             in->has_shape = true;
         } else if (tile_jq_take(q, "datatype\"", 9)) {
             if (in->has_dtype)
@@ -484,12 +480,8 @@ static bool quick_input(struct v2_ctx *c, struct tile_jq *q, struct v2_input *in
         } else if (tile_jq_take(q, "data\"", 5)) {
             if (in->has_data || !in->has_shape || !in->has_dtype)
                 return false; /* a duplicate, or data before what reads them */
-            struct tile_error scratch = {0};
-            if (!tile_jq_char(q, ':'))
-                return false;
-            in->t_owned = &in->t; /* freeable from here: tile_tensor_init empties it first */
-            if (tile_tensor_init(&in->t, in->dtype, in->rank, in->shape, c->lim.max_body, &scratch) < 0 ||
-                !tile_jq_numbers(q, in->dtype, in->t.data, in->t.nelem))
+            in->t_owned = &in->t; /* freeable whatever tile_jq_tensor returns */
+            if (!tile_jq_tensor(q, &in->t, in->dtype, in->rank, in->shape, c->lim.max_body))
                 return false;
             in->has_data = in->data_read = true;
         } else {
