@@ -46,6 +46,26 @@ bool tile_jq_string(struct tile_jq *q, const char **s, size_t *len)
     return true;
 }
 
+bool tile_jq_member_string(struct tile_jq *q, const char **s, size_t *len, size_t max)
+{
+    return tile_jq_char(q, ':') && tile_jq_string(q, s, len) && *len <= max;
+}
+
+bool tile_jq_member_bool(struct tile_jq *q, bool *out)
+{
+    if (!tile_jq_char(q, ':'))
+        return false;
+    tile_jq_ws(q);
+    /* what follows must end the value (',' '}' ']', whitespace): the caller's next read checks */
+    if (tile_jq_take(q, "true", 4))
+        *out = true;
+    else if (tile_jq_take(q, "false", 5))
+        *out = false;
+    else
+        return false;
+    return true;
+}
+
 static bool is_digit(char c)
 {
     return c >= '0' && c <= '9';

@@ -80,6 +80,12 @@ static inline bool tile_jq_take(struct tile_jq *q, const char *lit, size_t n)
 /* Whitespace and a plain string value. */
 bool tile_jq_string(struct tile_jq *q, const char **s, size_t *len);
 
+/* ':' and a plain string value of at most `max` bytes: a member's value. */
+bool tile_jq_member_string(struct tile_jq *q, const char **s, size_t *len, size_t max);
+
+/* ':' and true or false: a member's value. */
+bool tile_jq_member_bool(struct tile_jq *q, bool *out);
+
 /* Whitespace and an array of at most `max` integers of at most 18 digits
  * each (the values tile_jr_int_list reads without its general path). */
 bool tile_jq_ints(struct tile_jq *q, int64_t *out, int max, int *count);

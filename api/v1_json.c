@@ -181,7 +181,7 @@ static bool quick_input(struct v1_ctx *c, struct tile_jq *q)
         if (tile_jq_take(q, "dtype\"", 6)) {
             if (c->has_dtype)
                 return false; /* a duplicate */
-            if (!tile_jq_char(q, ':') || !tile_jq_string(q, &s, &len) || len > 64)
+            if (!tile_jq_member_string(q, &s, &len, 64))
                 return false;
             c->dtype = tile_dtype_parse(s, len);
             if (c->dtype == TILE_DTYPE_INVALID)
@@ -242,7 +242,7 @@ static bool quick_body(struct v1_ctx *c, const char *body, size_t len)
             if (has_semantics)
                 return false; /* a duplicate */
             struct tile_error scratch = {0};
-            if (!tile_jq_char(&q, ':') || !tile_jq_string(&q, &s, &slen) || slen > 64 ||
+            if (!tile_jq_member_string(&q, &s, &slen, 64) ||
                 tile_semantics_parse(s, slen, &semantics, &scratch) < 0)
                 return false;
             has_semantics = true;

@@ -457,7 +457,7 @@ static bool quick_input(struct v2_ctx *c, struct tile_jq *q, struct v2_input *in
         if (tile_jq_take(q, "name\"", 5)) {
             if (in->has_name)
                 return false; /* a duplicate */
-            if (!tile_jq_char(q, ':') || !tile_jq_string(q, &s, &len) || len > sizeof(in->name))
+            if (!tile_jq_member_string(q, &s, &len, sizeof(in->name)))
                 return false;
             memcpy(in->name, s, len);
             in->name_len = len;
@@ -471,7 +471,7 @@ static bool quick_input(struct v2_ctx *c, struct tile_jq *q, struct v2_input *in
         } else if (tile_jq_take(q, "datatype\"", 9)) {
             if (in->has_dtype)
                 return false; /* a duplicate */
-            if (!tile_jq_char(q, ':') || !tile_jq_string(q, &s, &len) || len > 32)
+            if (!tile_jq_member_string(q, &s, &len, 32))
                 return false;
             in->dtype = tile_dtype_parse_kserve(s, len);
             if (in->dtype == TILE_DTYPE_INVALID)
@@ -491,13 +491,54 @@ static bool quick_input(struct v2_ctx *c, struct tile_jq *q, struct v2_input *in
     return tile_jq_char(q, '}') && in->has_name && in->has_data;
 }
 
+/* "outputs" as clients name the one output: objects of "name" ("output")
+ * and "parameters" {"binary_data": bool}, each at most once, in any order.
+ * Fills the context as read_output does. */
+static bool quick_outputs(struct v2_ctx *c, struct tile_jq *q)
+{
+    if (!tile_jq_char(q, ':') || !tile_jq_char(q, '['))
+        return false;
+    do {
+        bool has_name = false, has_parameters = false;
+        if (!tile_jq_char(q, '{'))
+            return false;
+        do {
+            const char *s;
+            size_t len;
+            struct tile_error scratch = {0};
+            if (!tile_jq_char(q, '"'))
+                return false;
+            if (tile_jq_take(q, "name\"", 5)) {
+                if (has_name || !tile_jq_member_string(q, &s, &len, 64) ||
+                    tile_v2_output_name(s, len, &scratch) < 0)
+                    return false;
+                has_name = true;
+            } else if (tile_jq_take(q, "parameters\"", 11)) {
+                if (has_parameters || !tile_jq_char(q, ':') || !tile_jq_char(q, '{') || !tile_jq_char(q, '"') ||
+                    !tile_jq_take(q, "binary_data\"", 12) || !tile_jq_member_bool(q, &c->binary_output) ||
+                    !tile_jq_char(q, '}'))
+                    return false;
+                c->binary_output_set = has_parameters = true;
+            } else {
+                return false;
+            }
+        } while (tile_jq_char(q, ','));
+        if (!tile_jq_char(q, '}'))
+            return false;
+    } while (tile_jq_char(q, ','));
+    c->has_outputs = true;
+    return tile_jq_char(q, ']');
+}
+
 /* The whole JSON header of the usual request - {"inputs": [...]} and maybe
- * an "id" - filling the context as parse_header would. False: the general
- * reader decides (the caller frees what this made). */
+ * an "id", the "outputs" above and "parameters" {"binary_data_output":
+ * bool}, as tritonclient writes them - filling the context as parse_header
+ * would. False: the general reader decides (the caller frees what this
+ * made). */
 static bool quick_header(struct v2_ctx *c, const char *json, size_t len)
 {
     struct tile_jq q;
-    bool has_inputs = false;
+    bool has_inputs = false, has_outputs = false, has_parameters = false;
     if (c->jr.lx.max_depth < 4) /* the request object, "inputs", an input, its data */
         return false;
     tile_jq_init(&q, json, len);
@@ -523,11 +564,21 @@ static bool quick_header(struct v2_ctx *c, const char *json, size_t len)
                 return false; /* a duplicate */
             const char *s;
             size_t slen;
-            if (!tile_jq_char(&q, ':') || !tile_jq_string(&q, &s, &slen) || slen > sizeof(c->r->id))
+            if (!tile_jq_member_string(&q, &s, &slen, sizeof(c->r->id)))
                 return false;
             memcpy(c->r->id, s, slen);
             c->r->id_len = slen;
             c->r->has_id = true;
+        } else if (tile_jq_take(&q, "outputs\"", 8)) {
+            if (has_outputs || !quick_outputs(c, &q))
+                return false;
+            has_outputs = true;
+        } else if (tile_jq_take(&q, "parameters\"", 11)) {
+            if (has_parameters || !tile_jq_char(&q, ':') || !tile_jq_char(&q, '{') || !tile_jq_char(&q, '"') ||
+                !tile_jq_take(&q, "binary_data_output\"", 19) || !tile_jq_member_bool(&q, &c->binary_all) ||
+                !tile_jq_char(&q, '}'))
+                return false;
+            has_parameters = true;
         } else {
             return false;
         }
@@ -543,6 +594,7 @@ static void quick_undo(struct v2_ctx *c)
     c->nin = 0;
     c->r->id_len = 0;
     c->r->has_id = false;
+    c->has_outputs = c->binary_all = c->binary_output_set = c->binary_output = false;
 }
 
 /* ---- entry points ---------------------------------------------------------- */

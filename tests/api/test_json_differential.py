@@ -814,6 +814,14 @@ def gen_v2(rnd, names):
         top = [("inputs", inputs)]
         if rnd.random() < 0.3:
             top.append(("id", "".join(rnd.choice(STRINGS) for _ in range(rnd.randint(0, 3)))))
+        c = rnd.random()  # tritonclient names the output, or asks for JSON output in the parameters
+        if c < 0.3:
+            out = [("name", rnd.choice(["output", "output", "outputs"]))]
+            if rnd.random() < 0.7:
+                out.append(("parameters", Obj([("binary_data", rnd.random() < 0.5)])))
+            top.append(("outputs", [shuffled(rnd, out)]))
+        elif c < 0.6:
+            top.append(("parameters", Obj([("binary_data_output", rnd.random() < 0.5)])))
         return shuffled(rnd, top)
     inp = [("name", "input"), ("datatype", kserve), ("shape", [Num(str(s)) for s in shape]),
            ("data", rand_data(rnd, dtype, shape, "interleaved"))]
