@@ -531,14 +531,16 @@ static bool quick_outputs(struct v2_ctx *c, struct tile_jq *q)
 }
 
 /* The whole JSON header of the usual request - {"inputs": [...]} and maybe
- * an "id", the "outputs" above and "parameters" {"binary_data_output":
- * bool}, as tritonclient writes them - filling the context as parse_header
+ * an "id", "model_name" and "model_version" naming this model (KServe's
+ * client), the "outputs" above and "parameters" {"binary_data_output":
+ * bool} (tritonclient) - filling the context as parse_header
  * would. False: the general reader decides (the caller frees what this
  * made). */
 static bool quick_header(struct v2_ctx *c, const char *json, size_t len)
 {
     struct tile_jq q;
-    bool has_inputs = false, has_outputs = false, has_parameters = false;
+    bool has_inputs = false, has_outputs = false, has_parameters = false, has_model_name = false,
+         has_model_version = false;
     if (c->jr.lx.max_depth < 4) /* the request object, "inputs", an input, its data */
         return false;
     tile_jq_init(&q, json, len);
@@ -569,6 +571,21 @@ static bool quick_header(struct v2_ctx *c, const char *json, size_t len)
             memcpy(c->r->id, s, slen);
             c->r->id_len = slen;
             c->r->has_id = true;
+        } else if (tile_jq_take(&q, "model_name\"", 11)) { /* KServe's client always names it */
+            const char *s;
+            size_t slen;
+            if (has_model_name || !tile_jq_member_string(&q, &s, &slen, 64) || slen != 4 || memcmp(s, "tile", 4) != 0)
+                return false;
+            has_model_name = true;
+        } else if (tile_jq_take(&q, "model_version\"", 14)) {
+            const char *s;
+            size_t slen;
+            char want[16];
+            int n = snprintf(want, sizeof(want), "%d", c->r->version);
+            if (has_model_version || !tile_jq_member_string(&q, &s, &slen, 24) ||
+                (slen && ((size_t)n != slen || memcmp(s, want, slen) != 0)))
+                return false;
+            has_model_version = true;
         } else if (tile_jq_take(&q, "outputs\"", 8)) {
             if (has_outputs || !quick_outputs(c, &q))
                 return false;

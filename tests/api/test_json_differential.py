@@ -822,6 +822,10 @@ def gen_v2(rnd, names):
             top.append(("outputs", [shuffled(rnd, out)]))
         elif c < 0.6:
             top.append(("parameters", Obj([("binary_data_output", rnd.random() < 0.5)])))
+        if rnd.random() < 0.3:  # KServe's client names the model, sometimes the version
+            top.append(("model_name", rnd.choice(["tile", "tile", "tilE"])))
+            if rnd.random() < 0.3:
+                top.append(("model_version", rnd.choice(["", "13", "6", "013"])))
         return shuffled(rnd, top)
     inp = [("name", "input"), ("datatype", kserve), ("shape", [Num(str(s)) for s in shape]),
            ("data", rand_data(rnd, dtype, shape, "interleaved"))]
