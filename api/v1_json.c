@@ -284,11 +284,8 @@ int tile_v1_json_decode(const char *body, size_t len, const struct tile_limits *
             tile_jq_note_taken();
             return 0;
         }
-        tile_tensor_free(&r->input);
-        memset(&c, 0, offsetof(struct v1_ctx, jr));
-        if (lim)
-            c.lim = *lim;
-        c.r = r;
+        tile_tensor_free(&r->input); /* and the fields the one-pass reader sets: */
+        c.has_input = c.has_dtype = c.has_shape = c.has_data = false;
     }
     if (tile_jr_object(&c.jr, &c, top_keys, 5, "the request body", "input, repeats, semantics, tiles or axis",
                        false) < 0)

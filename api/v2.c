@@ -64,7 +64,7 @@ struct v2_ctx {
     const struct tile_v2_shm_source *shm;
     struct tile_v2_shm_ref *ref; /* the tensor whose parameters are being read */
     bool has_shm_offset;
-    bool has_outputs, has_semantics, binary_all, binary_output_set, binary_output;
+    bool has_semantics, binary_all, binary_output_set, binary_output;
     struct v2_input in[V2_MAX_INPUTS]; /* only in[0..nin) are initialised */
 };
 
@@ -295,7 +295,6 @@ static int read_output(void *p)
 static int key_outputs(void *p)
 {
     struct v2_ctx *c = p;
-    c->has_outputs = true;
     return tile_jr_array(&c->jr, c, read_output, "outputs");
 }
 
@@ -526,7 +525,6 @@ static bool quick_outputs(struct v2_ctx *c, struct tile_jq *q)
         if (!tile_jq_char(q, '}'))
             return false;
     } while (tile_jq_char(q, ','));
-    c->has_outputs = true;
     return tile_jq_char(q, ']');
 }
 
@@ -611,7 +609,7 @@ static void quick_undo(struct v2_ctx *c)
     c->nin = 0;
     c->r->id_len = 0;
     c->r->has_id = false;
-    c->has_outputs = c->binary_all = c->binary_output_set = c->binary_output = false;
+    c->binary_all = c->binary_output_set = c->binary_output = false;
 }
 
 /* ---- entry points ---------------------------------------------------------- */
