@@ -300,7 +300,7 @@ def kernel_table(k):
                "in_bytes": t.get("in_bytes", 0), "llc_bytes": t.get("llc_bytes", 0), "stores": t.get("stores", "?"),
                "stream_min": t.get("stream_min", 0), "string": is_str, "workers": t["workers"],
                "s": {"tiled_1": t["tiled_1_s"], "tiled_all": t["tiled_all_s"], "tiled_fresh": t["tiled_fresh_s"],
-                     "memcpy": t["memcpy_s"], "memset": t.get("memset_s")},
+                     "memcpy": t["memcpy_s"], "memset": t.get("memset_s"), "memset_pool": t.get("memset_pool_s")},
                "s_min": {"tiled_1": t.get("tiled_1_min_s"), "tiled_all": t.get("tiled_all_min_s"),
                          "tiled_fresh": t.get("tiled_fresh_min_s"), "memcpy": t.get("memcpy_min_s"),
                          "memset": t.get("memset_min_s")},
@@ -961,6 +961,14 @@ def explain_miss(r, tgt_rows, prof):
         lines.append("- The output is below TILE_PARALLEL_MIN_BYTES (%d MiB, core/tile.h), so \"all "
                      "workers\" runs on the calling thread alone: this row is a single-threaded kernel."
                      % (TILE_PARALLEL_MIN_BYTES // MIB))
+    if s.get("memset_pool") and s.get("memset") and r["out_bytes"] >= TILE_PARALLEL_MIN_BYTES:
+        gain = s["memset"] / s["memset_pool"]
+        lines.append("- memset split across the workers ran at %.1f GB/s, %.2fx one thread's, while this case ran%s; "
+                     "tiled on one worker wrote %.1f GB/s (%.0f%% of memset), all workers %.2fx one worker."
+                     % (r["out_bytes"] / s["memset_pool"] / 1e9, gain,
+                        ": the second CPU added nothing to pure stores, so no split could" if gain < 1 + NOISE_FLOOR
+                        else "", r["out_bytes"] / s["tiled_1"] / 1e9, 100 * s["memset"] / s["tiled_1"],
+                        s["tiled_1"] / s["tiled_all"]))
     for t in missed:
         pg = r["out_bytes"] / s[t["key"]] / 1e9
         best = t.get("got_min")
@@ -1125,6 +1133,27 @@ def report(res, a):
                         host["hotcopy"], host["page_size"], host["thp"],
                         ("%.0f-%.0f %%" % (min(huge), max(huge))) if huge else "unknown", host["cache_source"],
                         host["l2_bytes"] / MIB, host["llc_bytes"] / MIB, host["cpus"]))
+            L.append("")
+        second = [r for r in rows if r["out_bytes"] >= TILE_PARALLEL_MIN_BYTES and r["s"].get("memset_pool")
+                  and r["s"].get("memset") and not r["string"]]
+        if second:
+            L.append("### What the second CPU gave")
+            L.append("")
+            L.append("A split can only be as fast as the machine lets two threads store: memset of each output "
+                     "on one thread, and split across the %d workers in the tasks the kernel uses (8 a thread, "
+                     "page-aligned, claimed in turn), timed in turn with tiled's own calls. On these virtual "
+                     "machines the host decides how much of a second core the guest gets, and that moves within "
+                     "seconds (from nothing to twice one thread); tiled's split follows it (core/autosplit.h "
+                     "keeps one thread while splitting does not pay)." % rows[0]["workers"])
+            L.append("")
+            L.append("| case | memset, 1 thread GB/s | memset split GB/s | split / 1 thread | tiled all workers / "
+                     "1 worker |")
+            L.append("|---|---:|---:|---:|---:|")
+            for r in second:
+                s = r["s"]
+                L.append("| %s | %.1f | %.1f | %.2fx | %.2fx |" % (
+                    r["case"], r["out_bytes"] / s["memset"] / 1e9, r["out_bytes"] / s["memset_pool"] / 1e9,
+                    s["memset"] / s["memset_pool"], s["tiled_1"] / s["tiled_all"]))
             L.append("")
         sweep = k.get("stores") or []
         if sweep:
