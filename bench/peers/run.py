@@ -961,7 +961,8 @@ def explain_miss(r, tgt_rows, prof):
         lines.append("- The output is below TILE_PARALLEL_MIN_BYTES (%d MiB, core/tile.h), so \"all "
                      "workers\" runs on the calling thread alone: this row is a single-threaded kernel."
                      % (TILE_PARALLEL_MIN_BYTES // MIB))
-    if s.get("memset_pool") and s.get("memset") and r["out_bytes"] >= TILE_PARALLEL_MIN_BYTES:
+    if (s.get("memset_pool") and s.get("memset") and r["out_bytes"] >= TILE_PARALLEL_MIN_BYTES
+            and ceiling(r)[1] == "memset (cached)"):
         gain = s["memset"] / s["memset_pool"]
         lines.append("- memset split across the workers ran at %.1f GB/s, %.2fx one thread's, while this case ran%s; "
                      "tiled on one worker wrote %.1f GB/s (%.0f%% of memset), all workers %.2fx one worker."
@@ -1135,13 +1136,15 @@ def report(res, a):
                         host["l2_bytes"] / MIB, host["llc_bytes"] / MIB, host["cpus"]))
             L.append("")
         second = [r for r in rows if r["out_bytes"] >= TILE_PARALLEL_MIN_BYTES and r["s"].get("memset_pool")
-                  and r["s"].get("memset") and not r["string"]]
+                  and r["s"].get("memset") and not r["string"] and ceiling(r)[1] == "memset (cached)"]
         if second:
             L.append("### What the second CPU gave")
             L.append("")
-            L.append("A split can only be as fast as the machine lets two threads store: memset of each output "
+            L.append("For the outputs held to memset in the cache (the cases whose target the split carries), "
+                     "a split can only be as fast as the machine lets two threads store: memset of each output "
                      "on one thread, and split across the %d workers in the tasks the kernel uses (8 a thread, "
-                     "page-aligned, claimed in turn), timed in turn with tiled's own calls. On these virtual "
+                     "page-aligned, claimed in turn), timed in turn with tiled's own calls. (Outputs streamed to memory "
+                     "are bound by it instead.) On these virtual "
                      "machines the host decides how much of a second core the guest gets, and that moves within "
                      "seconds (from nothing to twice one thread); tiled's split follows it (core/autosplit.h "
                      "keeps one thread while splitting does not pay)." % rows[0]["workers"])
