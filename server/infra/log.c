@@ -24,10 +24,24 @@
  * was still 4% of a small request's CPU time when the log is a file (0.42
  * of 9.7 µs); a busy loop now writes about fifty lines at a time. A
  * process killed outright loses the lines of up to the interval (nginx's
- * `access_log ... buffer= flush=` makes the same trade). */
+ * `access_log ... buffer= flush=` makes the same trade).
+ *
+ * The file's page cache. When stderr is a regular file the flusher thread
+ * starts writing each finished MiB of it to disk and drops the MiB
+ * CACHE_KEEP behind from the page cache once it is on disk, so the log
+ * holds about CACHE_KEEP of memory however long it grows. Left to the
+ * kernel, a log written at 40 MB/s keeps gigabytes of it cached (charged
+ * to the container's memory limit, where there is one) and is written out
+ * in bursts at the dirty expiry; and on a virtual machine that hands free
+ * memory back to its host, every page of new cache is memory the host must
+ * supply again: appending then cost 0.63 us per KiB for the first ~2.4 GB
+ * and 3-5 us per KiB after it, 1.0-1.2 with the drop (docs/performance.md,
+ * "The access log's page cache"). The loops never do this work: they only
+ * note that a MiB was finished. */
 #include "log.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -35,6 +49,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -121,6 +136,12 @@ static void timestamp_at(uint64_t mono_us, char buf[25])
 #define LOG_BUFFER (64 * 1024)
 /* What a loop about to wait writes at once rather than leave to the flusher. */
 #define LOG_EAGER (16 * 1024)
+/* The log file's page cache: handled a MiB at a time, the newest
+ * CACHE_KEEP of it left cached (for readers that follow the file). */
+#define CACHE_STEP ((off_t)1 << 20)
+#define CACHE_KEEP (8 * CACHE_STEP)
+/* At most this much is handled at once (more was written by others). */
+#define CACHE_BATCH (64 * CACHE_STEP)
 
 static struct {
     pthread_mutex_t lock;
@@ -131,6 +152,9 @@ static struct {
     bool flusher_armed;  /* the flusher waits out a deadline (no need to wake it) */
     atomic_bool pending; /* len > 0: read without the lock by tiled_log_flush */
     unsigned flush_ms;
+    bool regular;        /* stderr is a regular file: its page cache is trimmed */
+    off_t cache_done;    /* the file's MiBs before this are handled (flusher) */
+    off_t cache_due;     /* ... and those before this are finished (written) */
     pthread_t flusher;
     size_t len;
     char buf[LOG_BUFFER];
@@ -150,10 +174,50 @@ static void write_all(const char *p, size_t n)
     }
 }
 
+/* After a write, under out.lock: when another MiB of the log file is
+ * finished, the flusher is told (one signal a MiB). */
+static void note_written(void)
+{
+    if (!out.regular)
+        return;
+    off_t end = lseek(STDERR_FILENO, 0, SEEK_CUR);
+    if (end < 0)
+        return;
+    off_t due = end / CACHE_STEP * CACHE_STEP;
+    if (due < out.cache_done) /* truncated (log rotation): from here on */
+        out.cache_done = due;
+    if (due > out.cache_due) {
+        out.cache_due = due;
+        pthread_cond_signal(&out.wake);
+    }
+}
+
+/* The flusher's, without out.lock: for each finished MiB in [from, to),
+ * writeback starts now (a MiB at a time, not gigabytes at the dirty
+ * expiry), and the MiB CACHE_KEEP behind it, waited for until it is on
+ * disk (long since, at any steady rate), leaves the page cache. */
+static void trim_cache(off_t from, off_t to)
+{
+    if (to - from > CACHE_BATCH)
+        from = to - CACHE_BATCH;
+    for (off_t m = from; m < to; m += CACHE_STEP) {
+        sync_file_range(STDERR_FILENO, m, CACHE_STEP, SYNC_FILE_RANGE_WRITE);
+        if (m < CACHE_KEEP)
+            continue;
+        off_t old = m - CACHE_KEEP;
+        sync_file_range(STDERR_FILENO, old, CACHE_STEP,
+                        SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
+        posix_fadvise(STDERR_FILENO, old, CACHE_STEP, POSIX_FADV_DONTNEED);
+    }
+}
+
 /* Writes what is gathered; under out.lock. */
 static void flush_locked(void)
 {
-    write_all(out.buf, out.len);
+    if (out.len) {
+        write_all(out.buf, out.len);
+        note_written();
+    }
     out.len = 0;
     out.flusher_due = false;
     atomic_store_explicit(&out.pending, false, memory_order_relaxed);
@@ -200,6 +264,7 @@ static void put_line(const char *line, size_t n, bool gather)
     } else {
         flush_locked();
         write_all(line, n);
+        note_written();
     }
     pthread_mutex_unlock(&out.lock);
 }
@@ -207,28 +272,40 @@ static void put_line(const char *line, size_t n, bool gather)
 static void *flusher_main(void *arg)
 {
     (void)arg;
+    struct timespec until = {0};
     pthread_mutex_lock(&out.lock);
     while (!out.stop) {
+        if (out.cache_due > out.cache_done) {
+            off_t from = out.cache_done, to = out.cache_due;
+            out.cache_done = to;
+            pthread_mutex_unlock(&out.lock);
+            trim_cache(from, to);
+            pthread_mutex_lock(&out.lock);
+            continue;
+        }
         if (!out.flusher_due) {
+            out.flusher_armed = false;
             pthread_cond_wait(&out.wake, &out.lock);
             continue;
         }
         /* A first line gathered: wait out the interval (or the stop), then
-         * write what has gathered, if a loop has not. */
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_sec += out.flush_ms / 1000;
-        until.tv_nsec += (long)(out.flush_ms % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
+         * write what has gathered, if a loop has not. A wake for the cache
+         * keeps the deadline. */
+        if (!out.flusher_armed) {
+            clock_gettime(CLOCK_MONOTONIC, &until);
+            until.tv_sec += out.flush_ms / 1000;
+            until.tv_nsec += (long)(out.flush_ms % 1000) * 1000000L;
+            if (until.tv_nsec >= 1000000000L) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000L;
+            }
+            out.flusher_armed = true;
         }
-        out.flusher_armed = true;
-        while (!out.stop && pthread_cond_timedwait(&out.wake, &out.lock, &until) != ETIMEDOUT)
-            ;
-        out.flusher_armed = false;
-        if (out.flusher_due)
-            flush_locked();
+        if (pthread_cond_timedwait(&out.wake, &out.lock, &until) == ETIMEDOUT) {
+            out.flusher_armed = false;
+            if (out.flusher_due)
+                flush_locked();
+        }
     }
     flush_locked();
     pthread_mutex_unlock(&out.lock);
@@ -247,6 +324,10 @@ int tiled_log_start(unsigned flush_ms)
     pthread_condattr_destroy(&attr);
     out.flush_ms = flush_ms;
     out.stop = false;
+    struct stat st;
+    out.regular = fstat(STDERR_FILENO, &st) == 0 && S_ISREG(st.st_mode);
+    off_t at = out.regular ? lseek(STDERR_FILENO, 0, SEEK_CUR) : 0;
+    out.cache_done = out.cache_due = at > 0 ? at / CACHE_STEP * CACHE_STEP : 0;
     if (pthread_create(&out.flusher, NULL, flusher_main, NULL) != 0)
         return -1;
     pthread_mutex_lock(&out.lock);

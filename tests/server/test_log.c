@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -24,6 +25,7 @@
 
 static int saved_stderr = -1;
 static FILE *sink;
+static const char *self; /* argv[0]: the page-cache test's file goes beside it */
 
 /* The request ids of the lines written so far ("event:" plus the event for
  * lines that are not access lines), in order, as one string. */
@@ -137,10 +139,67 @@ static void gathered_lines_keep_their_order(void **state)
     free(eager);
 }
 
-int main(void)
+/* How many of the pages of fd's [off, off + len) are in the page cache. */
+static size_t resident(int fd, off_t off, size_t len)
 {
+    void *m = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, off);
+    assert_true(m != MAP_FAILED);
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), n = (len + page - 1) / page, in = 0;
+    unsigned char *vec = malloc(n);
+    assert_non_null(vec);
+    assert_int_equal(mincore(m, len, vec), 0);
+    for (size_t i = 0; i < n; i++)
+        in += vec[i] & 1;
+    free(vec);
+    munmap(m, len);
+    return in;
+}
+
+/* With stderr a regular file, what was written more than 8 MiB ago leaves
+ * the page cache once it is on disk (the flusher's work, log.c); the newest
+ * MiBs stay. The file is beside the test binary, on the checkout's file
+ * system (a tmpfs, where /tmp may be, keeps every page by design). */
+static void old_log_pages_leave_the_cache(void **state)
+{
+    (void)state;
+    char path[4096];
+    snprintf(path, sizeof(path), "%s.cache-XXXXXX", self);
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    unlink(path);
+    dup2(fd, STDERR_FILENO);
+    assert_int_equal(tiled_log_start(10000), 0);
+    size_t msg_len = 64 * 1024;
+    char *msg = malloc(msg_len + 1);
+    assert_non_null(msg);
+    memset(msg, 'x', msg_len);
+    msg[msg_len] = '\0';
+    for (int i = 0; i < 16 * 16; i++) /* 16 MiB of lines, each written at once */
+        tiled_log_error("fill", msg);
+    free(msg);
+    const off_t mib = 1 << 20;
+    off_t size = lseek(fd, 0, SEEK_END);
+    /* The flusher handles each MiB after it is finished: wait for it (a
+     * minute at most, for a loaded machine's disk). */
+    bool trimmed = false;
+    for (int i = 0; i < 6000 && !(trimmed = resident(fd, 0, 7 * mib) == 0); i++)
+        usleep(10 * 1000);
+    size_t newest = resident(fd, (size - mib) / mib * mib, (size_t)mib); /* the last whole MiB */
+    tiled_log_stop();
+    dup2(fileno(sink), STDERR_FILENO);
+    close(fd);
+    assert_true(size >= 16 * mib);
+    assert_true(trimmed);
+    assert_true(newest > 0);
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    self = argv[0];
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(gathered_lines_keep_their_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(old_log_pages_leave_the_cache, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
