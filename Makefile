@@ -338,6 +338,12 @@ $(BUILD)/bench/mhd_floor: bench/mhd_floor.c bench/floor.h
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(MHD_CFLAGS) -o $@ $< $(MHD_LIBS) $(LDLIBS)
 
+# Appending to a log file as it grows, with and without log.c's page-cache
+# trim (docs/performance.md, "The access log's page cache").
+$(BUILD)/bench/log_append: bench/log_append.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $<
+
 bench-mhd-framing: $(BUILD)/bench/mhd_floor $(BUILD)/tiled
 	@MHD_FLOOR=$(BUILD)/bench/mhd_floor TILED_BIN=$(BUILD)/tiled sh bench/mhd_framing.sh
 
