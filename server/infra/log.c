@@ -34,10 +34,11 @@
  * to the container's memory limit, where there is one) and is written out
  * in bursts at the dirty expiry; and on a virtual machine that hands free
  * memory back to its host, every page of new cache is memory the host must
- * supply again: appending then cost 0.63 us per KiB for the first ~2.4 GB
- * and 3-5 us per KiB after it, 1.0-1.2 with the drop (docs/performance.md,
- * "The access log's page cache"). The loops never do this work: they only
- * note that a MiB was finished. */
+ * supply again: appending cost four to seven times as much a KiB once the
+ * cache had grown past one or two gigabytes, and stays flat with the drop
+ * (bench/log_append.c; docs/performance.md, "The access log's page
+ * cache"). The loops never do this work: they only note that a MiB was
+ * finished. */
 #include "log.h"
 
 #include <errno.h>
