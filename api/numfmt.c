@@ -206,22 +206,6 @@ static size_t put_int(char *out, bool neg, uint64_t mag)
     return o + tile_format_u64(out + o, mag);
 }
 
-void tile_text_put(struct tile_text *t, const char *s, size_t n)
-{
-    if (t->over || t->cap - t->len <= n) {
-        t->over = true;
-        return;
-    }
-    memcpy(t->buf + t->len, s, n);
-    t->len += n;
-    t->buf[t->len] = '\0';
-}
-
-void tile_text_str(struct tile_text *t, const char *s)
-{
-    tile_text_put(t, s, strlen(s));
-}
-
 void tile_text_u64(struct tile_text *t, uint64_t v)
 {
     char digits[24];
@@ -531,30 +515,58 @@ static size_t escape_byte(unsigned char c, char *esc)
 #define ONES UINT64_C(0x0101010101010101)
 #define HIGHS UINT64_C(0x8080808080808080)
 
-/* Whether any byte of w is 0 (Mycroft's test: exact when only its answer,
- * not which byte, is used). */
+/* The zero bytes of w, each as its top bit (Mycroft's test): exact up to
+ * and including the lowest zero byte; above it a borrow may mark a 0x01
+ * byte too. */
 static inline uint64_t zero_byte(uint64_t w)
 {
     return (w - ONES) & ~w & HIGHS;
 }
 
+/* The bytes of w that end a plain run, each as its top bit: a top bit set
+ * (0x80 and above), below 0x20 (for bytes under 0x80, b - 0x20 borrows
+ * into the top bit exactly when b < 0x20), '"' or '\\'. Each of the
+ * tests is exact up to and including its lowest hit (a borrow only runs
+ * upward from a hit), so the lowest bit of the mask is the first byte that
+ * ends the run. */
+static inline uint64_t run_end_mask(uint64_t w)
+{
+    return ((w | ((w - 0x20 * ONES) & ~w)) & HIGHS) | zero_byte(w ^ ('"' * ONES)) | zero_byte(w ^ ('\\' * ONES));
+}
+
 /* Eight bytes a step (a request id, a path and an address in every access
- * line, a request's keys), then byte by byte. A word passes when no byte
- * has its top bit set, none is below 0x20 (for bytes under 0x80, b - 0x20
- * borrows into the top bit exactly when b < 0x20) and none equals '"' or
- * '\\'. */
+ * line, a request's keys and names), the first byte that ends the run
+ * found in its word by the mask's lowest bit; the last bytes of the text
+ * as a word too, filled out with plain bytes. */
 size_t tile_json_plain_end(const char *s, size_t i, size_t len)
 {
     const unsigned char *u = (const unsigned char *)s;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     for (; i + 8 <= len; i += 8) {
         uint64_t w;
         memcpy(&w, u + i, 8);
-        if ((w | ((w - 0x20 * ONES) & ~w)) & HIGHS || zero_byte(w ^ ('"' * ONES)) || zero_byte(w ^ ('\\' * ONES)))
+        uint64_t m = run_end_mask(w);
+        if (m)
+            return i + (size_t)__builtin_ctzll(m) / 8;
+    }
+    if (i < len) {
+        uint64_t w = 'a' * ONES;
+        memcpy(&w, u + i, len - i);
+        uint64_t m = run_end_mask(w);
+        return m ? i + (size_t)__builtin_ctzll(m) / 8 : len;
+    }
+    return i;
+#else
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w;
+        memcpy(&w, u + i, 8);
+        if (run_end_mask(w))
             break;
     }
     while (i < len && u[i] >= 0x20 && u[i] < 0x80 && u[i] != '"' && u[i] != '\\')
         i++;
     return i;
+#endif
 }
 
 /* The quoted string of s[0, len); bytes that are not valid UTF-8 become

@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "dtype.h"
 #include "error.h"
@@ -115,8 +116,22 @@ struct tile_text {
     size_t cap, len;
     bool over;
 };
-void tile_text_put(struct tile_text *t, const char *s, size_t n);
-void tile_text_str(struct tile_text *t, const char *s);
+/* Inline, so that a literal's length and copy are the compiler's. */
+static inline void tile_text_put(struct tile_text *t, const char *s, size_t n)
+{
+    if (t->over || t->cap - t->len <= n) {
+        t->over = true;
+        return;
+    }
+    memcpy(t->buf + t->len, s, n);
+    t->len += n;
+    t->buf[t->len] = '\0';
+}
+
+static inline void tile_text_str(struct tile_text *t, const char *s)
+{
+    tile_text_put(t, s, strlen(s));
+}
 void tile_text_i64(struct tile_text *t, int64_t v);
 void tile_text_u64(struct tile_text *t, uint64_t v);
 

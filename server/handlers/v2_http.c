@@ -169,6 +169,8 @@ void tiled_check_models_head(struct tiled_req *req)
     }
     if (hl && hl[0] && strspn(hl, "0123456789") != strlen(hl))
         tiled_reply_error(&req->reply, TILED_BAD_REQUEST, "Inference-Header-Content-Length '%.30s' is not a byte count", hl);
+    else
+        req->head_found = v; /* tiled_handle_models starts the infer without reading the path again */
 }
 
 void tiled_handle_models(struct tiled_req *req)
@@ -176,6 +178,11 @@ void tiled_handle_models(struct tiled_req *req)
     char model[128];
     const char *version, *action;
     size_t vlen;
+    if (req->head_found) { /* an infer, its path read by tiled_check_models_head */
+        req->body_format = req->infer_header_len ? TILE_FMT_RAW : TILE_FMT_JSON;
+        tiled_v2_infer_start(req, req->head_found, http_prepare);
+        return;
+    }
     const char *rest = req->path + strlen("/v2/models/");
     if (strcmp(rest, "stats") == 0) {
         if (tiled_method_is(req, "GET"))

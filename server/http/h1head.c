@@ -81,8 +81,12 @@ static int hex_digit(char ch)
 
 void http_unescape(char *s, bool plus)
 {
-    char *o = s;
-    for (char *i = s; *i; i++) {
+    /* Nothing changes before the first '%' (or '+'): a path rarely has one. */
+    char *i = plus ? s + strcspn(s, "%+") : strchr(s, '%');
+    if (!i || !*i)
+        return;
+    char *o = i;
+    for (; *i; i++) {
         int hi, lo;
         if (*i == '%' && (hi = hex_digit(i[1])) >= 0 && (lo = hex_digit(i[2])) >= 0) {
             *o++ = (char)(hi << 4 | lo);

@@ -445,8 +445,9 @@ void tiled_log_access(const struct tiled_exchange *x, void *ctx)
     const char *path = x->path;
     char ts[25], stack[2048];
     timestamp_at(x->t_start + x->duration_us, ts);
-    size_t cap = 768 + TILED_JSON_QUOTED_MAX(strlen(x->request_id) + strlen(x->method) + strlen(path) +
-                                             strlen(x->remote));
+    size_t id_len = strlen(x->request_id), method_len = strlen(x->method), path_len = strlen(path),
+           remote_len = strlen(x->remote);
+    size_t cap = 768 + TILED_JSON_QUOTED_MAX(id_len + method_len + path_len + remote_len);
     char *line = cap <= sizeof(stack) ? stack : malloc(cap);
     if (!line)
         return;
@@ -460,7 +461,7 @@ void tiled_log_access(const struct tiled_exchange *x, void *ctx)
         o = PUT_LIT(o, "\",\"level\":\"info\",\"event\":\"access\",");
     }
     o = PUT_LIT(o, "\"request_id\":");
-    o += tiled_json_quote(o, x->request_id);
+    o += tiled_json_quote_n(o, x->request_id, id_len);
     o = PUT_LIT(o, ",\"trace_id\":\"");
     tile_hex(o, x->trace->trace_id, 16);
     o += 32;
@@ -468,9 +469,9 @@ void tiled_log_access(const struct tiled_exchange *x, void *ctx)
     const char *transport = tiled_transport_name(x->transport);
     o = put(o, transport, strlen(transport));
     o = PUT_LIT(o, "\",\"method\":");
-    o += tiled_json_quote(o, x->method);
+    o += tiled_json_quote_n(o, x->method, method_len);
     o = PUT_LIT(o, ",\"path\":");
-    o += tiled_json_quote(o, path);
+    o += tiled_json_quote_n(o, path, path_len);
     o = PUT_LIT(o, ",\"status\":");
     if (x->status < 0) {
         *o++ = '-';
@@ -493,7 +494,7 @@ void tiled_log_access(const struct tiled_exchange *x, void *ctx)
     o = PUT_LIT(o, ",\"total_us\":");
     o = put_u64(o, x->duration_us);
     o = PUT_LIT(o, ",\"remote\":");
-    o += tiled_json_quote(o, x->remote);
+    o += tiled_json_quote_n(o, x->remote, remote_len);
     *o++ = '}';
     *o++ = '\n';
     put_line(line, (size_t)(o - line), true);

@@ -43,7 +43,11 @@ char *tiled_json_dump(json_t *doc)
 
 size_t tiled_json_quote(char *out, const char *s)
 {
-    size_t len = strlen(s);
+    return tiled_json_quote_n(out, s, strlen(s));
+}
+
+size_t tiled_json_quote_n(char *out, const char *s, size_t len)
+{
     return (size_t)tile_json_escape_text(s, len, out, TILED_JSON_QUOTED_MAX(len));
 }
 

@@ -28,6 +28,8 @@ char *tiled_json_dump(json_t *doc);
  * document (log.c); the escaping is api/'s tile_json_escape_text. */
 #define TILED_JSON_QUOTED_MAX(len) (6 * (len) + 2)
 size_t tiled_json_quote(char *out, const char *s);
+/* The same of s[0, len), its length known (room for TILED_JSON_QUOTED_MAX(len)). */
+size_t tiled_json_quote_n(char *out, const char *s, size_t len);
 
 /* Copies the string `src` into dst[cap] (cap > 0), truncating; returns dst. */
 char *tiled_copy_str(char *dst, size_t cap, const char *src);

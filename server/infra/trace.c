@@ -68,13 +68,14 @@ static uint64_t rng_next(void)
     return z ^ (z >> 31);
 }
 
+/* n: 16 (a trace id) or 8 (a span id), whole words of the generator. */
 static void random_id(uint8_t *dst, size_t n)
 {
     for (;;) {
         uint64_t acc = 0;
         for (size_t i = 0; i < n; i += 8) {
             uint64_t r = rng_next();
-            memcpy(dst + i, &r, n - i < 8 ? n - i : 8);
+            memcpy(dst + i, &r, 8);
             acc |= r;
         }
         if (acc) /* all zero is invalid */

@@ -151,6 +151,9 @@ struct tiled_req {
      * or TILED_FORMAT_*), set by the handler that reads the body. */
     int v2_version;
     int body_format;
+    /* What the route's check_head found for its handler (0: nothing): for
+     * a v2 infer, the model version its path names. */
+    int head_found;
     /* The handler's step on the work path: decode + plan + encoder choice
      * for a request that tiles (v1.c, v2_infer.c), or what a handler left
      * to a worker (the contract is work.h's); NULL: none. */

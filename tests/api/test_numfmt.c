@@ -318,6 +318,44 @@ static void test_escape_against_jansson(void **state)
     }
 }
 
+/* tile_json_plain_end against the byte-by-byte definition: every byte
+ * value at every place of every length up to 24 (across and inside the
+ * eight-byte words, and in the short tail), from a few starts, each
+ * followed by bytes a borrow or an XOR could mark falsely above it. */
+static size_t plain_end_ref(const char *s, size_t i, size_t len)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    while (i < len && u[i] >= 0x20 && u[i] < 0x80 && u[i] != '"' && u[i] != '\\')
+        i++;
+    return i;
+}
+
+static void test_plain_end(void **state)
+{
+    (void)state;
+    static const unsigned char after[] = {'x', 0x01, 0x20, '#', ']'};
+    static const size_t starts[] = {0, 1, 3, 8};
+    char s[32];
+    for (size_t len = 0; len <= 24; len++) {
+        for (size_t f = 0; f < sizeof(starts) / sizeof(starts[0]) && starts[f] <= len; f++) {
+            size_t from = starts[f];
+            memset(s, 'x', sizeof(s));
+            assert_int_equal(tile_json_plain_end(s, from, len), len);
+            for (size_t at = from; at < len; at++) {
+                for (int byte = 0; byte < 256; byte++) {
+                    for (size_t k = 0; k < sizeof(after); k++) {
+                        memset(s, 'x', sizeof(s));
+                        s[at] = (char)byte;
+                        if (at + 1 < len)
+                            s[at + 1] = (char)after[k];
+                        assert_int_equal(tile_json_plain_end(s, from, len), plain_end_ref(s, from, len));
+                    }
+                }
+            }
+        }
+    }
+}
+
 /* ---- parsing ----------------------------------------------------------- */
 
 /* Lexes `text` (one scalar) and converts it as element `idx` of "data". */
@@ -821,7 +859,7 @@ int main(void)
         cmocka_unit_test(test_format_half),         cmocka_unit_test(test_format_complex),
         cmocka_unit_test(test_format_bound),        cmocka_unit_test(test_escape),
         cmocka_unit_test(test_escape_text),         cmocka_unit_test(test_escape_short_buffer),
-        cmocka_unit_test(test_escape_against_jansson),
+        cmocka_unit_test(test_escape_against_jansson), cmocka_unit_test(test_plain_end),
         cmocka_unit_test(test_parse_ints),          cmocka_unit_test(test_parse_floats),
         cmocka_unit_test(test_parse_half_rounding), cmocka_unit_test(test_parse_half_ties),
         cmocka_unit_test(test_round_trip_half_all), cmocka_unit_test(test_round_trip_f32),

@@ -126,6 +126,16 @@ static void unknown_names(void **state)
     assert_int_equal(tile_dtype_parse("float32", 0), TILE_DTYPE_INVALID);
 }
 
+static int kserve_ref(const char *s, size_t len)
+{
+    for (int d = 0; d < TILE_DTYPE_COUNT; d++) {
+        const char *k = tile_dtype_traits((enum tile_dtype)d)->kserve;
+        if (strlen(k) == len && memcmp(k, s, len) == 0)
+            return d;
+    }
+    return TILE_DTYPE_INVALID;
+}
+
 /* The Open Inference Protocol parser takes its own names only, spelled
  * exactly (that protocol is case-sensitive). */
 static void kserve_names_exact(void **state)
@@ -140,6 +150,24 @@ static void kserve_names_exact(void **state)
     for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
         if (tile_dtype_parse_kserve(bad[i], strlen(bad[i])) != TILE_DTYPE_INVALID)
             fail_msg("\"%s\" should not be an Open Inference Protocol datatype", bad[i]);
+    }
+    /* Against the definition (the row whose name is exactly those bytes):
+     * every prefix of every name, and every name with each byte value put
+     * at each place or added at its end. */
+    for (int d = 0; d < TILE_DTYPE_COUNT; d++) {
+        const char *name = tile_dtype_traits((enum tile_dtype)d)->kserve;
+        size_t n = strlen(name);
+        char s[24];
+        for (size_t cut = 0; cut <= n; cut++)
+            assert_int_equal(tile_dtype_parse_kserve(name, cut), kserve_ref(name, cut));
+        for (size_t at = 0; at <= n; at++) {
+            for (int byte = 0; byte < 256; byte++) {
+                memcpy(s, name, n + 1);
+                s[at] = (char)byte;
+                size_t len = at == n ? n + 1 : n;
+                assert_int_equal(tile_dtype_parse_kserve(s, len), kserve_ref(s, len));
+            }
+        }
     }
     assert_int_equal(tile_dtype_parse_kserve("FP16,FP32", 4), TILE_FLOAT16);
     assert_int_equal(tile_dtype_parse_kserve("INT64", 4), TILE_DTYPE_INVALID);

@@ -113,6 +113,53 @@ static void query_arguments(void **state)
     assert_int_equal(a.n, 4);
 }
 
+/* The definition: each '%' with two hex digits is that byte, and in a
+ * query each '+' a space; every other byte stays. */
+static void unescape_ref(char *s, bool plus)
+{
+    static const char hex[] = "0123456789abcdef0123456789ABCDEF";
+    char *o = s;
+    for (char *i = s; *i; i++) {
+        const char *hi = i[0] == '%' && i[1] ? strchr(hex, i[1]) : NULL;
+        const char *lo = hi && i[2] ? strchr(hex, i[2]) : NULL;
+        if (lo) {
+            *o++ = (char)(((hi - hex) % 16) << 4 | ((lo - hex) % 16));
+            i += 2;
+        } else {
+            *o++ = plus && *i == '+' ? ' ' : *i;
+        }
+    }
+    *o = '\0';
+}
+
+/* Every string of the bytes that matter up to 6 long, against the
+ * definition, in paths and in queries. */
+static void unescape_against_definition(void **state)
+{
+    (void)state;
+    static const char alphabet[] = "a%2fF+g/";
+    char got[16], want[16];
+    for (int len = 0; len <= 6; len++) {
+        long count = 1;
+        for (int i = 0; i < len; i++)
+            count *= (long)(sizeof(alphabet) - 1);
+        for (long k = 0; k < count; k++) {
+            long x = k;
+            for (int i = 0; i < len; i++, x /= (long)(sizeof(alphabet) - 1))
+                got[i] = alphabet[x % (long)(sizeof(alphabet) - 1)];
+            got[len] = '\0';
+            for (int plus = 0; plus <= 1; plus++) {
+                char in[16];
+                memcpy(in, got, sizeof(in));
+                memcpy(want, got, sizeof(want));
+                http_unescape(in, plus);
+                unescape_ref(want, plus);
+                assert_string_equal(in, want);
+            }
+        }
+    }
+}
+
 static void paths(void **state)
 {
     (void)state;
@@ -153,7 +200,7 @@ int main(void)
         cmocka_unit_test(index_of_fields),
         cmocka_unit_test(no_query_and_unfinished_heads),
         cmocka_unit_test(query_arguments),
-        cmocka_unit_test(paths),
+        cmocka_unit_test(paths), cmocka_unit_test(unescape_against_definition),
         cmocka_unit_test(connection_tokens),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
