@@ -249,6 +249,27 @@ static void transfer_encoding(struct tiled_h1 *p, const unsigned char *v, size_t
     }
 }
 
+#define ONES UINT64_C(0x0101010101010101)
+#define HIGHS UINT64_C(0x8080808080808080)
+
+/* Where a field value's bytes from c[k] stop being plain for certain: eight
+ * at a time while none of a word is below 0x20 or DEL (exact tests for
+ * "any": (b - 0x20) borrows into the top bit of a byte under 0x80 exactly
+ * when it is below 0x20; b ^ 0x7f is zero for DEL only). What is left,
+ * from the first word that may hold a tab or a control byte, the byte
+ * loop after it judges. */
+static size_t value_plain_end(const unsigned char *c, size_t k, size_t len)
+{
+    for (; k + 8 <= len; k += 8) {
+        uint64_t w, d;
+        memcpy(&w, c + k, 8);
+        d = w ^ (0x7f * ONES);
+        if (((w - 0x20 * ONES) & ~w & HIGHS) | ((d - ONES) & ~d & HIGHS))
+            break;
+    }
+    return k;
+}
+
 /* field-line = field-name ":" OWS field-value OWS (RFC 9112 5). Returns the
  * name's length, 0 after a refusal. */
 static size_t field_line(struct tiled_h1 *p, const unsigned char *c, size_t len, const char *what)
@@ -273,7 +294,7 @@ static size_t field_line(struct tiled_h1 *p, const unsigned char *c, size_t len,
             refuse(p, 400, "malformed %s line (expected 'name: value')", what);
         return 0;
     }
-    for (size_t k = i + 1; k < len; k++) {
+    for (size_t k = value_plain_end(c, i + 1, len); k < len; k++) {
         if (!(CLS[c[k]] & V) && !is_ows(c[k])) {
             refuse(p, 400, "the %s '%.*s' contains the control byte 0x%02x (NUL, CR and LF are not allowed in a value)",
                    what, (int)(i < 40 ? i : 40), (const char *)c, c[k]);

@@ -318,6 +318,36 @@ static void test_escape_against_jansson(void **state)
     }
 }
 
+/* tile_format_u64 against printf: every value to 100,000, each power of
+ * ten and its neighbours, the largest value, and random ones. */
+static void expect_u64(uint64_t v)
+{
+    char got[24], want[24];
+    memset(got, 'Z', sizeof(got));
+    size_t n = tile_format_u64(got, v);
+    snprintf(want, sizeof(want), "%llu", (unsigned long long)v);
+    assert_int_equal(n, strlen(want));
+    assert_memory_equal(got, want, n);
+    assert_int_equal(got[n], 'Z'); /* no NUL, nothing past the digits */
+}
+
+static void test_format_u64(void **state)
+{
+    (void)state;
+    for (uint64_t v = 0; v <= 100000; v++)
+        expect_u64(v);
+    for (uint64_t p = 10; p <= UINT64_C(10000000000000000000); p *= 10) {
+        expect_u64(p - 1);
+        expect_u64(p);
+        expect_u64(p + 1);
+        if (p > UINT64_MAX / 10)
+            break;
+    }
+    expect_u64(UINT64_MAX);
+    for (int i = 0; i < 100000; i++)
+        expect_u64(((uint64_t)rng() << 32 | rng()) >> (rng() % 64));
+}
+
 /* tile_json_plain_end against the byte-by-byte definition: every byte
  * value at every place of every length up to 24 (across and inside the
  * eight-byte words, and in the short tail), from a few starts, each
@@ -860,6 +890,7 @@ int main(void)
         cmocka_unit_test(test_format_bound),        cmocka_unit_test(test_escape),
         cmocka_unit_test(test_escape_text),         cmocka_unit_test(test_escape_short_buffer),
         cmocka_unit_test(test_escape_against_jansson), cmocka_unit_test(test_plain_end),
+        cmocka_unit_test(test_format_u64),
         cmocka_unit_test(test_parse_ints),          cmocka_unit_test(test_parse_floats),
         cmocka_unit_test(test_parse_half_rounding), cmocka_unit_test(test_parse_half_ties),
         cmocka_unit_test(test_round_trip_half_all), cmocka_unit_test(test_round_trip_f32),
