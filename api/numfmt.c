@@ -187,6 +187,11 @@ size_t tile_format_u64(char *out, uint64_t v)
         memcpy(out, pairs + v * 2, 2);
         return 2;
     }
+    if (v < 1000) { /* a status, a small body's length */
+        out[0] = (char)('0' + v / 100);
+        memcpy(out + 1, pairs + v % 100 * 2, 2);
+        return 3;
+    }
     size_t n = 1;
     for (uint64_t x = v; x >= 10; x /= 10)
         n++;

@@ -32,12 +32,13 @@ bool http_head_split(char *text, struct http_head *h)
     h->nfields = 0;
     for (line = eol + 2; (eol = line_end(line)) && eol != line; line = eol + 2) {
         *eol = '\0';
-        char *colon = strchr(line, ':');
+        char *colon = memchr(line, ':', (size_t)(eol - line));
         if (!colon || h->nfields == TILED_H1_FIELDS_MAX)
             return false;
         *colon = '\0';
-        char *v = colon + 1 + strspn(colon + 1, " \t");
-        char *e = v + strlen(v);
+        char *v = colon + 1, *e = eol;
+        while (v < e && (*v == ' ' || *v == '\t'))
+            v++;
         while (e > v && (e[-1] == ' ' || e[-1] == '\t'))
             *--e = '\0';
         h->fields[h->nfields++] = (struct http_field){.name = line, .value = v, .name_len = (size_t)(colon - line)};

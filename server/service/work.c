@@ -43,7 +43,8 @@ int tiled_work_check_size(const struct tiled_req *req, uint64_t size, struct til
 
 void *tiled_work_new(struct tiled_req *req, struct tile_spare *spare, size_t size, void (*dispose)(struct tiled_work *w))
 {
-    struct tile_error e = {0};
+    struct tile_error e;
+    tile_error_clear(&e); /* its code and an empty text, not 240 bytes of zeros a request */
     struct tiled_work *w = NULL;
     if (tiled_memory_take(&req->srv->memory, &req->mem_held, req->mem_kin, size, &e) < 0 ||
         !(w = tile_spare_take(spare, size))) {
