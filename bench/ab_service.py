@@ -1,6 +1,9 @@
 """ab_service.py - two tiled builds' small-request service rows in one run, against nginx.
 
     python3 bench/ab_service.py OLD_BIN NEW_BIN [--dur 3] [--reps 5] [--work build/bench-ab]
+        [--kinds json,raw,npy,v2] [--floor build/bench/mhd_floor]
+
+--floor puts libmicrohttpd's floor (bench/mhd_floor.c, bench-peers' floor rows) where nginx stands.
 
 The service rows of `make bench-peers` (bench/peers/run.py: the same small JSON, raw, .npy and
 v2 requests, each answer checked first; servers pinned to core 0, wrk with one thread on core 1),
@@ -40,7 +43,12 @@ def main():
     ap.add_argument("--log-level", default="info",
                     help="the daemons' --log-level (info, their default, writes the access line of every request)")
     ap.add_argument("--work", default=os.path.join(peers.ROOT, "build", "bench-ab"))
+    ap.add_argument("--floor", default="",
+                    help="bench/mhd_floor's binary: the baseline is libmicrohttpd's floor (bench-peers' floor "
+                         "rows) instead of nginx")
+    ap.add_argument("--kinds", default="json,raw,npy,v2", help="the small requests to load, of json,raw,npy,v2")
     a = ap.parse_args()
+    base = "floor" if a.floor else "nginx"  # the baseline's label (its key below is "nginx" either way)
     os.makedirs(a.work, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix="tiled-ab-")
     os.chmod(tmp, 0o755)
@@ -48,11 +56,15 @@ def main():
     servers = []
     try:
         port = peers.free_port()
-        conf = os.path.join(tmp, "nginx.conf")
-        with open(conf, "w") as f:
-            f.write(peers.nginx_conf(tmp, port))
-        live = [("nginx", peers.Server("nginx", ["taskset", "-c", "0", "nginx", "-c", conf, "-p", tmp],
-                                       "http://127.0.0.1:%d/small" % port, a.work), port)]
+        if a.floor:
+            live = [("nginx", peers.Server("mhd_floor", ["taskset", "-c", "0", os.path.abspath(a.floor), str(port)],
+                                           "http://127.0.0.1:%d/small" % port, a.work), port)]
+        else:
+            conf = os.path.join(tmp, "nginx.conf")
+            with open(conf, "w") as f:
+                f.write(peers.nginx_conf(tmp, port))
+            live = [("nginx", peers.Server("nginx", ["taskset", "-c", "0", "nginx", "-c", conf, "-p", tmp],
+                                           "http://127.0.0.1:%d/small" % port, a.work), port)]
         for name, binary in (("old", a.old), ("new", a.new)):
             port = peers.free_port()
             cmd = ["taskset", "-c", "0", os.path.abspath(binary), "serve", "--port", str(port), "--workers", "1",
@@ -67,6 +79,8 @@ def main():
                     raise RuntimeError("%s %s: wrong answer %d %r" % (name, fmt, status, resp[:200]))
         rows = []
         for fmt, (path, ctype, body, _) in reqs.items():
+            if fmt not in a.kinds.split(","):
+                continue
             for conns in (int(c) for c in a.conns.split(",")):
                 got = {name: [] for name, _, _ in live}
                 for _ in range(a.reps):
@@ -86,24 +100,25 @@ def main():
                            statistics.median(r["user_us"] for r in rs), statistics.median(r["sys_us"] for r in rs))
                        for n, rs in got.items()}
                 rows.append((fmt, conns, med))
-                print("%-5s c=%-3d nginx %7.0f/s  old %7.0f/s p99 %5.0f us (%.2fx)  new %7.0f/s p99 %5.0f us "
-                      "(%.2fx)  new/old %.3f" % (fmt, conns, med["nginx"][0], med["old"][0], med["old"][1],
+                print("%-5s c=%-3d %s %7.0f/s  old %7.0f/s p99 %5.0f us (%.2fx)  new %7.0f/s p99 %5.0f us "
+                      "(%.2fx)  new/old %.3f" % (fmt, conns, base, med["nginx"][0], med["old"][0], med["old"][1],
                                                  med["old"][0] / med["nginx"][0], med["new"][0], med["new"][1],
                                                  med["new"][0] / med["nginx"][0], med["new"][0] / med["old"][0]),
                       flush=True)
-        print("\n| request | conns | nginx req/s | old req/s (x nginx) | new req/s (x nginx) | new/old | "
-              "p99 old / new (us) |\n|---|---:|---:|---:|---:|---:|---:|")
+        print(("\n| request | conns | %s req/s | old req/s (x %s) | new req/s (x %s) | new/old | "
+               "p99 old / new (us) |\n|---|---:|---:|---:|---:|---:|---:|") % (base, base, base))
         for fmt, conns, med in rows:
             print("| %s | %d | %.0f | %.0f (%.2f) | %.0f (%.2f) | %.3f | %.0f / %.0f |"
                   % (fmt, conns, med["nginx"][0], med["old"][0], med["old"][0] / med["nginx"][0], med["new"][0],
                      med["new"][0] / med["nginx"][0], med["new"][0] / med["old"][0], med["old"][1], med["new"][1]))
         print("\nCPU per request, microseconds of the server's process (user + system, from /proc/PID/stat; "
-              "medians):\n\n| request | conns | nginx | old | new |\n|---|---:|---:|---:|---:|")
+              "medians):\n\n| request | conns | %s | old | new |\n|---|---:|---:|---:|---:|" % base)
         for fmt, conns, med in rows:
             print("| %s | %d | %s |" % (fmt, conns, " | ".join("%.1f + %.1f" % (med[n][2], med[n][3])
                                                               for n in ("nginx", "old", "new"))))
-        print("\ncommand: python3 bench/ab_service.py %s %s --dur %d --reps %d --conns %s --log-level %s"
-              % (peers.short(a.old), peers.short(a.new), a.dur, a.reps, a.conns, a.log_level))
+        print("\ncommand: python3 bench/ab_service.py %s %s --dur %d --reps %d --conns %s --log-level %s --kinds %s%s"
+              % (peers.short(a.old), peers.short(a.new), a.dur, a.reps, a.conns, a.log_level, a.kinds,
+                 " --floor " + peers.short(a.floor) if a.floor else ""))
     finally:
         for s in servers:
             s.stop()

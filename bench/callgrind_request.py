@@ -10,7 +10,8 @@ are dumped and zeroed, 2,000 more are sent and dumped again:
   python3 bench/callgrind_request.py build/tiled [--profile]
 
 --kind raw|npy|v2 sends that kind's small request instead of the JSON /v1
-one (the kinds of bench-peers' service table).
+one (the kinds of bench-peers' service table); --peers sends each kind as
+`make bench-peers` does (its bodies, and wrk's head: no Accept-Encoding).
 
 --profile also prints the second dump's functions by their own (self) cost
 per request, and the share of each library (callgrind_annotate).
@@ -24,6 +25,7 @@ flight (-m 8), 200 calls then 2,000.
 """
 import glob
 import http.client
+import json
 import os
 import re
 import struct
@@ -44,13 +46,30 @@ KINDS = {
            b'{"inputs":[{"name":"input","shape":[2,2],"datatype":"FP32","data":[1,2,3,4]},'
            b'{"name":"repeats","shape":[2],"datatype":"INT64","data":[1,2]}]}'),
 }
+# --peers: the bodies `make bench-peers` sends (bench/peers/run.py, small_requests: Python's json.dumps,
+# a space after ':' and ',', repeats [2,2]) with the head wrk sends (Host, Content-Type, Content-Length).
+PEERS = "--peers" in sys.argv
+if PEERS:
+    _x = {"dtype": "float32", "shape": [2, 2], "data": [1, 2, 3, 4]}
+    KINDS["json"] = ("/v1/tile", "application/json", json.dumps({"input": _x, "repeats": [2, 2]}).encode())
+    KINDS["raw"] = ("/v1/tile?dtype=float32&shape=2,2&repeats=2,2",) + KINDS["raw"][1:]
+    KINDS["npy"] = ("/v1/tile?repeats=2,2",) + KINDS["npy"][1:]
+    KINDS["v2"] = ("/v2/models/tile/infer", "application/json", json.dumps({"inputs": [
+        {"name": "input", "shape": [2, 2], "datatype": "FP32", "data": [1, 2, 3, 4]},
+        {"name": "repeats", "shape": [2], "datatype": "INT64", "data": [2, 2]}]}).encode())
 KIND = sys.argv[sys.argv.index("--kind") + 1] if "--kind" in sys.argv else "json"
 
 
 def send(conn, n):
     target, ctype, body = KINDS[KIND]
     for _ in range(n):
-        conn.request("POST", target, body, {"Content-Type": ctype})
+        if PEERS:
+            conn.putrequest("POST", target, skip_accept_encoding=True)
+            conn.putheader("Content-Type", ctype)
+            conn.putheader("Content-Length", str(len(body)))
+            conn.endheaders(body)
+        else:
+            conn.request("POST", target, body, {"Content-Type": ctype})
         r = conn.getresponse()
         r.read()
         assert r.status == 200, r.status
