@@ -37,6 +37,7 @@
 #include <strings.h>
 
 #include "half.h"
+#include "swar.h"
 #include "utf8.h"
 
 /* ---- float widths ---------------------------------------------------- */
@@ -525,26 +526,12 @@ static size_t escape_byte(unsigned char c, char *esc)
     return 6;
 }
 
-#define ONES UINT64_C(0x0101010101010101)
-#define HIGHS UINT64_C(0x8080808080808080)
-
-/* The zero bytes of w, each as its top bit (Mycroft's test): exact up to
- * and including the lowest zero byte; above it a borrow may mark a 0x01
- * byte too. */
-static inline uint64_t zero_byte(uint64_t w)
-{
-    return (w - ONES) & ~w & HIGHS;
-}
-
-/* The bytes of w that end a plain run, each as its top bit: a top bit set
- * (0x80 and above), below 0x20 (for bytes under 0x80, b - 0x20 borrows
- * into the top bit exactly when b < 0x20), '"' or '\\'. Each of the
- * tests is exact up to and including its lowest hit (a borrow only runs
- * upward from a hit), so the lowest bit of the mask is the first byte that
- * ends the run. */
+/* The bytes of w that end a plain run, each as its top bit (swar.h): 0x80
+ * and above, below 0x20, '"' or '\\'. The lowest mark is exact, so it is
+ * the first byte that ends the run. */
 static inline uint64_t run_end_mask(uint64_t w)
 {
-    return ((w | ((w - 0x20 * ONES) & ~w)) & HIGHS) | zero_byte(w ^ ('"' * ONES)) | zero_byte(w ^ ('\\' * ONES));
+    return tile_swar_high(w) | tile_swar_below(w, 0x20) | tile_swar_eq(w, '"') | tile_swar_eq(w, '\\');
 }
 
 /* Eight bytes a step (a request id, a path and an address in every access
@@ -563,7 +550,7 @@ size_t tile_json_plain_end(const char *s, size_t i, size_t len)
             return i + (size_t)__builtin_ctzll(m) / 8;
     }
     if (i < len) {
-        uint64_t w = 'a' * ONES;
+        uint64_t w = 'a' * TILE_SWAR_ONES;
         memcpy(&w, u + i, len - i);
         uint64_t m = run_end_mask(w);
         return m ? i + (size_t)__builtin_ctzll(m) / 8 : len;

@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "swar.h"
+
 static bool is_cont(unsigned char c)
 {
     return (c & 0xC0) == 0x80;
@@ -37,7 +39,7 @@ bool tile_utf8_valid(const char *s, size_t len, size_t *bad)
         if (len - i >= 8) { /* eight ASCII bytes at a time: most text is ASCII */
             uint64_t w;
             memcpy(&w, p + i, 8);
-            if (!(w & UINT64_C(0x8080808080808080))) {
+            if (!tile_swar_high(w)) {
                 i += 8;
                 continue;
             }

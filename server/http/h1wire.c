@@ -18,6 +18,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "swar.h"
+
 enum {
     S_HEAD,       /* before or in a request line */
     S_FIELDS,     /* field lines of a head */
@@ -249,22 +251,16 @@ static void transfer_encoding(struct tiled_h1 *p, const unsigned char *v, size_t
     }
 }
 
-#define ONES UINT64_C(0x0101010101010101)
-#define HIGHS UINT64_C(0x8080808080808080)
-
-/* Where a field value's bytes from c[k] stop being plain for certain: eight
- * at a time while none of a word is below 0x20 or DEL (exact tests for
- * "any": (b - 0x20) borrows into the top bit of a byte under 0x80 exactly
- * when it is below 0x20; b ^ 0x7f is zero for DEL only). What is left,
- * from the first word that may hold a tab or a control byte, the byte
- * loop after it judges. */
+/* Where a field value's bytes from c[k] stop being plain for certain:
+ * eight at a time while no byte of a word is below 0x20 or DEL (swar.h's
+ * "any" is exact). From the first word that may hold a tab or a control
+ * byte on, the byte loop after it judges. */
 static size_t value_plain_end(const unsigned char *c, size_t k, size_t len)
 {
     for (; k + 8 <= len; k += 8) {
-        uint64_t w, d;
+        uint64_t w;
         memcpy(&w, c + k, 8);
-        d = w ^ (0x7f * ONES);
-        if (((w - 0x20 * ONES) & ~w & HIGHS) | ((d - ONES) & ~d & HIGHS))
+        if (tile_swar_below(w, 0x20) | tile_swar_eq(w, 0x7f))
             break;
     }
     return k;
