@@ -545,7 +545,7 @@ static int npy_decode_strings(const uint8_t *src, const struct tile_npy_header *
                               struct tile_error *e)
 {
     struct npy_walk w;
-    uint64_t total = 0, len;
+    uint64_t total = 0, len = 0;
     npy_walk_init(&w, h);
     for (uint64_t i = 0; i < h->nelem; i++) {
         if (npy_string_elem(src + npy_walk_next(&w), h, i, NULL, &len, e) < 0)
