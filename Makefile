@@ -130,6 +130,7 @@ all: $(BUILD)/tiled $(BUILD)/tests/h1wire_dump $(BUILD)/tests/decode_dump
 help:
 	@echo "Build"
 	@echo "  make                 build/tiled and the test filters (needs the libraries: make deps)"
+	@echo "                       (the daemon profile-guided: a training run; PGO=0 builds it once, quicker)"
 	@echo "  make deps            install the Debian packages for the build, tests, bench and fuzzing"
 	@echo "  make lib             build/libtile.a and libtile.so.0 (the core as a library)"
 	@echo "  make cli-only        build/tiled-cli: tile and probe, without the daemon"
@@ -212,7 +213,8 @@ $(BUILD)/obj/server/infra/metrics.o $(BUILD)/pgo-gen/server/infra/metrics.o $(BU
 PGO_SRC     := $(CLI_SRC) $(API_SRC) $(SERVER_SRC)
 PGO_GEN_OBJ := $(patsubst %.c,$(BUILD)/pgo-gen/%.o,$(PGO_SRC))
 PGO_USE_OBJ := $(patsubst %.c,$(BUILD)/pgo-use/%.o,$(PGO_SRC))
-DAEMON_OBJ  := $(if $(filter 1,$(PGO)),$(PGO_USE_OBJ) $(CORE_OBJ) $(GEN_OBJ),$(BUILD)/obj/cli/main.o $(CLI_OBJ) $(LIB_OBJ))
+DAEMON_OBJ  := $(if $(filter 1,$(PGO)),$(PGO_USE_OBJ) $(CORE_OBJ) $(GEN_OBJ),\
+                 $(BUILD)/obj/cli/main.o $(CLI_OBJ) $(LIB_OBJ))
 
 $(BUILD)/pgo-gen/%.o: %.c
 	@mkdir -p $(@D) $(BUILD)/pgo-use/$(dir $*)
@@ -237,8 +239,16 @@ $(BUILD)/pgo-use/%.o: %.c $(BUILD)/pgo-gen/trained
 $(BUILD)/libtile.a: $(CORE_OBJ)
 	ar rcs $@ $^
 
-$(BUILD)/tiled: $(DAEMON_OBJ)
-	$(CC) $(LDFLAGS) $(if $(LTO),$(OPT) -g $(LTO)) $(if $(filter 1,$(PGO)),$(PGO_USE)) -o $@ $^ $(PKG_LIBS) $(LDLIBS)
+# PGO's value, rewritten only when it changes: the daemon is linked again then.
+$(BUILD)/pgo-mode: FORCE
+	@mkdir -p $(@D)
+	@echo $(PGO) | cmp -s - $@ || echo $(PGO) > $@
+
+FORCE:
+
+$(BUILD)/tiled: $(DAEMON_OBJ) $(BUILD)/pgo-mode
+	$(CC) $(LDFLAGS) $(if $(LTO),$(OPT) -g $(LTO)) $(if $(filter 1,$(PGO)),$(PGO_USE)) -o $@ \
+	  $(filter-out $(BUILD)/pgo-mode,$^) $(PKG_LIBS) $(LDLIBS)
 
 # The CLI alone, linked without server/: `tiled serve` says it is not built in.
 $(BUILD)/tiled-cli: $(CLI_OBJ)

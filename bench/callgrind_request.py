@@ -16,6 +16,12 @@ one (the kinds of bench-peers' service table); --peers sends each kind as
 --profile also prints the second dump's functions by their own (self) cost
 per request, and the share of each library (callgrind_annotate).
 
+--cache runs callgrind's cache and branch simulation too (its 32 KiB L1
+caches; slower) and prints, per request, the instruction-cache and
+data-cache misses and the mispredicted branches: how much code a request
+runs through, not only how many instructions (docs/performance.md, "A
+seventh round").
+
   python3 bench/callgrind_request.py build/tiled --grpc [--profile]
 
 counts a gRPC ModelInfer instead (the daemon given --grpc-port 0), as the
@@ -105,6 +111,18 @@ def profile(f, total):
         print("  %-40s %-24s %6d  %4.1f%%" % (fn[:40], obj[:24], ir // 2000, 100.0 * ir / total))
 
 
+def cache_misses(f):
+    """The simulation's totals per request: I1 misses, D1 read and write misses, mispredicted branches."""
+    with open(f) as fh:
+        text = fh.read()
+    names = re.search(r"^events: (.*)$", text, re.M).group(1).split()
+    counts = [int(v) for v in re.search(r"^(?:summary|totals): (.*)$", text, re.M).group(1).split()]
+    ev = dict(zip(names, counts + [0] * (len(names) - len(counts))))
+    return ("  per request: %.0f instruction-cache (I1) misses, %.0f + %.0f data-cache (D1) read + write misses, "
+            "%.0f + %.0f mispredicted conditional + indirect branches"
+            % tuple(ev.get(k, 0) / 2000 for k in ("I1mr", "D1mr", "D1mw", "Bcm", "Bim")))
+
+
 def grpc_message(tmp):
     """The gRPC message (length-prefixed ModelInferRequest) in a file, for h2load -d."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -131,7 +149,9 @@ def main():
     binary = sys.argv[1]
     grpc = "--grpc" in sys.argv
     tmp = tempfile.mkdtemp(prefix="tiled-cg-")
-    p = subprocess.Popen(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + os.path.join(tmp, "cg.out.%p"),
+    cache = ["--cache-sim=yes", "--branch-sim=yes"] if "--cache" in sys.argv else []
+    p = subprocess.Popen(["valgrind", "--tool=callgrind"] + cache +
+                         ["--callgrind-out-file=" + os.path.join(tmp, "cg.out.%p"),
                           binary, "serve", "--port", "0", "--workers", "1", "--log-level", "info"] +
                          (["--grpc-port", "0"] if grpc else []),
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
@@ -151,6 +171,8 @@ def main():
             send(conn, 2000)
         f2, total = dump(p.pid, tmp, {f1})
         print("%s: %d instructions per %s" % (binary, total // 2000, "gRPC call" if grpc else KIND + " request"))
+        if cache:
+            print(cache_misses(f2))
         if os.environ.get("CG_KEEP"):
             print("dump:", f2)
         if "--profile" in sys.argv:
