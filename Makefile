@@ -32,13 +32,13 @@ LTO ?= $(if $(SAN),,$(if $(shell $(CC) --version 2>/dev/null | grep -i 'free sof
 # compiled twice, first instrumented ($(BUILD)/pgo-gen/), then, once
 # scripts/pgo-train.sh has run that daemon under scripts/pgo_train.c's
 # requests, with the profile it wrote ($(BUILD)/pgo-use/, linked into
-# $(BUILD)/tiled). A small request's code is spread over some fifty files
-# and about 50 KB, more than the instruction cache holds; laid out by the
-# profile (hot paths together, error paths apart), a small v2 request took
-# 20% less user time and 13% fewer instructions (docs/performance.md, "A
-# seventh round"). core/ is left as written: its kernels are laid out and
-# measured by hand (bench/), and a profile of small tiles would teach them
-# small trip counts. The test binaries link the ordinary objects.
+# $(BUILD)/tiled). A small request runs through some fifty files; compiled
+# by the profile (the usual branch falling through, error paths out of
+# line, inlining by measured calls) it takes 9-13% fewer instructions and
+# about 15% less user time (docs/performance.md, "A seventh round"). core/
+# is left as written: its kernels are laid out and measured by hand
+# (bench/), and a profile of small tiles would teach them small trip
+# counts. The test binaries link the ordinary objects.
 PGO ?= $(if $(LTO),1,0)
 PGO_USE := -fprofile-use -fprofile-partial-training -Wno-missing-profile
 
