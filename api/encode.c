@@ -419,42 +419,71 @@ static uint64_t source_index(struct tile_encoder *enc, uint64_t k)
     return enc->index_width == 4 ? enc->index_buf[j] : ((uint64_t *)(void *)enc->index_buf)[j];
 }
 
-/* Copies data bytes from the pieces, continuing at the cursor. */
+/* Copies data bytes from the pieces, continuing at the cursor. The
+ * cursor and the pieces are read into locals first: every store into buf
+ * (a char pointer) may alias the encoder as far as the compiler knows, so
+ * its fields were loaded and stored again for every element - half of
+ * this loop's instructions. */
 static size_t read_pieces(struct tile_encoder *enc, char *buf, size_t cap)
 {
     size_t n = 0;
-    uint64_t total = enc->out_elems;
-    while (n < cap && enc->elem < total) {
-        uint64_t src = source_index(enc, enc->elem);
-        uint64_t plen = enc->piece_off[src + 1] - enc->piece_off[src];
-        uint64_t with_sep = plen + (enc->separators && enc->elem + 1 < total);
-        if (enc->elem_off == 0 && plen <= PIECE_SHORT && cap - n > PIECE_SHORT) {
+    const uint64_t total = enc->out_elems;
+    const uint64_t *const off = enc->piece_off;
+    const char *const blob = enc->blob;
+    const bool separators = enc->separators, wide = enc->index_width != 4;
+    uint64_t elem = enc->elem, elem_off = enc->elem_off;
+    uint64_t first = enc->index_first, count = enc->index_count;
+    while (n < cap && elem < total) {
+        if (elem < first || elem >= first + count) {
+            source_index(enc, elem); /* refills the batch */
+            first = enc->index_first;
+            count = enc->index_count;
+        }
+        uint64_t j = elem - first;
+        uint64_t src = wide ? ((const uint64_t *)(const void *)enc->index_buf)[j] : enc->index_buf[j];
+        uint64_t start = off[src], plen = off[src + 1] - start;
+        bool sep = separators && elem + 1 < total;
+        if (elem_off == 0 && plen <= PIECE_SHORT && cap - n > PIECE_SHORT) {
             /* A short piece whole (a number's text, mostly): one fixed-size
              * copy, not a call. The blob has PIECE_SHORT bytes to spare past
              * its last piece (init_pieces), and what lands past the piece
              * here is inside [n, cap), which this call writes in full. */
-            memcpy(buf + n, enc->blob + enc->piece_off[src], PIECE_SHORT);
+            memcpy(buf + n, blob + start, PIECE_SHORT);
             n += plen;
-            if (with_sep > plen)
+            if (sep)
                 buf[n++] = ',';
-            enc->elem++;
+            elem++;
             continue;
         }
-        if (enc->elem_off < plen) {
-            uint64_t take = plen - enc->elem_off < cap - n ? plen - enc->elem_off : cap - n;
-            memcpy(buf + n, enc->blob + enc->piece_off[src] + enc->elem_off, take);
+        uint64_t with_sep = plen + sep;
+        if (elem_off == 0 && plen <= PIECE_SHORT && with_sep <= cap - n) {
+            /* The last few short pieces, within PIECE_SHORT of the end:
+             * byte by byte, not a call per piece. */
+            for (uint64_t b = 0; b < plen; b++)
+                buf[n + b] = blob[start + b];
+            n += plen;
+            if (sep)
+                buf[n++] = ',';
+            elem++;
+            continue;
+        }
+        if (elem_off < plen) {
+            uint64_t take = plen - elem_off < cap - n ? plen - elem_off : cap - n;
+            memcpy(buf + n, blob + start + elem_off, take);
             n += take;
-            enc->elem_off += take;
+            elem_off += take;
         }
-        if (enc->elem_off == plen && with_sep > plen && n < cap) {
+        if (elem_off == plen && with_sep > plen && n < cap) {
             buf[n++] = ',';
-            enc->elem_off++;
+            elem_off++;
         }
-        if (enc->elem_off == with_sep) {
-            enc->elem++;
-            enc->elem_off = 0;
+        if (elem_off == with_sep) {
+            elem++;
+            elem_off = 0;
         }
     }
+    enc->elem = elem;
+    enc->elem_off = elem_off;
     return n;
 }
 

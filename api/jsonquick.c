@@ -186,7 +186,25 @@ bool tile_jq_numbers(struct tile_jq *q, enum tile_dtype dtype, void *out, uint64
     for (bool last = false; !last; i++, slot += tr->size) {
         struct tile_json_token t;
         tile_jq_ws(q);
-        if (i == n || !number(q, &t))
+        if (i == n)
+            return false;
+        /* A plain integer of at most 15 digits ("7", "-20": nearly every
+         * element of a small request) is read and stored here, in one scan;
+         * anything else - a fraction, an exponent, a leading zero, more
+         * digits, a value out of range - is read again below as before. */
+        const char *p = q->p + (q->p < q->end && *q->p == '-'), *d = p;
+        uint64_t m = 0;
+        while (p < q->end && p - d < 15 && is_digit(*p))
+            m = m * 10 + (uint64_t)(*p++ - '0');
+        if (p > d && (*d != '0' || p - d == 1) &&
+            (p == q->end || (!is_digit(*p) && *p != '.' && *p != 'e' && *p != 'E')) &&
+            tile_json_store_plain_int(tr, *q->p == '-', m, slot)) {
+            q->p = p;
+            if (!element_end(q, &last))
+                return false;
+            continue;
+        }
+        if (!number(q, &t))
             return false;
         if (!tile_json_parse_plain_int(tr, &t, slot)) {
             struct tile_error e = {0};
@@ -200,13 +218,19 @@ bool tile_jq_numbers(struct tile_jq *q, enum tile_dtype dtype, void *out, uint64
     return i == n;
 }
 
-bool tile_jq_tensor(struct tile_jq *q, struct tile_tensor *t, enum tile_dtype dtype, int rank, const int64_t *shape,
-                    uint64_t max_bytes)
+bool tile_jq_tensor_in(struct tile_jq *q, struct tile_tensor *t, enum tile_dtype dtype, int rank,
+                       const int64_t *shape, uint64_t max_bytes, void *buf, size_t buf_cap)
 {
     tile_tensor_reset(t);
     /* no error struct: a refusal is the general reader's to word */
-    return tile_jq_char(q, ':') && tile_tensor_init(t, dtype, rank, shape, max_bytes, NULL) == 0 &&
+    return tile_jq_char(q, ':') && tile_tensor_init_in(t, dtype, rank, shape, max_bytes, buf, buf_cap, NULL) == 0 &&
            tile_jq_numbers(q, dtype, t->data, t->nelem);
+}
+
+bool tile_jq_tensor(struct tile_jq *q, struct tile_tensor *t, enum tile_dtype dtype, int rank, const int64_t *shape,
+                    uint64_t max_bytes)
+{
+    return tile_jq_tensor_in(q, t, dtype, rank, shape, max_bytes, NULL, 0);
 }
 
 bool tile_jq_end(struct tile_jq *q)

@@ -48,9 +48,15 @@ static inline void tile_jq_ws(struct tile_jq *q)
         q->p++;
 }
 
-/* Whitespace, then the byte c (consumed). */
+/* Whitespace, then the byte c (consumed). The byte straight away is tried
+ * first: half the punctuation of a compact or a Python-dumped document has
+ * no whitespace before it. */
 static inline bool tile_jq_char(struct tile_jq *q, char c)
 {
+    if (q->p < q->end && *q->p == c) {
+        q->p++;
+        return true;
+    }
     tile_jq_ws(q);
     if (q->p == q->end || *q->p != c)
         return false;
@@ -100,6 +106,10 @@ bool tile_jq_shape(struct tile_jq *q, int64_t *shape, int max, int *rank);
  * first: freeable (tile_tensor_free) after the call, whatever it returns. */
 bool tile_jq_tensor(struct tile_jq *q, struct tile_tensor *t, enum tile_dtype dtype, int rank, const int64_t *shape,
                     uint64_t max_bytes);
+/* The same into the caller's small buffer when the elements fit in it
+ * (tile_tensor_init_in: *t then borrows it). */
+bool tile_jq_tensor_in(struct tile_jq *q, struct tile_tensor *t, enum tile_dtype dtype, int rank,
+                       const int64_t *shape, uint64_t max_bytes, void *buf, size_t buf_cap);
 
 /* Whitespace and a flat array of exactly `n` JSON numbers, converted as
  * tile_json_parse_element converts them into consecutive elements of

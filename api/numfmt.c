@@ -549,12 +549,20 @@ size_t tile_json_plain_end(const char *s, size_t i, size_t len)
         if (m)
             return i + (size_t)__builtin_ctzll(m) / 8;
     }
-    if (i < len) {
-        uint64_t w = 'a' * TILE_SWAR_ONES;
-        memcpy(&w, u + i, len - i);
+    if (i < len && len >= 8) {
+        /* The text's last word, shifted down to start at i and filled out
+         * above with plain bytes (a mark is exact only up to the lowest
+         * one, so the bytes before i must not be in it): a fixed-size load,
+         * where a copy of the len - i bytes left was a call to memcpy. */
+        unsigned k = (unsigned)(i - (len - 8)); /* 1..7: the loop stopped short of a word */
+        uint64_t w;
+        memcpy(&w, u + len - 8, 8);
+        w = w >> (8 * k) | ('a' * TILE_SWAR_ONES) << (64 - 8 * k);
         uint64_t m = run_end_mask(w);
         return m ? i + (size_t)__builtin_ctzll(m) / 8 : len;
     }
+    while (i < len && u[i] >= 0x20 && u[i] < 0x80 && u[i] != '"' && u[i] != '\\')
+        i++; /* a text shorter than a word: "GET", an input's name */
     return i;
 #else
     for (; i + 8 <= len; i += 8) {
@@ -767,6 +775,11 @@ bool tile_json_parse_plain_int(const struct tile_dtype_traits *tr, const struct 
             return false;
         m = m * 10 + (uint64_t)(s[i] - '0');
     }
+    return tile_json_store_plain_int(tr, neg, m, elem);
+}
+
+bool tile_json_store_plain_int(const struct tile_dtype_traits *tr, bool neg, uint64_t m, void *elem)
+{
     switch (tr->cls) {
     case TILE_CLASS_INT:
     case TILE_CLASS_UINT: { /* as parse_int; out of range goes to it for the message */

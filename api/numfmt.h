@@ -105,6 +105,11 @@ int tile_json_parse_element(enum tile_dtype dtype, const struct tile_json_token 
  * false, with nothing stored, when the general path must decide (any other
  * token or dtype, and every error). */
 bool tile_json_parse_plain_int(const struct tile_dtype_traits *tr, const struct tile_json_token *tok, void *elem);
+/* Its store: the integer -m (neg) or m, m below 10^15, into the element as
+ * tile_json_parse_plain_int stores it; false when it must not (out of the
+ * dtype's range, or a dtype it leaves to the general path). For a reader
+ * that has scanned the digits itself (jsonquick.c). */
+bool tile_json_store_plain_int(const struct tile_dtype_traits *tr, bool neg, uint64_t m, void *elem);
 
 /* Text built into a caller's fixed buffer, NUL-terminated as it grows:
  * what does not fit sets `over` (the caller's error to report) and leaves

@@ -50,6 +50,7 @@ struct v2_input {
     struct tile_v2_shm_ref shm;
     struct tile_tensor *t_owned; /* &t once t is initialised (NULL: nothing to free) */
     /* Written before they are read, so not cleared per input: */
+    int64_t small[8]; /* the elements of a small input other than "input" (quick_input) */
     int64_t shape[TILE_MAX_RANK];
     struct tile_json_lexer data_at;
     struct tile_tensor t;
@@ -480,7 +481,12 @@ static bool quick_input(struct v2_ctx *c, struct tile_jq *q, struct v2_input *in
             if (in->has_data || !in->has_shape || !in->has_dtype)
                 return false; /* a duplicate, or data before what reads them */
             in->t_owned = &in->t; /* freeable whatever tile_jq_tensor returns */
-            if (!tile_jq_tensor(q, &in->t, in->dtype, in->rank, in->shape, c->lim.max_body))
+            /* Every input but "input", whose tensor the request takes, is
+             * read and dropped by tile_v2_map_inputs while this context
+             * lives: a small one is read into it. */
+            bool kept = !in->has_name || (in->name_len == 5 && memcmp(in->name, "input", 5) == 0);
+            if (!tile_jq_tensor_in(q, &in->t, in->dtype, in->rank, in->shape, c->lim.max_body, kept ? NULL : in->small,
+                                   kept ? 0 : sizeof(in->small)))
                 return false;
             in->has_data = in->data_read = true;
         } else {
@@ -687,10 +693,11 @@ void tile_v2_request_free(struct tile_v2_request *r)
 
 #define V2_ID_MEMBER_MAX (TILE_V2_ID_MAX * 6 + 16)
 
-/* `"id":"...",` when the request has an id, else "". */
-static int id_member(const struct tile_v2_request *r, char *id, struct tile_error *e)
+/* `"id":"...",` when the request has an id, else "": its length into *len. */
+static int id_member(const struct tile_v2_request *r, char *id, size_t *len, struct tile_error *e)
 {
     id[0] = '\0';
+    *len = 0;
     if (!r->has_id)
         return 0;
     long n = tile_json_escape_string(r->id, r->id_len, NULL, 0);
@@ -699,27 +706,35 @@ static int id_member(const struct tile_v2_request *r, char *id, struct tile_erro
     memcpy(id, "\"id\":", 5);
     tile_json_escape_string(r->id, r->id_len, id + 5, (size_t)n);
     memcpy(id + 5 + n, ",", 2);
+    *len = (size_t)n + 6;
     return 0;
 }
 
+#define TEXT_LIT(t, lit) tile_text_put(t, lit, sizeof(lit) - 1)
+
 /* The response up to and including the output's shape, then `rest`. */
-static int response_head(const struct tile_v2_request *r, const struct tile_plan *plan, const char *rest, char *head,
-                         size_t cap, size_t *len, struct tile_error *e)
+static int response_head(const struct tile_v2_request *r, const struct tile_plan *plan, const char *rest,
+                         size_t rest_len, char *head, size_t cap, size_t *len, struct tile_error *e)
 {
-    char id[V2_ID_MEMBER_MAX], shape[TILE_MAX_RANK * 24];
-    if (id_member(r, id, e) < 0)
+    char id[V2_ID_MEMBER_MAX];
+    size_t id_len;
+    if (id_member(r, id, &id_len, e) < 0)
         return -1;
-    size_t shape_len = tile_format_shape(plan->out_shape, plan->out_rank, true, shape, sizeof(shape));
     struct tile_text t = {head, cap, 0, false};
-    tile_text_put(&t, "{", 1);
-    tile_text_str(&t, id);
-    tile_text_str(&t, "\"model_name\":\"tile\",\"model_version\":\"");
+    TEXT_LIT(&t, "{");
+    tile_text_put(&t, id, id_len);
+    TEXT_LIT(&t, "\"model_name\":\"tile\",\"model_version\":\"");
     tile_text_i64(&t, r->version);
-    tile_text_str(&t, "\",\"outputs\":[{\"name\":\"output\",\"datatype\":\"");
+    TEXT_LIT(&t, "\",\"outputs\":[{\"name\":\"output\",\"datatype\":\"");
     tile_text_str(&t, tile_dtype_traits(plan->dtype)->kserve);
-    tile_text_str(&t, "\",\"shape\":");
-    tile_text_put(&t, shape, shape_len);
-    tile_text_str(&t, rest);
+    TEXT_LIT(&t, "\",\"shape\":[");
+    for (int i = 0; i < plan->out_rank; i++) {
+        if (i)
+            TEXT_LIT(&t, ",");
+        tile_text_i64(&t, plan->out_shape[i]);
+    }
+    TEXT_LIT(&t, "]");
+    tile_text_put(&t, rest, rest_len);
     if (t.over)
         return tile_error_set(e, TILE_EINVAL, "the response header does not fit");
     *len = t.len;
@@ -729,7 +744,7 @@ static int response_head(const struct tile_v2_request *r, const struct tile_plan
 int tile_v2_response_shm(const struct tile_v2_request *r, const struct tile_plan *plan, char *head, size_t cap,
                          size_t *len, struct tile_error *e)
 {
-    return response_head(r, plan, "}]}", head, cap, len, e);
+    return response_head(r, plan, "}]}", 3, head, cap, len, e);
 }
 
 int tile_v2_response_frame(const struct tile_v2_request *r, const struct tile_plan *plan, uint64_t binary_size,
@@ -737,11 +752,13 @@ int tile_v2_response_frame(const struct tile_v2_request *r, const struct tile_pl
                            struct tile_error *e)
 {
     char rest[64] = ",\"data\":[";
+    int rest_len = sizeof(",\"data\":[") - 1;
     if (r->binary_output)
-        snprintf(rest, sizeof(rest), ",\"parameters\":{\"binary_data_size\":%llu}}]}", (unsigned long long)binary_size);
+        rest_len = snprintf(rest, sizeof(rest), ",\"parameters\":{\"binary_data_size\":%llu}}]}",
+                            (unsigned long long)binary_size);
     *tail = r->binary_output ? "" : "]}]}";
-    *tail_len = strlen(*tail);
-    return response_head(r, plan, rest, head, cap, head_len, e);
+    *tail_len = r->binary_output ? 0 : 4;
+    return response_head(r, plan, rest, (size_t)rest_len, head, cap, head_len, e);
 }
 
 const int tile_v2_versions[TILE_V2_NVERSIONS] = {13, 6, 1};

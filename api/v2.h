@@ -96,6 +96,7 @@ int tile_v2_version_parse(const char *s, size_t len, int *version);
  * length). */
 struct tile_v2_tensor_sig {
     const char *name;
+    size_t name_len; /* strlen(name): matched against every request's inputs */
     enum tile_dtype dtype;
     int64_t dim;
 };

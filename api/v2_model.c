@@ -17,16 +17,17 @@
 
 /* ONNX Tile-1 takes tiles and axis, later versions a repeats list. Their
  * datatype names come from the dtype table. */
+#define SIG_NAME(lit) .name = lit, .name_len = sizeof(lit) - 1
 static const struct tile_v2_tensor_sig inputs_tile1[] = {
-    {.name = "input", .dtype = TILE_FLOAT32, .dim = -1},
-    {.name = "tiles", .dtype = TILE_INT64, .dim = 1},
-    {.name = "axis", .dtype = TILE_INT64, .dim = 1},
+    {SIG_NAME("input"), .dtype = TILE_FLOAT32, .dim = -1},
+    {SIG_NAME("tiles"), .dtype = TILE_INT64, .dim = 1},
+    {SIG_NAME("axis"), .dtype = TILE_INT64, .dim = 1},
 };
 static const struct tile_v2_tensor_sig inputs_tile6[] = {
-    {.name = "input", .dtype = TILE_FLOAT32, .dim = -1},
-    {.name = "repeats", .dtype = TILE_INT64, .dim = -1},
+    {SIG_NAME("input"), .dtype = TILE_FLOAT32, .dim = -1},
+    {SIG_NAME("repeats"), .dtype = TILE_INT64, .dim = -1},
 };
-const struct tile_v2_tensor_sig tile_v2_model_output = {.name = "output", .dtype = TILE_FLOAT32, .dim = -1};
+const struct tile_v2_tensor_sig tile_v2_model_output = {SIG_NAME("output"), .dtype = TILE_FLOAT32, .dim = -1};
 
 const struct tile_v2_tensor_sig *tile_v2_model_inputs(int version, size_t *n)
 {
@@ -148,14 +149,16 @@ struct map_ctx {
     struct tile_error *e;
 };
 
-static struct tile_v2_named_tensor *find_input(struct map_ctx *c, const char *name)
+static struct tile_v2_named_tensor *find_input_n(struct map_ctx *c, const char *name, size_t len)
 {
     for (int i = 0; i < c->n; i++) {
-        if (strlen(name) == c->in[i].name_len && memcmp(c->in[i].name, name, c->in[i].name_len) == 0)
+        if (len == c->in[i].name_len && memcmp(c->in[i].name, name, len) == 0)
             return &c->in[i];
     }
     return NULL;
 }
+/* The input named by the literal `lit` (its length known here, not counted). */
+#define find_input(c, lit) find_input_n(c, lit, sizeof(lit) - 1)
 
 /* Element i of an integer tensor as int64 (any integer width). */
 static int int_element(const struct tile_v2_named_tensor *in, uint64_t i, int64_t *out, struct tile_error *e)
@@ -184,7 +187,7 @@ static int check_integer_input(const struct tile_v2_named_tensor *in, struct til
 
 static int map_scalar(struct map_ctx *c, const char *name, int64_t *out, bool *has)
 {
-    struct tile_v2_named_tensor *in = find_input(c, name);
+    struct tile_v2_named_tensor *in = find_input_n(c, name, strlen(name));
     if (!in)
         return tile_error_set(c->e, TILE_EINVAL, "missing input '%s' (model version 1 takes input, tiles and axis)",
                               name);
@@ -225,7 +228,7 @@ static int check_input_names(struct map_ctx *c)
     for (int i = 0; i < c->n; i++) {
         bool known = false;
         for (size_t k = 0; k < n; k++)
-            known |= strlen(want[k].name) == c->in[i].name_len &&
+            known |= want[k].name_len == c->in[i].name_len &&
                      memcmp(want[k].name, c->in[i].name, c->in[i].name_len) == 0;
         if (!known)
             return tile_error_set(c->e, TILE_EINVAL, "unknown input '%.*s' for model version %d", (int)c->in[i].name_len,

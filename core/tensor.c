@@ -91,6 +91,12 @@ uint64_t tile_tensor_nbytes(const struct tile_tensor *t)
 int tile_tensor_init(struct tile_tensor *t, enum tile_dtype dtype, int rank, const int64_t *shape,
                      uint64_t max_bytes, struct tile_error *e)
 {
+    return tile_tensor_init_in(t, dtype, rank, shape, max_bytes, NULL, 0, e);
+}
+
+int tile_tensor_init_in(struct tile_tensor *t, enum tile_dtype dtype, int rank, const int64_t *shape,
+                        uint64_t max_bytes, void *buf, size_t buf_cap, struct tile_error *e)
+{
     tile_tensor_reset(t);
     if (!tile_dtype_traits(dtype))
         return tile_error_set(e, TILE_EINVAL, "invalid dtype");
@@ -105,7 +111,8 @@ int tile_tensor_init(struct tile_tensor *t, enum tile_dtype dtype, int rank, con
     if (max_bytes && nbytes > max_bytes)
         return tile_error_set(e, TILE_ETOOBIG, "tensor needs %llu bytes, above the limit of %llu",
                               (unsigned long long)nbytes, (unsigned long long)max_bytes);
-    void *data = tile_alloc_buffer(nbytes);
+    bool borrowed = buf && nbytes <= buf_cap;
+    void *data = borrowed ? buf : tile_alloc_buffer(nbytes);
     if (!data)
         return tile_error_set(e, TILE_ENOMEM, "cannot allocate %llu bytes", (unsigned long long)nbytes);
     if (nbytes < TILE_MMAP_THRESHOLD)
@@ -116,7 +123,7 @@ int tile_tensor_init(struct tile_tensor *t, enum tile_dtype dtype, int rank, con
         memcpy(t->shape, shape, sizeof(shape[0]) * (size_t)rank);
     t->nelem = nelem;
     t->data = data;
-    t->owns_data = true;
+    t->owns_data = !borrowed;
     return 0;
 }
 

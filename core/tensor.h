@@ -51,6 +51,14 @@ bool tile_shape_span_fits(const int64_t *shape, int rank, uint64_t size);
  * the allocation (0 = no bound). On error the tensor is left empty. */
 int tile_tensor_init(struct tile_tensor *t, enum tile_dtype dtype, int rank, const int64_t *shape,
                      uint64_t max_bytes, struct tile_error *e);
+/* The same, with the caller's `buf` (`buf_cap` bytes, aligned for any
+ * element) as the element buffer when the elements fit in it: zeroed and
+ * borrowed (owns_data unset), for a small tensor that lives no longer than
+ * the buffer - a v2 request's repeats, read and dropped while it decodes,
+ * where the allocation and its release were a tenth of the decode. Larger
+ * tensors are allocated as tile_tensor_init does. */
+int tile_tensor_init_in(struct tile_tensor *t, enum tile_dtype dtype, int rank, const int64_t *shape,
+                        uint64_t max_bytes, void *buf, size_t buf_cap, struct tile_error *e);
 
 /* Releases what the tensor owns and empties it (tile_tensor_reset). NULL is fine. */
 void tile_tensor_free(struct tile_tensor *t);

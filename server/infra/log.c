@@ -26,6 +26,15 @@
  * process killed outright loses the lines of up to the interval (nginx's
  * `access_log ... buffer= flush=` makes the same trade).
  *
+ * The flusher's deadline is the oldest gathered line's time plus the
+ * interval (out.first_us). Under load the loops write every millisecond or
+ * so, so at its deadline the flusher mostly finds only younger lines: it
+ * then sleeps again until their deadline, still armed, and no loop has to
+ * wake it. Woken by the first line after each loop's write and writing
+ * what it found at a deadline counted from its wake-up, it had been
+ * switched in ~325 times a second on a loop's core, and each switch
+ * preempted the loop (docs/performance.md, "The access log's flusher").
+ *
  * The file's page cache. When stderr is a regular file the flusher thread
  * starts writing each finished MiB of it to disk and drops the MiB
  * CACHE_KEEP behind from the page cache once it is on disk, so the log
@@ -54,6 +63,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "exchange.h"
 #include "numfmt.h"
 #include "otlp.h"
@@ -149,8 +159,8 @@ static struct {
     pthread_cond_t wake; /* the flusher's: a line it must write, or the stop */
     bool running;        /* access lines are gathered (under lock) */
     bool stop;
-    bool flusher_due;    /* lines are gathered: the flusher writes them at its deadline */
     bool flusher_armed;  /* the flusher waits out a deadline (no need to wake it) */
+    uint64_t first_us;   /* len > 0: when the oldest gathered line came (tiled_now_us) */
     atomic_bool pending; /* len > 0: read without the lock by tiled_log_flush */
     unsigned flush_ms;
     bool regular;        /* stderr is a regular file: its page cache is trimmed */
@@ -220,7 +230,6 @@ static void flush_locked(void)
         note_written();
     }
     out.len = 0;
-    out.flusher_due = false;
     atomic_store_explicit(&out.pending, false, memory_order_relaxed);
 }
 
@@ -251,17 +260,16 @@ static void put_line(const char *line, size_t n, bool gather)
     if (gather && out.running && n <= LOG_BUFFER) {
         if (out.len + n > LOG_BUFFER)
             flush_locked();
-        memcpy(out.buf + out.len, line, n);
-        out.len += n;
-        atomic_store_explicit(&out.pending, true, memory_order_relaxed);
-        if (!out.flusher_due) { /* the first line since the last write */
-            out.flusher_due = true;
-            /* An armed flusher writes it at its deadline, which is closer
-             * than the interval: waking it for every batch a busy loop
-             * writes itself cost as much as the writes saved. */
+        if (out.len == 0) { /* the first line since the last write */
+            out.first_us = tiled_now_us(); /* once a write (a loop's: ~50 lines) */
+            /* An armed flusher looks again at its deadline, which is
+             * closer than this line's: no need to wake it. */
             if (!out.flusher_armed)
                 pthread_cond_signal(&out.wake);
         }
+        memcpy(out.buf + out.len, line, n);
+        out.len += n;
+        atomic_store_explicit(&out.pending, true, memory_order_relaxed);
     } else {
         flush_locked();
         write_all(line, n);
@@ -273,7 +281,6 @@ static void put_line(const char *line, size_t n, bool gather)
 static void *flusher_main(void *arg)
 {
     (void)arg;
-    struct timespec until = {0};
     pthread_mutex_lock(&out.lock);
     while (!out.stop) {
         if (out.cache_due > out.cache_done) {
@@ -284,29 +291,22 @@ static void *flusher_main(void *arg)
             pthread_mutex_lock(&out.lock);
             continue;
         }
-        if (!out.flusher_due) {
+        if (out.len == 0) {
             out.flusher_armed = false;
             pthread_cond_wait(&out.wake, &out.lock);
             continue;
         }
-        /* A first line gathered: wait out the interval (or the stop), then
-         * write what has gathered, if a loop has not. A wake for the cache
-         * keeps the deadline. */
-        if (!out.flusher_armed) {
-            clock_gettime(CLOCK_MONOTONIC, &until);
-            until.tv_sec += out.flush_ms / 1000;
-            until.tv_nsec += (long)(out.flush_ms % 1000) * 1000000L;
-            if (until.tv_nsec >= 1000000000L) {
-                until.tv_sec++;
-                until.tv_nsec -= 1000000000L;
-            }
-            out.flusher_armed = true;
+        /* Lines are gathered: write them once the oldest is the interval
+         * old, if a loop has not (then the next oldest sets the deadline).
+         * A wake for the cache or the stop keeps it. */
+        uint64_t due = out.first_us + (uint64_t)out.flush_ms * 1000u;
+        if (tiled_now_us() >= due) {
+            flush_locked();
+            continue;
         }
-        if (pthread_cond_timedwait(&out.wake, &out.lock, &until) == ETIMEDOUT) {
-            out.flusher_armed = false;
-            if (out.flusher_due)
-                flush_locked();
-        }
+        out.flusher_armed = true;
+        struct timespec until = {.tv_sec = (time_t)(due / 1000000u), .tv_nsec = (long)(due % 1000000u) * 1000L};
+        pthread_cond_timedwait(&out.wake, &out.lock, &until);
     }
     flush_locked();
     pthread_mutex_unlock(&out.lock);
