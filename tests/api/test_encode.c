@@ -18,6 +18,7 @@
 #include "encode.h"
 #include "plan.h"
 #include "request.h"
+#include "tensor.h"
 
 /* Element i of a case: `len` bytes of a letter that changes with i. */
 static void element(char *buf, uint64_t i, size_t len)
@@ -107,10 +108,94 @@ static void string_pieces(void **state)
                 check_case(f ? TILE_FMT_RAW : TILE_FMT_JSON, counts[c], lens[l]);
 }
 
+/* The input index output element k copies: k's coordinates over the
+ * output shape, each modulo the input's, row-major over the input. */
+static uint64_t source_of(const struct tile_plan *p, uint64_t k)
+{
+    uint64_t src = 0, stride = 1;
+    for (int d = p->out_rank - 1; d >= 0; d--) {
+        uint64_t o = k % (uint64_t)p->out_shape[d];
+        k /= (uint64_t)p->out_shape[d];
+        src += (o % (uint64_t)p->in_shape[d]) * stride;
+        stride *= (uint64_t)p->in_shape[d];
+    }
+    return src;
+}
+
+/* An int32 input of `shape` whose elements are their own indices. */
+static void index_request(struct tile_request *req, int rank, const int64_t *shape)
+{
+    struct tile_error e = {0};
+    tile_request_init(req);
+    assert_int_equal(tile_tensor_init(&req->input, TILE_INT32, rank, shape, 0, &e), 0);
+    for (uint64_t i = 0; i < req->input.nelem; i++)
+        ((int32_t *)req->input.data)[i] = (int32_t)i;
+}
+
+/* A JSON body of an int32 tensor whose elements are their own indices,
+ * tiled over ranks 0 to 4 (numpy's rules, so repeats longer than the
+ * shape promote it): its data are the input index of every output
+ * element, against source_of, read whole (one batch of indices for a
+ * small output, batches for a large one) and in steps of 5 bytes that end
+ * inside numbers. */
+static void index_order(void **state)
+{
+    (void)state;
+    static const struct {
+        int rank, nrep;
+        int64_t shape[4], reps[4];
+    } cases[] = {
+        {0, 1, {0}, {3}},
+        {1, 1, {1}, {1}},
+        {1, 1, {3}, {4}},
+        {2, 2, {2, 2}, {2, 2}},
+        {2, 2, {3, 1}, {1, 5}},
+        {2, 3, {2, 3}, {2, 1, 2}},
+        {3, 3, {2, 3, 4}, {3, 2, 1}},
+        {4, 4, {2, 1, 3, 2}, {1, 3, 2, 2}},
+        {2, 2, {7, 13}, {9, 7}},   /* 6,377 elements: more than one batch */
+        {1, 1, {4096}, {1}},       /* exactly one batch */
+        {1, 1, {4097}, {1}},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        struct tile_request req, req2;
+        struct tile_error e = {0};
+        index_request(&req, cases[c].rank, cases[c].shape);
+        index_request(&req2, cases[c].rank, cases[c].shape);
+        struct tile_spec spec = {.semantics = TILE_SEM_NUMPY, .repeats = cases[c].reps, .nrepeats = cases[c].nrep};
+        struct tile_plan plan;
+        assert_int_equal(tile_plan_init(&plan, TILE_INT32, cases[c].rank, cases[c].shape, &spec, &e), 0);
+        struct tile_encoder *enc = tile_encoder_new(TILE_FMT_JSON, &plan, &req, NULL, 0, &e);
+        assert_non_null(enc);
+        uint64_t size = tile_encoder_size(enc), head, data;
+        tile_encoder_sections(enc, &head, &data);
+        char *want = malloc(plan.out_elems * 12 + 1), *o = want;
+        for (uint64_t k = 0; k < plan.out_elems; k++)
+            o += sprintf(o, "%s%llu", k ? "," : "", (unsigned long long)source_of(&plan, k));
+        assert_int_equal(data, (uint64_t)(o - want));
+        char *whole = malloc(size + 1), *steps = malloc(size + 1);
+        tile_encoder_fill(enc, whole, NULL);
+        assert_memory_equal(whole + head, want, data);
+        struct tile_encoder *again = tile_encoder_new(TILE_FMT_JSON, &plan, &req2, NULL, 0, &e);
+        assert_non_null(again);
+        for (uint64_t got = 0; got < size;)
+            got += tile_encoder_read(again, steps + got, 5);
+        assert_memory_equal(steps + head, want, data);
+        tile_encoder_free(again);
+        tile_encoder_free(enc);
+        tile_request_free(&req);
+        tile_request_free(&req2);
+        free(want);
+        free(whole);
+        free(steps);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(string_pieces),
+        cmocka_unit_test(index_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -204,12 +204,43 @@ static void string_bytes(void **state)
     assert_int_equal(tile_tensor_string_bytes(&t), 0);
 }
 
+/* tile_tensor_init_in: elements that fit the caller's buffer are put in
+ * it, zeroed and borrowed (free leaves it alone); more are allocated as by
+ * tile_tensor_init; the checks are the same either way. */
+static void init_in_buffer(void **state)
+{
+    (void)state;
+    int64_t small[8];
+    memset(small, 0xab, sizeof(small));
+    struct tile_tensor t;
+    struct tile_error e = {0};
+    int64_t shape2[1] = {2}, shape9[1] = {9}, neg[1] = {-1};
+    assert_int_equal(tile_tensor_init_in(&t, TILE_INT64, 1, shape2, 0, small, sizeof(small), &e), 0);
+    assert_ptr_equal(t.data, small);
+    assert_false(t.owns_data);
+    assert_int_equal(small[0], 0);
+    assert_int_equal(small[1], 0);
+    assert_int_equal(small[2], (int64_t)0xabababababababab); /* only the elements are cleared */
+    tile_tensor_free(&t);
+    assert_int_equal(small[0], 0); /* still the caller's */
+    assert_int_equal(tile_tensor_init_in(&t, TILE_INT64, 1, shape9, 0, small, sizeof(small), &e), 0);
+    assert_ptr_not_equal(t.data, small);
+    assert_true(t.owns_data);
+    assert_int_equal(t.nelem, 9);
+    tile_tensor_free(&t);
+    assert_int_equal(tile_tensor_init_in(&t, TILE_INT64, 1, neg, 0, small, sizeof(small), &e), -1);
+    assert_null(t.data);
+    assert_int_equal(tile_tensor_init_in(&t, TILE_INT64, 1, shape2, 8, small, sizeof(small), &e), -1); /* max_bytes */
+    assert_null(t.data);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(shape_elems),       cmocka_unit_test(tensor_init_errors),
         cmocka_unit_test(tensor_init_sizes), cmocka_unit_test(buffers),
         cmocka_unit_test(free_ownership),    cmocka_unit_test(string_bytes),
+        cmocka_unit_test(init_in_buffer),
     };
     return cmocka_run_group_tests_name("tensor", tests, NULL, NULL);
 }
