@@ -26,6 +26,18 @@ import run as peers  # noqa: E402  (bench/peers/run.py)
 
 
 
+def proc_switches(pid):
+    """Context switches, voluntary and not, of all the process's threads (/proc/PID/task/*/status)."""
+    n = 0
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/status" % (pid, tid)) as f:
+                n += sum(int(line.split()[1]) for line in f if "ctxt_switches:" in line)
+        except OSError:
+            pass  # a thread that ended
+    return n
+
+
 def proc_cpu_ticks(pid):
     """(user, system) clock ticks the process has used, all its threads together (/proc/PID/stat)."""
     with open("/proc/%d/stat" % pid) as f:
@@ -42,6 +54,8 @@ def main():
     ap.add_argument("--conns", default="16,64")
     ap.add_argument("--log-level", default="info",
                     help="the daemons' --log-level (info, their default, writes the access line of every request)")
+    ap.add_argument("--old-log-level", default="",
+                    help="OLD's --log-level instead (one build against itself: what the access log costs)")
     ap.add_argument("--work", default=os.path.join(peers.ROOT, "build", "bench-ab"))
     ap.add_argument("--floor", default="",
                     help="bench/mhd_floor's binary: the baseline is libmicrohttpd's floor (bench-peers' floor "
@@ -67,8 +81,9 @@ def main():
                                            "http://127.0.0.1:%d/small" % port, a.work), port)]
         for name, binary in (("old", a.old), ("new", a.new)):
             port = peers.free_port()
+            level = a.old_log_level if name == "old" and a.old_log_level else a.log_level
             cmd = ["taskset", "-c", "0", os.path.abspath(binary), "serve", "--port", str(port), "--workers", "1",
-                   "--log-level", a.log_level]
+                   "--log-level", level]
             live.append((name, peers.Server(name, cmd, "http://127.0.0.1:%d/v2/health/ready" % port, a.work), port))
         servers = [s for _, s, _ in live]
         server_of = {name: srv for name, srv, _ in live}
@@ -87,17 +102,19 @@ def main():
                     for name, _, port in live:
                         p = "/small" if name == "nginx" else path
                         pid = server_of[name].pid()
-                        t0 = proc_cpu_ticks(pid)
+                        t0, c0 = proc_cpu_ticks(pid), proc_switches(pid)
                         r = peers.wrk(a.work, "http://127.0.0.1:%d" % port, p, ctype, body, conns, a.dur,
                                       "%s-%s" % (name, fmt))
-                        t1 = proc_cpu_ticks(pid)
+                        t1, c1 = proc_cpu_ticks(pid), proc_switches(pid)
+                        r["switches_per_s"] = (c1 - c0) / a.dur
                         hz = os.sysconf("SC_CLK_TCK")
                         r["user_us"], r["sys_us"] = ((b - a_) * 1e6 / hz / r["requests"] for a_, b in zip(t0, t1))
                         if r["errors"]:
                             raise RuntimeError("%s %s c=%d: %d errors" % (name, fmt, conns, r["errors"]))
                         got[name].append(r)
                 med = {n: (statistics.median(r["rps"] for r in rs), statistics.median(r["p99_us"] for r in rs),
-                           statistics.median(r["user_us"] for r in rs), statistics.median(r["sys_us"] for r in rs))
+                           statistics.median(r["user_us"] for r in rs), statistics.median(r["sys_us"] for r in rs),
+                           statistics.median(r["switches_per_s"] for r in rs))
                        for n, rs in got.items()}
                 rows.append((fmt, conns, med))
                 print("%-5s c=%-3d %s %7.0f/s  old %7.0f/s p99 %5.0f us (%.2fx)  new %7.0f/s p99 %5.0f us "
@@ -111,13 +128,17 @@ def main():
             print("| %s | %d | %.0f | %.0f (%.2f) | %.0f (%.2f) | %.3f | %.0f / %.0f |"
                   % (fmt, conns, med["nginx"][0], med["old"][0], med["old"][0] / med["nginx"][0], med["new"][0],
                      med["new"][0] / med["nginx"][0], med["new"][0] / med["old"][0], med["old"][1], med["new"][1]))
-        print("\nCPU per request, microseconds of the server's process (user + system, from /proc/PID/stat; "
-              "medians):\n\n| request | conns | %s | old | new |\n|---|---:|---:|---:|---:|" % base)
+        print("\nCPU per request, microseconds of the server's process (user + system, from /proc/PID/stat), and "
+              "its context switches a second (all threads, /proc/PID/task/*/status); medians:\n\n"
+              "| request | conns | %s | old | new | switches/s %s / old / new |\n|---|---:|---:|---:|---:|---:|"
+              % (base, base))
         for fmt, conns, med in rows:
-            print("| %s | %d | %s |" % (fmt, conns, " | ".join("%.1f + %.1f" % (med[n][2], med[n][3])
-                                                              for n in ("nginx", "old", "new"))))
-        print("\ncommand: python3 bench/ab_service.py %s %s --dur %d --reps %d --conns %s --log-level %s --kinds %s%s"
-              % (peers.short(a.old), peers.short(a.new), a.dur, a.reps, a.conns, a.log_level, a.kinds,
+            print("| %s | %d | %s | %s |" % (fmt, conns, " | ".join("%.1f + %.1f" % (med[n][2], med[n][3])
+                                                                   for n in ("nginx", "old", "new")),
+                                           " / ".join("%.0f" % med[n][4] for n in ("nginx", "old", "new"))))
+        print("\ncommand: python3 bench/ab_service.py %s %s --dur %d --reps %d --conns %s --log-level %s%s --kinds %s%s"
+              % (peers.short(a.old), peers.short(a.new), a.dur, a.reps, a.conns, a.log_level,
+                 " --old-log-level " + a.old_log_level if a.old_log_level else "", a.kinds,
                  " --floor " + peers.short(a.floor) if a.floor else ""))
     finally:
         for s in servers:
