@@ -465,11 +465,9 @@ static uint64_t source_index(struct tile_encoder *enc, uint64_t k)
     return enc->index_width == 4 ? enc->index_buf[j] : ((uint64_t *)(void *)enc->index_buf)[j];
 }
 
-/* Copies data bytes from the pieces, continuing at the cursor. The
- * cursor and the pieces are read into locals first: every store into buf
- * (a char pointer) may alias the encoder as far as the compiler knows, so
- * its fields were loaded and stored again for every element - half of
- * this loop's instructions. */
+/* Copies data bytes from the pieces, continuing at the cursor. The cursor
+ * and the pieces are kept in locals, stored back at the end: a store into
+ * buf (a char pointer) may alias the encoder as far as the compiler knows. */
 static size_t read_pieces(struct tile_encoder *enc, char *buf, size_t cap)
 {
     size_t n = 0;
@@ -487,8 +485,8 @@ static size_t read_pieces(struct tile_encoder *enc, char *buf, size_t cap)
         }
         /* Short pieces each followed by its comma, while the index batch,
          * the buffer and the elements before the last last: the loop below
-         * with its cases taken out (a third of the instructions a small
-         * JSON reply's body took). It stops at the first piece it does not
+         * with its cases taken out (about a third of the instructions of a
+         * small JSON reply's data). It stops at the first piece it does not
          * take, which the loop below takes up. */
         const uint32_t *idx = enc->index_buf;
         uint64_t stop = first + count < total - 1 ? first + count : total - 1;
