@@ -710,8 +710,6 @@ static int id_member(const struct tile_v2_request *r, char *id, size_t *len, str
     return 0;
 }
 
-#define TEXT_LIT(t, lit) tile_text_put(t, lit, sizeof(lit) - 1)
-
 /* The response up to and including the output's shape, then `rest`. */
 static int response_head(const struct tile_v2_request *r, const struct tile_plan *plan, const char *rest,
                          size_t rest_len, char *head, size_t cap, size_t *len, struct tile_error *e)
@@ -721,19 +719,19 @@ static int response_head(const struct tile_v2_request *r, const struct tile_plan
     if (id_member(r, id, &id_len, e) < 0)
         return -1;
     struct tile_text t = {head, cap, 0, false};
-    TEXT_LIT(&t, "{");
+    tile_text_str(&t, "{");
     tile_text_put(&t, id, id_len);
-    TEXT_LIT(&t, "\"model_name\":\"tile\",\"model_version\":\"");
+    tile_text_str(&t, "\"model_name\":\"tile\",\"model_version\":\"");
     tile_text_i64(&t, r->version);
-    TEXT_LIT(&t, "\",\"outputs\":[{\"name\":\"output\",\"datatype\":\"");
+    tile_text_str(&t, "\",\"outputs\":[{\"name\":\"output\",\"datatype\":\"");
     tile_text_str(&t, tile_dtype_traits(plan->dtype)->kserve);
-    TEXT_LIT(&t, "\",\"shape\":[");
+    tile_text_str(&t, "\",\"shape\":[");
     for (int i = 0; i < plan->out_rank; i++) {
         if (i)
-            TEXT_LIT(&t, ",");
+            tile_text_str(&t, ",");
         tile_text_i64(&t, plan->out_shape[i]);
     }
-    TEXT_LIT(&t, "]");
+    tile_text_str(&t, "]");
     tile_text_put(&t, rest, rest_len);
     if (t.over)
         return tile_error_set(e, TILE_EINVAL, "the response header does not fit");
