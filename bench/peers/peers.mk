@@ -1,6 +1,6 @@
 # peers.mk - benchmarks against peers (included by the Makefile).
 #
-#   make bench-peers                       the full run (~6-10 min), writes bench/REPORT.md and plots
+#   make bench-peers                       the full run (~22 min), writes bench/REPORT.md and plots
 #   make bench-peers PEERS_ARGS="--dur 2 --reps 5"            quicker and noisier
 #   make bench-peers PEERS_ARGS=--report-only                 report from the last raw results
 #   make bench-peers PEERS_ARGS="--skip-kernel --skip-service" only the race against

@@ -5,7 +5,7 @@
  * request text goes through tiled_json_text() or tiled_json_quote(), which
  * turn bytes that are not UTF-8 into U+FFFD. Events are built with
  * jansson; the access line, written for every request, field by field
- * (tiled_log_access). For the access line and errors the level check comes
+ * (format_access) from a record of its facts (struct access_rec). For the access line and errors the level check comes
  * first, so a disabled level costs one comparison. tiled_log_event is the
  * exception: it packs its fields before the check, since its "o" arguments
  * are references only the pack releases.
@@ -13,8 +13,9 @@
  * Output. Lines go to stderr whole (one write(2) never splits a line, so
  * lines from different threads never interleave), in the order they were
  * made. Once tiled_log_start() has run with a flush interval, access lines
- * are gathered in one buffer and written together: by an event loop about
- * to wait for more events once LOG_EAGER bytes have gathered
+ * are gathered in one buffer, as records, and formatted and written
+ * together: by an event loop about to wait for more events once LOG_EAGER
+ * bytes of records have gathered
  * (tiled_log_flush, called by each loop just before epoll_wait), at once
  * when the buffer is full, before any other line (an event or error is
  * never held back, and never overtakes an access line made before it), and
@@ -22,7 +23,7 @@
  * them. A write per request was a tenth of a small request's system time;
  * a write per loop turn, of the lines of the requests one wait returned,
  * was still 4% of a small request's CPU time when the log is a file (0.42
- * of 9.7 µs); a busy loop now writes about fifty lines at a time. A
+ * of 9.7 µs); a busy loop now writes about a hundred lines at a time. A
  * process killed outright loses the lines of up to the interval (nginx's
  * `access_log ... buffer= flush=` makes the same trade).
  *
@@ -142,10 +143,147 @@ static void timestamp_at(uint64_t mono_us, char buf[25])
     format_time(&ts, buf);
 }
 
+/* ---- the access line ------------------------------------------------------ */
+
+/* What a request's access line says, recorded when it ends; the line
+ * itself is formatted where it is written (format_access). A record is
+ * this struct followed by its four strings (the request id, the method,
+ * the path and the client's address, in that order, no NULs), padded to a
+ * multiple of 8 bytes: recording costs a few copies, and the formatting
+ * of some hundred lines runs together when a loop writes them, its code and
+ * branches warm, instead of once in every request's path, where it
+ * brought in about 70 lines of code of its own (callgrind's instruction
+ * cache, docs/performance.md "A ninth round"). */
+struct access_rec {
+    uint64_t end_us; /* monotonic µs (clock.h) at the request's end */
+    uint64_t bytes_in, bytes_out, duration_us;
+    uint64_t queue_us, decode_us, tile_us, encode_us;
+    int status;
+    enum tiled_transport transport;
+    uint32_t size; /* of the whole record */
+    uint32_t id_len, method_len, path_len, remote_len;
+    uint8_t trace_id[16];
+};
+
+static size_t record_size(size_t strings)
+{
+    return (sizeof(struct access_rec) + strings + 7) & ~(size_t)7;
+}
+
+/* Records x into rec (record_size() of its four strings' lengths). */
+static void record_access(struct access_rec *rec, const struct tiled_exchange *x, const size_t len[4])
+{
+    const struct tile_timings *t = x->tm;
+    *rec = (struct access_rec){.end_us = x->t_start + x->duration_us, .bytes_in = x->bytes_in,
+                               .bytes_out = x->bytes_out, .duration_us = x->duration_us, .queue_us = t->queue_us,
+                               .decode_us = t->decode_us, .tile_us = t->tile_us, .encode_us = t->encode_us,
+                               .status = x->status, .transport = x->transport,
+                               .size = (uint32_t)record_size(len[0] + len[1] + len[2] + len[3]),
+                               .id_len = (uint32_t)len[0], .method_len = (uint32_t)len[1],
+                               .path_len = (uint32_t)len[2], .remote_len = (uint32_t)len[3]};
+    memcpy(rec->trace_id, x->trace->trace_id, sizeof(rec->trace_id));
+    char *p = (char *)(rec + 1);
+    const char *str[4] = {x->request_id, x->method, x->path, x->remote};
+    for (int i = 0; i < 4; i++) {
+        memcpy(p, str[i], len[i]);
+        p += len[i];
+    }
+}
+
+/* The most text format_access writes for rec. */
+static size_t access_line_max(const struct access_rec *rec)
+{
+    return 768 + TILED_JSON_QUOTED_MAX(rec->id_len + rec->method_len + rec->path_len + rec->remote_len);
+}
+
+/* Appenders for the access line: each returns the end of what it wrote. */
+static char *put(char *o, const char *s, size_t n)
+{
+    memcpy(o, s, n);
+    return o + n;
+}
+
+#define PUT_LIT(o, lit) put((o), (lit), sizeof(lit) - 1)
+
+static char *put_u64(char *o, uint64_t v)
+{
+    return o + tile_format_u64(o, v);
+}
+
+/* The access line of rec, ending in a newline, into o (access_line_max()
+ * bytes); returns its length. Written field by field, not built as a
+ * jansson document: it is the one line every request writes, and a
+ * document of 17 fields, packed, merged and dumped, cost about as much as
+ * the rest of a small request's logging path (callgrind); nor with
+ * sprintf, whose format parsing was still half of the line's cost. The
+ * fields and their escaping are what the document gave (tiled_json_quote). */
+static size_t format_access(const struct access_rec *rec, char *line)
+{
+    const char *id = (const char *)(rec + 1), *method = id + rec->id_len, *path = method + rec->method_len,
+               *remote = path + rec->path_len;
+    char ts[25];
+    timestamp_at(rec->end_us, ts);
+    char *o = line;
+    if (log_format == TILED_LOG_TEXT) {
+        o = put(o, ts, 24);
+        o = PUT_LIT(o, " info access {");
+    } else {
+        o = PUT_LIT(o, "{\"time\":\"");
+        o = put(o, ts, 24);
+        o = PUT_LIT(o, "\",\"level\":\"info\",\"event\":\"access\",");
+    }
+    o = PUT_LIT(o, "\"request_id\":");
+    o += tiled_json_quote_n(o, id, rec->id_len);
+    o = PUT_LIT(o, ",\"trace_id\":\"");
+    tile_hex(o, rec->trace_id, 16);
+    o += 32;
+    o = PUT_LIT(o, "\",\"transport\":\"");
+    const char *transport = tiled_transport_name(rec->transport);
+    o = put(o, transport, strlen(transport));
+    o = PUT_LIT(o, "\",\"method\":");
+    o += tiled_json_quote_n(o, method, rec->method_len);
+    o = PUT_LIT(o, ",\"path\":");
+    o += tiled_json_quote_n(o, path, rec->path_len);
+    o = PUT_LIT(o, ",\"status\":");
+    if (rec->status < 0) {
+        *o++ = '-';
+        o = put_u64(o, (uint64_t)-(int64_t)rec->status);
+    } else {
+        o = put_u64(o, (uint64_t)rec->status);
+    }
+    o = PUT_LIT(o, ",\"bytes_in\":");
+    o = put_u64(o, rec->bytes_in);
+    o = PUT_LIT(o, ",\"bytes_out\":");
+    o = put_u64(o, rec->bytes_out);
+    o = PUT_LIT(o, ",\"queue_us\":");
+    o = put_u64(o, rec->queue_us);
+    o = PUT_LIT(o, ",\"decode_us\":");
+    o = put_u64(o, rec->decode_us);
+    o = PUT_LIT(o, ",\"tile_us\":");
+    o = put_u64(o, rec->tile_us);
+    o = PUT_LIT(o, ",\"encode_us\":");
+    o = put_u64(o, rec->encode_us);
+    o = PUT_LIT(o, ",\"total_us\":");
+    o = put_u64(o, rec->duration_us);
+    o = PUT_LIT(o, ",\"remote\":");
+    o += tiled_json_quote_n(o, remote, rec->remote_len);
+    *o++ = '}';
+    *o++ = '\n';
+    return (size_t)(o - line);
+}
+
 /* ---- output ---------------------------------------------------------------- */
 
+/* The access lines' records gathered (struct access_rec), and the text
+ * they are formatted into when written. */
+#define LOG_RECORDS (48 * 1024)
 #define LOG_BUFFER (64 * 1024)
-/* What a loop about to wait writes at once rather than leave to the flusher. */
+/* What a loop about to wait writes at once rather than leave to the
+ * flusher: the records of about a hundred lines, some 40 KiB of text.
+ * Appending to a file cost about 9 µs a write and 1.25 µs a KiB on the
+ * host measured (bench/log_append.c at 11, 22 and 44 KB a write,
+ * docs/performance.md "A ninth round"): the fewer writes, the less of the
+ * first. */
 #define LOG_EAGER (16 * 1024)
 /* The log file's page cache: handled a MiB at a time, the newest
  * CACHE_KEEP of it left cached (for readers that follow the file). */
@@ -167,8 +305,9 @@ static struct {
     off_t cache_done;    /* the file's MiBs before this are handled (flusher) */
     off_t cache_due;     /* ... and those before this are finished (written) */
     pthread_t flusher;
-    size_t len;
-    char buf[LOG_BUFFER];
+    size_t len;              /* bytes of recs in use */
+    _Alignas(8) char recs[LOG_RECORDS];
+    char buf[LOG_BUFFER];    /* the text of recs, as it is written */
 } out = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
 
 
@@ -222,11 +361,22 @@ static void trim_cache(off_t from, off_t to)
     }
 }
 
-/* Writes what is gathered; under out.lock. */
+/* Writes the gathered lines, formatted from their records a bufferful at a
+ * time; under out.lock. */
 static void flush_locked(void)
 {
-    if (out.len) {
-        write_all(out.buf, out.len);
+    size_t o = 0;
+    for (size_t at = 0; at < out.len;) {
+        const struct access_rec *rec = (const struct access_rec *)(const void *)(out.recs + at);
+        if (o + access_line_max(rec) > sizeof(out.buf)) { /* gathered: at most a bufferful */
+            write_all(out.buf, o);
+            o = 0;
+        }
+        o += format_access(rec, out.buf + o);
+        at += rec->size;
+    }
+    if (o) {
+        write_all(out.buf, o);
         note_written();
     }
     out.len = 0;
@@ -252,29 +402,14 @@ void tiled_log_flush_now(void)
     pthread_mutex_unlock(&out.lock);
 }
 
-/* One whole line (ending in '\n'): gathered when `gather` and a flusher
- * runs, otherwise written after whatever was gathered before it. */
-static void put_line(const char *line, size_t n, bool gather)
+/* One whole line (ending in '\n'), written after whatever was gathered
+ * before it. */
+static void put_line(const char *line, size_t n)
 {
     pthread_mutex_lock(&out.lock);
-    if (gather && out.running && n <= LOG_BUFFER) {
-        if (out.len + n > LOG_BUFFER)
-            flush_locked();
-        if (out.len == 0) { /* the first line since the last write */
-            out.first_us = tiled_now_us(); /* once a write (a loop's: ~50 lines) */
-            /* An armed flusher looks again at its deadline, which is
-             * closer than this line's: no need to wake it. */
-            if (!out.flusher_armed)
-                pthread_cond_signal(&out.wake);
-        }
-        memcpy(out.buf + out.len, line, n);
-        out.len += n;
-        atomic_store_explicit(&out.pending, true, memory_order_relaxed);
-    } else {
-        flush_locked();
-        write_all(line, n);
-        note_written();
-    }
+    flush_locked();
+    write_all(line, n);
+    note_written();
     pthread_mutex_unlock(&out.lock);
 }
 
@@ -357,7 +492,7 @@ static void emit(const char *text)
         return;
     memcpy(line, text, n);
     line[n] = '\n';
-    put_line(line, n + 1, false);
+    put_line(line, n + 1);
     free(line);
 }
 
@@ -416,88 +551,43 @@ void tiled_log_error(const char *event, const char *message)
         log_fields(TILED_LOG_ERROR, event, json_pack("{s:o}", "error", tiled_json_text(message)));
 }
 
-/* Appenders for the access line: each returns the end of what it wrote. */
-static char *put(char *o, const char *s, size_t n)
-{
-    memcpy(o, s, n);
-    return o + n;
-}
-
-#define PUT_LIT(o, lit) put((o), (lit), sizeof(lit) - 1)
-
-static char *put_u64(char *o, uint64_t v)
-{
-    return o + tile_format_u64(o, v);
-}
-
-/* The access line is written field by field into one buffer, not built
- * as a jansson document: it is the one line every request writes, and a
- * document of 17 fields, packed, merged and dumped, cost about as much as
- * the rest of a small request's logging path (callgrind); nor with
- * sprintf, whose format parsing was still half of the line's cost. The
- * fields and their escaping are what the document gave (tiled_json_quote). */
+/* The access line: recorded into the gathered records when a flusher
+ * runs (the loops' and the flusher's writes format it), else formatted
+ * and written now. */
 void tiled_log_access(const struct tiled_exchange *x, void *ctx)
 {
     (void)ctx;
     if (!tiled_log_enabled(TILED_LOG_INFO))
         return;
-    const struct tile_timings *t = x->tm;
-    const char *path = x->path;
-    char ts[25], stack[2048];
-    timestamp_at(x->t_start + x->duration_us, ts);
-    size_t id_len = strlen(x->request_id), method_len = strlen(x->method), path_len = strlen(path),
-           remote_len = strlen(x->remote);
-    size_t cap = 768 + TILED_JSON_QUOTED_MAX(id_len + method_len + path_len + remote_len);
-    char *line = cap <= sizeof(stack) ? stack : malloc(cap);
-    if (!line)
+    const size_t len[4] = {strlen(x->request_id), strlen(x->method), strlen(x->path), strlen(x->remote)};
+    size_t size = record_size(len[0] + len[1] + len[2] + len[3]);
+    size_t text_max = 768 + TILED_JSON_QUOTED_MAX(len[0] + len[1] + len[2] + len[3]);
+    pthread_mutex_lock(&out.lock);
+    if (out.running && size <= LOG_RECORDS && text_max <= LOG_BUFFER) {
+        if (out.len + size > LOG_RECORDS)
+            flush_locked();
+        if (out.len == 0) { /* the first line since the last write */
+            out.first_us = tiled_now_us(); /* once a write (a loop's: ~50 lines) */
+            /* An armed flusher looks again at its deadline, which is
+             * closer than this line's: no need to wake it. */
+            if (!out.flusher_armed)
+                pthread_cond_signal(&out.wake);
+        }
+        record_access((struct access_rec *)(void *)(out.recs + out.len), x, len);
+        out.len += size;
+        atomic_store_explicit(&out.pending, true, memory_order_relaxed);
+        pthread_mutex_unlock(&out.lock);
         return;
-    char *o = line;
-    if (log_format == TILED_LOG_TEXT) {
-        o = put(o, ts, 24);
-        o = PUT_LIT(o, " info access {");
-    } else {
-        o = PUT_LIT(o, "{\"time\":\"");
-        o = put(o, ts, 24);
-        o = PUT_LIT(o, "\",\"level\":\"info\",\"event\":\"access\",");
     }
-    o = PUT_LIT(o, "\"request_id\":");
-    o += tiled_json_quote_n(o, x->request_id, id_len);
-    o = PUT_LIT(o, ",\"trace_id\":\"");
-    tile_hex(o, x->trace->trace_id, 16);
-    o += 32;
-    o = PUT_LIT(o, "\",\"transport\":\"");
-    const char *transport = tiled_transport_name(x->transport);
-    o = put(o, transport, strlen(transport));
-    o = PUT_LIT(o, "\",\"method\":");
-    o += tiled_json_quote_n(o, x->method, method_len);
-    o = PUT_LIT(o, ",\"path\":");
-    o += tiled_json_quote_n(o, path, path_len);
-    o = PUT_LIT(o, ",\"status\":");
-    if (x->status < 0) {
-        *o++ = '-';
-        o = put_u64(o, (uint64_t)-(int64_t)x->status);
-    } else {
-        o = put_u64(o, (uint64_t)x->status);
-    }
-    o = PUT_LIT(o, ",\"bytes_in\":");
-    o = put_u64(o, x->bytes_in);
-    o = PUT_LIT(o, ",\"bytes_out\":");
-    o = put_u64(o, x->bytes_out);
-    o = PUT_LIT(o, ",\"queue_us\":");
-    o = put_u64(o, t->queue_us);
-    o = PUT_LIT(o, ",\"decode_us\":");
-    o = put_u64(o, t->decode_us);
-    o = PUT_LIT(o, ",\"tile_us\":");
-    o = put_u64(o, t->tile_us);
-    o = PUT_LIT(o, ",\"encode_us\":");
-    o = put_u64(o, t->encode_us);
-    o = PUT_LIT(o, ",\"total_us\":");
-    o = put_u64(o, x->duration_us);
-    o = PUT_LIT(o, ",\"remote\":");
-    o += tiled_json_quote_n(o, x->remote, remote_len);
-    *o++ = '}';
-    *o++ = '\n';
-    put_line(line, (size_t)(o - line), true);
-    if (line != stack)
-        free(line);
+    pthread_mutex_unlock(&out.lock);
+    /* Not gathered: no flusher runs, or a line too long to gather. */
+    _Alignas(8) char stack[4096];
+    char *mem = size + text_max <= sizeof(stack) ? stack : malloc(size + text_max);
+    if (!mem)
+        return;
+    struct access_rec *rec = (struct access_rec *)(void *)mem;
+    record_access(rec, x, len);
+    put_line(mem + size, format_access(rec, mem + size));
+    if (mem != stack)
+        free(mem);
 }

@@ -1,6 +1,6 @@
 /* test_log.c - the log's output order (log.c): access lines gathered once
  * tiled_log_start() has run are written before any other line, by a
- * loop's tiled_log_flush() once 16 KiB have gathered (or its
+ * loop's tiled_log_flush() once 16 KiB of their records have gathered (or its
  * tiled_log_flush_now() as it ends), when the buffer fills, and at the stop;
  * none is lost and none overtakes another. stderr is a file here, read
  * back after each step. No event loop runs in this test, so nothing but
@@ -36,7 +36,7 @@ static char *written(void)
     out[0] = '\0';
     fflush(sink);
     rewind(sink);
-    char line[8192];
+    static char line[32768];
     while (fgets(line, sizeof(line), sink)) {
         json_error_t err;
         json_t *j = json_loads(line, 0, &err);
@@ -108,19 +108,34 @@ static void gathered_lines_keep_their_order(void **state)
     expect_written("a b c event:boom");
     tiled_log_flush_now(); /* a loop that ends */
     expect_written("a b c event:boom d");
-    /* A hundred lines (over 16 KiB, under the buffer's 64): kept until a
-     * loop's flush, which writes them. */
-    char id[64], *eager = malloc(2048);
+    /* 150 lines (records of over 16 KiB, under the buffer's 48): kept
+     * until a loop's flush, which writes them. */
+    char id[64], *eager = malloc(4096);
     assert_non_null(eager);
-    size_t e = (size_t)snprintf(eager, 2048, "a b c event:boom d");
-    for (int i = 0; i < 100; i++) {
+    size_t e = (size_t)snprintf(eager, 4096, "a b c event:boom d");
+    for (int i = 0; i < 150; i++) {
         snprintf(id, sizeof(id), "eager-%03d", i);
         access_line(id);
-        e += (size_t)snprintf(eager + e, 2048 - e, " %s", id);
+        e += (size_t)snprintf(eager + e, 4096 - e, " %s", id);
     }
     expect_written("a b c event:boom d");
     tiled_log_flush();
     expect_written(eager);
+    /* A line too long to gather (its text could be over the 64 KiB the
+     * records are formatted into) is written at once, after the lines
+     * gathered before it. */
+    access_line("before-long");
+    char *long_id = malloc(12 * 1024 + 1);
+    assert_non_null(long_id);
+    memset(long_id, 'L', 12 * 1024);
+    long_id[12 * 1024] = '\0';
+    access_line(long_id);
+    e += (size_t)snprintf(eager + e, 4096 - e, " before-long");
+    char *with_long = malloc(e + 12 * 1024 + 2);
+    assert_non_null(with_long);
+    snprintf(with_long, e + 12 * 1024 + 2, "%s %s", eager, long_id);
+    expect_written(with_long);
+    free(long_id);
     /* A full buffer is written as the next line comes; the stop writes the rest. */
     for (int i = 0; i < 600; i++) {
         snprintf(id, sizeof(id), "fill-%03d-%s", i, "padding-padding-padding-padding-padding");
@@ -130,12 +145,13 @@ static void gathered_lines_keep_their_order(void **state)
     tiled_log_stop();
     char *want = malloc(1 << 16);
     assert_non_null(want);
-    size_t o = (size_t)snprintf(want, 1 << 16, "%s", eager);
+    size_t o = (size_t)snprintf(want, 1 << 16, "%s", with_long);
     for (int i = 0; i < 600; i++)
         o += (size_t)snprintf(want + o, (1 << 16) - o, " fill-%03d-%s", i, "padding-padding-padding-padding-padding");
     snprintf(want + o, (1 << 16) - o, " last");
     expect_written(want);
     free(want);
+    free(with_long);
     free(eager);
 }
 
