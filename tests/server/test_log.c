@@ -155,6 +155,18 @@ static void gathered_lines_keep_their_order(void **state)
     free(eager);
 }
 
+/* Before tiled_log_start() (or with no flush interval) nothing is
+ * gathered: each access line is written as its request ends, after none. */
+static void ungathered_lines_are_written_at_once(void **state)
+{
+    (void)state;
+    access_line("first");
+    expect_written("first");
+    tiled_log_error("boom", "something failed");
+    access_line("second");
+    expect_written("first event:boom second");
+}
+
 /* How many of the pages of fd's [off, off + len) are in the page cache. */
 static size_t resident(int fd, off_t off, size_t len)
 {
@@ -214,6 +226,7 @@ int main(int argc, char **argv)
     (void)argc;
     self = argv[0];
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(ungathered_lines_are_written_at_once, setup, teardown),
         cmocka_unit_test_setup_teardown(gathered_lines_keep_their_order, setup, teardown),
         cmocka_unit_test_setup_teardown(old_log_pages_leave_the_cache, setup, teardown),
     };
