@@ -275,9 +275,9 @@ static const struct tiled_option tiled_options[] = {
      .def = "10",
      .min = 0,
      .max = 10000,
-     .help = "access lines are written together: by an event loop about to wait once 16 KiB have gathered, else "
-             "at most this many milliseconds after the first (other lines at once, after them); 0 = each as it is "
-             "made"},
+     .help = "access lines are written together: by an event loop about to wait once about a hundred have "
+             "gathered, else at most this many milliseconds after the first (other lines at once, after them); 0 = "
+             "each as it is made"},
     {.flag = "api-key-file",
      .env = "TILED_API_KEY_FILE",
      .type = OPT_STRING,
