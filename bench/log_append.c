@@ -4,7 +4,8 @@
  *
  *   log_append FILE CHUNK SECONDS GAP_US [trim]
  *
- * Appends CHUNK bytes to FILE (created, and removed at the end) every
+ * Appends CHUNK bytes to FILE (created, and removed at the end when it is
+ * a regular file) every
  * GAP_US microseconds of spinning (so at a set rate, as a busy daemon's
  * log flushes come) for SECONDS, and prints every 10 s the writes made,
  * the wall time spent in write(2) per KiB, the system time per KiB, and
@@ -20,12 +21,14 @@
  * machine, the plain run and the trim run one after the other.
  */
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -119,9 +122,15 @@ int main(int argc, char **argv)
             s0 = s;
         }
     }
+    /* Only a regular file is removed: FILE may be /dev/null (the cost of
+     * the system call alone), whose removal would leave every later
+     * `>/dev/null` writing into a file. */
+    struct stat st;
+    bool regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
     close(rfd);
     close(fd);
-    unlink(argv[1]);
+    if (regular)
+        unlink(argv[1]);
     free(buf);
     return 0;
 }
