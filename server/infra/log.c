@@ -161,10 +161,24 @@ static void timestamp_at(uint64_t mono_us, char buf[25])
  * request about 64 instruction-cache misses, 30 data-cache misses and 20
  * mispredicted branches more than its own instructions (callgrind's
  * simulation, docs/performance.md "A ninth round"). */
+/* The line's figures, in its order: their keys here, their values in
+ * struct access_rec's `figures`. */
+enum { FIG_BYTES_IN, FIG_BYTES_OUT, FIG_QUEUE, FIG_DECODE, FIG_TILE, FIG_ENCODE, FIG_TOTAL, FIG_COUNT };
+static const struct {
+    const char *key;
+    size_t len;
+} figure_keys[FIG_COUNT] = {
+#define KEY(s) {s, sizeof(s) - 1}
+    [FIG_BYTES_IN] = KEY(",\"bytes_in\":"), [FIG_BYTES_OUT] = KEY(",\"bytes_out\":"),
+    [FIG_QUEUE] = KEY(",\"queue_us\":"),    [FIG_DECODE] = KEY(",\"decode_us\":"),
+    [FIG_TILE] = KEY(",\"tile_us\":"),      [FIG_ENCODE] = KEY(",\"encode_us\":"),
+    [FIG_TOTAL] = KEY(",\"total_us\":"),
+#undef KEY
+};
+
 struct access_rec {
     uint64_t end_us; /* monotonic µs (clock.h) at the request's end */
-    uint64_t bytes_in, bytes_out, duration_us;
-    uint64_t queue_us, decode_us, tile_us, encode_us;
+    uint64_t figures[FIG_COUNT];
     int status;
     enum tiled_transport transport;
     uint32_t size; /* of the whole record */
@@ -181,9 +195,11 @@ static size_t record_size(size_t strings)
 static void record_access(struct access_rec *rec, const struct tiled_exchange *x, const size_t len[4])
 {
     const struct tile_timings *t = x->tm;
-    *rec = (struct access_rec){.end_us = x->t_start + x->duration_us, .bytes_in = x->bytes_in,
-                               .bytes_out = x->bytes_out, .duration_us = x->duration_us, .queue_us = t->queue_us,
-                               .decode_us = t->decode_us, .tile_us = t->tile_us, .encode_us = t->encode_us,
+    *rec = (struct access_rec){.end_us = x->t_start + x->duration_us,
+                               .figures = {[FIG_BYTES_IN] = x->bytes_in, [FIG_BYTES_OUT] = x->bytes_out,
+                                           [FIG_QUEUE] = t->queue_us, [FIG_DECODE] = t->decode_us,
+                                           [FIG_TILE] = t->tile_us, [FIG_ENCODE] = t->encode_us,
+                                           [FIG_TOTAL] = x->duration_us},
                                .status = x->status, .transport = x->transport,
                                .size = (uint32_t)record_size(len[0] + len[1] + len[2] + len[3]),
                                .id_len = (uint32_t)len[0], .method_len = (uint32_t)len[1],
@@ -258,20 +274,10 @@ static size_t format_access(const struct access_rec *rec, char *line)
     } else {
         o = put_u64(o, (uint64_t)rec->status);
     }
-    o = PUT_LIT(o, ",\"bytes_in\":");
-    o = put_u64(o, rec->bytes_in);
-    o = PUT_LIT(o, ",\"bytes_out\":");
-    o = put_u64(o, rec->bytes_out);
-    o = PUT_LIT(o, ",\"queue_us\":");
-    o = put_u64(o, rec->queue_us);
-    o = PUT_LIT(o, ",\"decode_us\":");
-    o = put_u64(o, rec->decode_us);
-    o = PUT_LIT(o, ",\"tile_us\":");
-    o = put_u64(o, rec->tile_us);
-    o = PUT_LIT(o, ",\"encode_us\":");
-    o = put_u64(o, rec->encode_us);
-    o = PUT_LIT(o, ",\"total_us\":");
-    o = put_u64(o, rec->duration_us);
+    for (int f = 0; f < FIG_COUNT; f++) {
+        o = put(o, figure_keys[f].key, figure_keys[f].len);
+        o = put_u64(o, rec->figures[f]);
+    }
     o = PUT_LIT(o, ",\"remote\":");
     o += tiled_json_quote_n(o, remote, rec->remote_len);
     *o++ = '}';
